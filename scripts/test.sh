@@ -7,7 +7,6 @@ source scripts/_setup.sh
 
 apt_need=()
 [ -x /usr/bin/chromium ] || apt_need+=(chromium)
-[ -x /usr/lib/postgresql/15/bin/initdb ] || apt_need+=(postgresql)
 apt_install "${apt_need[@]}"
 
 ensure_venv requirements-dev.txt
