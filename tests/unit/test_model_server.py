@@ -1,0 +1,137 @@
+"""The scripted model server speaks enough OpenAI for the real client."""
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import httpx
+import openai
+import pytest
+
+from python.helpers.files import BASE_DIR
+from tests.support.model_server import ScriptedFailure, ScriptedModel, model_server  # noqa: F401
+
+pytestmark = pytest.mark.unit
+
+
+def _client(server: ScriptedModel) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=server.url, api_key="test-key", max_retries=0)
+
+
+async def _stream(server: ScriptedModel) -> tuple[str, str]:
+    content, reasoning = "", ""
+    async with _client(server) as client:
+        stream = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        async for chunk in stream:
+            delta = chunk.choices[0].delta
+            content += delta.content or ""
+            reasoning += getattr(delta, "reasoning_content", None) or ""
+    return content, reasoning
+
+
+async def test_streams_content_and_reasoning(model_server: ScriptedModel):
+    model_server.reply("Hello there, world", reasoning="let me think", chunks=4)
+    content, reasoning = await _stream(model_server)
+    assert content == "Hello there, world"
+    assert reasoning == "let me think"
+    assert model_server.calls == 1
+    assert model_server.requests[0]["messages"] == [{"role": "user", "content": "hi"}]
+    assert model_server.requests[0]["stream"] is True
+
+
+async def test_non_streaming_completion(model_server: ScriptedModel):
+    model_server.reply({"a": 1})
+    async with _client(model_server) as client:
+        done = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "x"}]
+        )
+    assert json.loads(done.choices[0].message.content) == {"a": 1}
+
+
+async def test_tool_reply_is_agent_zero_json(model_server: ScriptedModel):
+    model_server.tool("response", {"text": "done"}, headline="Answering")
+    content, _ = await _stream(model_server)
+    assert json.loads(content) == {
+        "thoughts": ["..."],
+        "headline": "Answering",
+        "tool_name": "response",
+        "tool_args": {"text": "done"},
+    }
+
+
+async def test_failures_then_exhausted(model_server: ScriptedModel):
+    model_server.fail(429, "slow down", times=2)
+    async with _client(model_server) as client:
+        for _ in range(2):
+            with pytest.raises(openai.RateLimitError):
+                await client.chat.completions.create(model="m", messages=[])
+        with pytest.raises(openai.InternalServerError, match="script exhausted"):
+            await client.chat.completions.create(model="m", messages=[])
+    assert model_server.calls == 3
+
+
+async def test_respond_with_used_when_queue_empty(model_server: ScriptedModel):
+    model_server.reply("queued")
+    model_server.respond_with(lambda body: f"echo {body['messages'][-1]['content']}")
+    assert (await _stream(model_server))[0] == "queued"
+    assert (await _stream(model_server))[0] == "echo hi"
+    model_server.respond_with(lambda body: ScriptedFailure(503, "down"))
+    with pytest.raises(openai.InternalServerError):
+        await _stream(model_server)
+
+
+def test_cut_stream_breaks_the_connection(model_server: ScriptedModel):
+    model_server.reply("abcdefghij", chunks=5, cut_after_chunks=2)
+    body = {"model": "m", "messages": [], "stream": True}
+    received = []
+    with pytest.raises(httpx.RemoteProtocolError):  # noqa: SIM117
+        with httpx.stream("POST", model_server.url + "/chat/completions", json=body) as resp:
+            for line in resp.iter_lines():
+                received.append(line)
+    data = [line for line in received if line.startswith("data: ")]
+    assert len(data) == 2
+    assert "[DONE]" not in received
+
+
+def test_models_endpoint_and_wait_deadline(model_server: ScriptedModel):
+    resp = httpx.get(model_server.url + "/models")
+    assert resp.status_code == 200
+    assert resp.json()["data"][0]["id"]
+    started = time.monotonic()
+    with pytest.raises(AssertionError, match="expected 1"):
+        model_server.wait_for_calls(1, timeout=0.2)
+    assert time.monotonic() - started < 5
+
+
+def test_separate_process_reads_script(tmp_path):
+    script = tmp_path / "script.jsonl"
+    script.write_text(json.dumps({"status": 502}) + "\n" + json.dumps({"content": "from file"}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.model_server", "--script", str(script)],
+        cwd=BASE_DIR,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("READY http://127.0.0.1:")
+        url = line.split()[1]
+        body = {"model": "m", "messages": [{"role": "user", "content": "q"}]}
+        assert httpx.post(url + "/chat/completions", json=body).status_code == 502
+        done = httpx.post(url + "/chat/completions", json=body).json()
+        assert done["choices"][0]["message"]["content"] == "from file"
+        httpx.post(url.removesuffix("/v1") + "/_script/queue", json={"content": "more"})
+        done = httpx.post(url + "/chat/completions", json=body).json()
+        assert done["choices"][0]["message"]["content"] == "more"
+        seen = httpx.get(url.removesuffix("/v1") + "/_script/requests").json()["requests"]
+        assert len(seen) == 3
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
+        proc.stdout.close()
