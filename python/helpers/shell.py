@@ -1,0 +1,281 @@
+"""Persistent bash sessions on asyncio subprocesses (no pty, no threads).
+
+Each command is written to a private script file and sourced by the session's bash, on
+one line followed by a sentinel `printf` carrying `$?`. The sentinel tells when the
+command finished and with which exit code; sourcing keeps the shell's state (cwd,
+variables) between commands and survives syntax errors in the command itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import re
+import secrets
+import shlex
+import shutil
+import signal
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+READ_CHUNK = 65536
+POLL_INTERVAL = 0.5  # on_poll is called at least this often while waiting
+SECRET_ENV = re.compile(r"(API_KEY|API_TOKEN|PASSWORD|SECRET|_TOKEN$)", re.IGNORECASE)
+
+OnPoll = Callable[[str], Awaitable[None]]
+
+
+@dataclass
+class Timeouts:
+    first_output: float = 30.0
+    between_output: float = 15.0
+    total: float = 180.0
+
+    @classmethod
+    def from_settings(cls, settings: dict) -> Timeouts:
+        return cls(
+            first_output=float(settings.get("code_exec_first_output_timeout", 30)),
+            between_output=float(settings.get("code_exec_between_output_timeout", 15)),
+            total=float(settings.get("code_exec_max_timeout", 180)),
+        )
+
+
+@dataclass
+class CommandResult:
+    """New output since the last result; exit_code is None while still running."""
+
+    output: str
+    exit_code: int | None
+    running: bool
+    timed_out: str | None = None  # "first_output" | "between_output" | "total"
+    session_ended: bool = False
+
+
+class ShellError(Exception):
+    code = "shell_error"
+
+
+class ShellSession:
+    """One long-lived bash process with merged stdout/stderr."""
+
+    def __init__(self, cwd: Path, env: dict[str, str] | None = None) -> None:
+        self.cwd = Path(cwd)
+        self.env = env
+        self.dir = Path(tempfile.mkdtemp(prefix="a0-shell-"))
+        self.proc: asyncio.subprocess.Process | None = None
+        self._buf = ""
+        self._data = asyncio.Event()
+        self._eof = False
+        self._reader: asyncio.Task | None = None
+        self._marker = ""
+        self._count = 0
+        self.running = False
+
+    # -- lifecycle ------------------------------------------------------------
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None and not self._eof
+
+    async def start(self) -> None:
+        self.cwd.mkdir(parents=True, exist_ok=True)
+        self.proc = await asyncio.create_subprocess_exec(
+            "bash",
+            "--noprofile",
+            "--norc",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            cwd=str(self.cwd),
+            env=self.env if self.env is not None else child_environment(),
+            start_new_session=True,
+        )
+        self._buf, self._eof, self.running = "", False, False
+        self._data = asyncio.Event()
+        self._reader = asyncio.create_task(self._read_loop(self.proc))
+
+    async def close(self) -> None:
+        """Kill the whole process group and remove the private folder."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(Exception):
+                await proc.wait()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(BaseException):
+                await self._reader
+        self.running = False
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    async def _read_loop(self, proc: asyncio.subprocess.Process) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        assert proc.stdout is not None
+        while True:
+            chunk = await proc.stdout.read(READ_CHUNK)
+            if not chunk:
+                self._buf += decoder.decode(b"", final=True)
+                self._eof = True
+                self._data.set()
+                return
+            self._buf += decoder.decode(chunk)
+            self._data.set()
+
+    # -- commands -------------------------------------------------------------
+    def write_file(self, name: str, text: str) -> Path:
+        """Write a private file (e.g. code for a runtime) into the session folder."""
+        path = self.dir / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    async def run(
+        self, command: str, timeouts: Timeouts, on_poll: OnPoll | None = None
+    ) -> CommandResult:
+        """Run `command` and wait for its end or a time-out (it then keeps running)."""
+        if self.running:
+            raise ShellError("a command is still running in this session")
+        if not self.alive:
+            await self.close()
+            self.dir = Path(tempfile.mkdtemp(prefix="a0-shell-"))
+            await self.start()
+        self._count += 1
+        script = self.write_file(f"cmd_{self._count}.sh", command + "\n")
+        token = f"__A0_DONE_{secrets.token_hex(8)}__"
+        self._marker = "\x1e" + token + ":"  # ASCII record separator: never typical output
+        self._buf = ""
+        line = f". {shlex.quote(str(script))}; printf '\\036%s:%d\\n' {token} \"$?\"\n"
+        await self._write(line)
+        self.running = True
+        return await self._wait(timeouts, on_poll)
+
+    async def read_more(self, timeouts: Timeouts, on_poll: OnPoll | None = None) -> CommandResult:
+        """Keep waiting for the running command; return the output since last time."""
+        if not self.running:
+            return CommandResult(output=self._take_all(), exit_code=None, running=False)
+        return await self._wait(timeouts, on_poll)
+
+    async def send_input(self, text: str) -> None:
+        """Type `text` (plus newline) into the running command's standard input."""
+        if not self.alive:
+            raise ShellError("the session is not running")
+        await self._write(text if text.endswith("\n") else text + "\n")
+
+    async def _write(self, text: str) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(text.encode("utf-8"))
+            await self.proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError) as e:
+            raise ShellError("the session ended") from e
+
+    async def _wait(self, timeouts: Timeouts, on_poll: OnPoll | None) -> CommandResult:
+        loop = asyncio.get_running_loop()
+        start = last = loop.time()
+        got_output = False
+        pending = ""
+        while True:
+            done = self._finished()
+            if done is not None:
+                return CommandResult(pending + done[0], done[1], running=False)
+            if self._eof:
+                self.running = False
+                rc = await self._returncode()
+                out = pending + self._take_all()
+                return CommandResult(out, rc, running=False, session_ended=True)
+            fresh = self._take_safe()
+            if fresh:
+                pending += fresh
+                got_output = True
+                last = loop.time()
+                if on_poll is not None:
+                    await on_poll(pending)
+            now = loop.time()
+            if now - start >= timeouts.total:
+                return CommandResult(pending, None, running=True, timed_out="total")
+            if got_output and now - last >= timeouts.between_output:
+                return CommandResult(pending, None, running=True, timed_out="between_output")
+            if not got_output and now - start >= timeouts.first_output:
+                return CommandResult(pending, None, running=True, timed_out="first_output")
+            limit = timeouts.between_output if got_output else timeouts.first_output
+            deadline = min(start + timeouts.total, (last if got_output else start) + limit)
+            self._data.clear()
+            if self._eof:
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._data.wait(), min(deadline - now, POLL_INTERVAL))
+            if on_poll is not None and not self._data.is_set():
+                await on_poll(pending)
+
+    def _finished(self) -> tuple[str, int] | None:
+        if not self._marker:
+            return None
+        m = re.search(re.escape(self._marker) + r"(\d+)\n", self._buf)
+        if m is None:
+            return None
+        out = self._buf[: m.start()]
+        self._buf = self._buf[m.end() :]
+        self.running = False
+        self._marker = ""
+        return out, int(m.group(1))
+
+    def _take_safe(self) -> str:
+        """Take buffered output, holding back a tail that may be a partial sentinel."""
+        hold = 0
+        for k in range(min(len(self._marker) + 12, len(self._buf)), 0, -1):
+            tail = self._buf[-k:]
+            if self._marker.startswith(tail) or (
+                tail.startswith(self._marker) and tail[len(self._marker) :].isdigit()
+            ):
+                hold = k
+                break
+        out, self._buf = self._buf[: len(self._buf) - hold], self._buf[len(self._buf) - hold :]
+        return out
+
+    def _take_all(self) -> str:
+        out, self._buf = self._buf, ""
+        return out
+
+    async def _returncode(self) -> int | None:
+        if self.proc is None:
+            return None
+        with contextlib.suppress(TimeoutError):
+            return await asyncio.wait_for(self.proc.wait(), 5)
+        return None
+
+
+def child_environment() -> dict[str, str]:
+    """The process environment without secrets, unbuffered and without colours."""
+    env = {k: v for k, v in os.environ.items() if not SECRET_ENV.search(k)}
+    env.update({"PYTHONUNBUFFERED": "1", "TERM": "dumb", "NO_COLOR": "1", "PAGER": "cat"})
+    return env
+
+
+class ShellSessions:
+    """Numbered sessions of one chat, created on first use."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = Path(cwd)
+        self.sessions: dict[int, ShellSession] = {}
+
+    async def get(self, number: int) -> ShellSession:
+        session = self.sessions.get(number)
+        if session is None or not session.alive:
+            if session is not None:
+                await session.close()
+            session = ShellSession(self.cwd)
+            await session.start()
+            self.sessions[number] = session
+        return session
+
+    async def reset(self, number: int) -> None:
+        session = self.sessions.pop(number, None)
+        if session is not None:
+            await session.close()
+
+    async def close_all(self) -> None:
+        for number in list(self.sessions):
+            await self.reset(number)
