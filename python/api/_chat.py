@@ -1,0 +1,104 @@
+"""Shared pieces of the chat endpoints: picking the chat, attachments, the user message."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+
+from python.helpers.api import ApiError, bad_request, get_list, get_str
+from python.helpers.runtime import Runtime
+
+MAX_ATTACHMENT_BYTES = 50 * 1024 * 1024
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def context_id_of(input: dict[str, Any], *keys: str) -> str:
+    """The first non-empty chat id under any of the given keys (validated as a string)."""
+    for key in keys:
+        value = get_str(input, key)
+        if value:
+            return value
+    return ""
+
+
+def require_context(runtime: Runtime, input: dict[str, Any], *keys: str) -> Any:
+    ctx_id = context_id_of(input, *keys)
+    if not ctx_id:
+        raise bad_request(f"'{keys[0]}' is required")
+    return runtime.get_context(ctx_id)
+
+
+def context_or_new(runtime: Runtime, ctx_id: str) -> Any:
+    return runtime.get_context(ctx_id) if ctx_id else runtime.create_context()
+
+
+def safe_filename(name: str) -> str:
+    cleaned = _UNSAFE.sub("_", Path(name).name).strip("._") or "file"
+    return cleaned[:120]
+
+
+def _write_upload(folder: Path, name: str, data: bytes) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{secrets.token_hex(4)}_{safe_filename(name)}"
+    path.write_bytes(data)
+    return str(path)
+
+
+async def save_form_files(runtime: Runtime, files: Any) -> list[str]:
+    """Multipart uploads (field 'attachments') saved under usr/uploads/; returns their paths."""
+    if not files:
+        return []
+    if not isinstance(files, list):
+        raise bad_request("'attachments' must be files")
+    paths = []
+    for upload in files:
+        if isinstance(upload, str) or not hasattr(upload, "read"):
+            raise bad_request("'attachments' must be files")
+        data = await upload.read()
+        if len(data) > MAX_ATTACHMENT_BYTES:
+            raise ApiError("payload_too_large", "An attachment is too large.", 413)
+        name = upload.filename or "file"
+        paths.append(await asyncio.to_thread(_write_upload, runtime.usr / "uploads", name, data))
+    return paths
+
+
+async def save_base64_files(runtime: Runtime, input: dict[str, Any]) -> list[str]:
+    """External API attachments: [{filename, base64}] saved under usr/uploads/."""
+    paths = []
+    for item in get_list(input, "attachments"):
+        if not isinstance(item, dict):
+            raise bad_request("each attachment must be an object {filename, base64}")
+        name = get_str(item, "filename", required=True)
+        encoded = get_str(item, "base64", required=True)
+        try:
+            data = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            raise bad_request(f"attachment '{name}' is not valid base64") from None
+        if len(data) > MAX_ATTACHMENT_BYTES:
+            raise ApiError("payload_too_large", "An attachment is too large.", 413)
+        paths.append(await asyncio.to_thread(_write_upload, runtime.usr / "uploads", name, data))
+    return paths
+
+
+def log_user_message(ctx: Any, text: str, attachments: list[str], message_id: str | None) -> None:
+    """Show the user's message in the chat log (as upstream's message endpoints do)."""
+    kvps = {"attachments": [Path(p).name for p in attachments]} if attachments else None
+    ctx.log.log(type="user", heading="User message", content=text, kvps=kvps)
+
+
+async def start_user_message(runtime: Runtime, input: dict[str, Any]) -> tuple[Any, Any]:
+    """Validate {text, context, message_id, attachments}; returns (chat, UserMessage)."""
+    text = get_str(input, "text")
+    ctx_id = context_id_of(input, "context")
+    message_id = get_str(input, "message_id") or secrets.token_hex(8)
+    attachments = await save_form_files(runtime, input.get("attachments"))
+    if not text.strip() and not attachments:
+        raise bad_request("'text' is required")
+    ctx = context_or_new(runtime, ctx_id)
+    log_user_message(ctx, text, attachments, message_id)
+    return ctx, runtime.make_message(text, attachments, message_id)

@@ -1,0 +1,33 @@
+"""POST /api/api_log_get: the external API; the newest log items of a chat (X-API-KEY)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from python.api._chat import require_context
+from python.helpers.api import ApiHandler, get_int
+
+
+class ApiLogGet(ApiHandler):
+    requires_auth = False
+    requires_csrf = False
+    requires_api_key = True
+    methods = ("GET", "POST")
+
+    async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
+        ctx = require_context(self.runtime, input, "context_id")
+        length = get_int(input, "length", default=100, minimum=1)
+        items = ctx.log.output(start=0)
+        start = max(0, len(items) - length)
+        return {
+            "context_id": ctx.id,
+            "log": {
+                "guid": ctx.log.guid,
+                "total_items": len(items),
+                "returned_items": len(items) - start,
+                "start_position": start,
+                "progress": getattr(ctx.log, "progress", ""),
+                "progress_active": bool(getattr(ctx.log, "progress_active", False)),
+                "items": items[start:],
+            },
+        }

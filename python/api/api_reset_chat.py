@@ -1,0 +1,20 @@
+"""POST /api/api_reset_chat: the external API; clear a chat's history (X-API-KEY)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from python.api._chat import require_context
+from python.helpers.api import ApiHandler
+
+
+class ApiResetChat(ApiHandler):
+    requires_auth = False
+    requires_csrf = False
+    requires_api_key = True
+
+    async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
+        ctx = require_context(self.runtime, input, "context_id")
+        self.runtime.cancel_chat(ctx.id)
+        ctx.reset()
+        return {"success": True, "message": "Chat reset.", "context_id": ctx.id}

@@ -1,0 +1,22 @@
+"""GET /api/csrf_token: the session's CSRF token for the X-CSRF-Token header."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from python.helpers import auth
+from python.helpers.api import ApiHandler
+
+
+class CsrfToken(ApiHandler):
+    requires_csrf = False
+    methods = ("GET",)
+
+    async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
+        if not self.runtime.auth.login_required:
+            auth.check_origin(request, self.runtime.auth)
+        return {
+            "ok": True,
+            "token": auth.csrf_token_for(request),
+            "runtime_id": self.runtime.runtime_id,
+        }

@@ -1,0 +1,57 @@
+"""POST /api/poll: the UI snapshot (chat list, new log items of the selected chat, state)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from python.api._chat import context_id_of
+from python.helpers.api import ApiHandler, get_int
+
+
+def _log_snapshot(ctx: Any, log_from: int) -> dict[str, Any]:
+    log = ctx.log
+    return {
+        "logs": log.output(start=log_from),
+        "log_guid": log.guid,
+        "log_version": log.version,
+        "log_progress": getattr(log, "progress", ""),
+        "log_progress_active": bool(getattr(log, "progress_active", False)),
+        "paused": bool(ctx.paused),
+    }
+
+
+class Poll(ApiHandler):
+    async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
+        ctx_id = context_id_of(input, "context")
+        log_from = get_int(input, "log_from", default=0, minimum=0)
+        runtime = self.runtime
+        contexts = []
+        for ctx in runtime.user_contexts():
+            row = dict(ctx.output())
+            row["running"] = runtime.is_running(ctx.id)
+            contexts.append(row)
+        contexts.sort(key=lambda r: str(r.get("created_at", "")), reverse=True)
+        snapshot: dict[str, Any] = {
+            "deselect_chat": False,
+            "context": None,
+            "contexts": contexts,
+            "tasks": [],
+            "logs": [],
+            "log_guid": "",
+            "log_version": 0,
+            "log_progress": "",
+            "log_progress_active": False,
+            "paused": False,
+            "running": False,
+            "notifications": [],
+            "notifications_guid": runtime.runtime_id,
+            "notifications_version": 0,
+        }
+        ctx = runtime.find_context(ctx_id)
+        if ctx_id and ctx is None:
+            snapshot["deselect_chat"] = True  # a removed chat is never recreated by polling
+        elif ctx is not None:
+            snapshot.update(_log_snapshot(ctx, log_from))
+            snapshot["context"] = ctx.id
+            snapshot["running"] = runtime.is_running(ctx.id)
+        return snapshot

@@ -1,0 +1,275 @@
+"""HTTP endpoint base class, input validation and the one exception -> response table."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import logging
+import pkgutil
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+if TYPE_CHECKING:
+    from python.helpers.runtime import Runtime
+
+logger = logging.getLogger("a0.api")
+
+MAX_JSON_BYTES = 10 * 1024 * 1024
+
+
+class ApiError(Exception):
+    """An error with a stable code that the HTTP layer returns as JSON."""
+
+    def __init__(self, code: str, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message}
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError("bad_request", message, 400)
+
+
+def error_response(code: str, message: str, status: int) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def _mask(text: str) -> str:
+    """Mask known secrets in text that leaves the process (best effort, never raises)."""
+    try:
+        from python.helpers import secrets
+
+        masker = getattr(secrets, "mask", None) or getattr(secrets, "mask_secrets", None)
+        if masker is not None:
+            return str(masker(text))
+    except Exception:
+        pass
+    return text
+
+
+# (exception class name, code, status): matched by class name along the MRO so that this
+# module imports nothing from the loop or the journal.
+ERROR_TABLE: list[tuple[str, str, int]] = [
+    ("InputConflict", "input_conflict", 409),
+    ("StaleVersion", "stale_version", 409),
+    ("PromptNotFound", "prompt_not_found", 500),
+    ("ModelError", "model_error", 502),
+    ("TimeoutError", "timeout", 504),
+    ("PermissionError", "forbidden", 403),
+    ("FileNotFoundError", "not_found", 404),
+    ("UnicodeDecodeError", "bad_request", 400),
+    ("JSONDecodeError", "bad_request", 400),
+]
+
+_SAFE_MESSAGE_CODES = {"input_conflict", "stale_version", "model_error", "bad_request"}
+
+
+def exception_to_response(exc: BaseException) -> JSONResponse:
+    """Turn any exception into a JSON error response; unknown ones become internal_error."""
+    if isinstance(exc, ApiError):
+        return error_response(exc.code, _mask(exc.message), exc.status)
+    code = getattr(exc, "code", None)
+    status = getattr(exc, "http_status", None)
+    if isinstance(code, str) and code and isinstance(status, int) and 400 <= status < 600:
+        # durability errors (and any other family) plug in by duck typing
+        return error_response(code, _mask(str(exc) or code), status)
+    names = [cls.__name__ for cls in type(exc).__mro__]
+    for name, code, status in ERROR_TABLE:
+        if name in names:
+            message = str(exc) if code in _SAFE_MESSAGE_CODES else _generic_message(code)
+            return error_response(code, _mask(message or code), status)
+    logger.error("internal error: %s", _mask(_format_exception(exc)))
+    return error_response("internal_error", "Internal server error; see the server log.", 500)
+
+
+def _generic_message(code: str) -> str:
+    return {
+        "timeout": "The operation timed out.",
+        "forbidden": "Access denied.",
+        "not_found": "Not found.",
+        "prompt_not_found": "A prompt file is missing; see the server log.",
+    }.get(code, code)
+
+
+def _format_exception(exc: BaseException) -> str:
+    import traceback
+
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+
+# ---- input validation -------------------------------------------------------------------
+
+
+def get_str(data: Mapping[str, Any], key: str, *, required: bool = False, default: str = "") -> str:
+    value = data.get(key)
+    if value is None or (value == "" and required is False):
+        if required:
+            raise bad_request(f"'{key}' is required")
+        return default
+    if not isinstance(value, str):
+        raise bad_request(f"'{key}' must be a string")
+    if required and not value.strip():
+        raise bad_request(f"'{key}' must not be empty")
+    return value
+
+
+def get_int(
+    data: Mapping[str, Any], key: str, *, default: int = 0, minimum: int | None = None
+) -> int:
+    value = data.get(key)
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool):
+        raise bad_request(f"'{key}' must be an integer")
+    if isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            raise bad_request(f"'{key}' must be an integer") from None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int):
+        raise bad_request(f"'{key}' must be an integer")
+    if minimum is not None and value < minimum:
+        raise bad_request(f"'{key}' must be at least {minimum}")
+    return value
+
+
+def get_number(data: Mapping[str, Any], key: str, *, default: float) -> float:
+    value = data.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise bad_request(f"'{key}' must be a number")
+    if value <= 0:
+        raise bad_request(f"'{key}' must be positive")
+    return float(value)
+
+
+def get_bool(data: Mapping[str, Any], key: str, *, default: bool = False) -> bool:
+    value = data.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false", "1", "0"):
+        return value.lower() in ("true", "1")
+    raise bad_request(f"'{key}' must be a boolean")
+
+
+def get_dict(data: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise bad_request(f"'{key}' must be an object")
+    return value
+
+
+def get_list(data: Mapping[str, Any], key: str) -> list[Any]:
+    value = data.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise bad_request(f"'{key}' must be a list")
+    return value
+
+
+# ---- handlers ---------------------------------------------------------------------------
+
+
+class ApiHandler:
+    """One endpoint. Subclasses live one per module in python/api/ and set the class flags."""
+
+    requires_auth: bool = True
+    requires_csrf: bool | None = None  # None: same as requires_auth
+    requires_api_key: bool = False
+    requires_loopback: bool = False
+    methods: tuple[str, ...] = ("POST",)
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    @classmethod
+    def csrf_required(cls) -> bool:
+        return cls.requires_auth if cls.requires_csrf is None else cls.requires_csrf
+
+    async def process(self, input: dict[str, Any], request: Request) -> dict[str, Any] | Response:
+        raise NotImplementedError
+
+
+async def read_input(request: Request) -> dict[str, Any]:
+    """JSON object body, form fields (files under their field name as lists), or query args."""
+    data: dict[str, Any] = dict(request.query_params)
+    if request.method in ("GET", "HEAD"):
+        return data
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
+        form = await request.form()
+        for key in form:
+            values = form.getlist(key)
+            files = [v for v in values if not isinstance(v, str)]
+            data[key] = files if files else values[-1]
+        return data
+    body = await request.body()
+    if len(body) > MAX_JSON_BYTES:
+        raise ApiError("payload_too_large", "The request body is too large.", 413)
+    if not body.strip():
+        return data
+    try:
+        parsed = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise bad_request("The body is not valid JSON.") from None
+    if not isinstance(parsed, dict):
+        raise bad_request("The JSON body must be an object.")
+    data.update(parsed)
+    return data
+
+
+Guard = Callable[[type[ApiHandler], Request], Any]
+
+
+def make_endpoint(handler_cls: type[ApiHandler], runtime: Runtime, guard: Guard):
+    """Wrap a handler class into a Starlette endpoint: guard, parse, process, map errors."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            if request.method not in handler_cls.methods:
+                raise ApiError("method_not_allowed", f"Use {', '.join(handler_cls.methods)}.", 405)
+            await guard(handler_cls, request)
+            data = await read_input(request)
+            result = await handler_cls(runtime).process(data, request)
+            if isinstance(result, Response):
+                return result
+            return JSONResponse(result if result is not None else {})
+        except Exception as exc:  # the one place that turns errors into responses
+            return exception_to_response(exc)
+
+    return endpoint
+
+
+def discover_handlers(package: str = "python.api") -> dict[str, type[ApiHandler]]:
+    """Import every module of the package and return {module name: its ApiHandler subclass}."""
+    pkg = importlib.import_module(package)
+    found: dict[str, type[ApiHandler]] = {}
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{package}.{info.name}")
+        for _, obj in inspect.getmembers(module, inspect.isclass):
+            if (
+                issubclass(obj, ApiHandler)
+                and obj is not ApiHandler
+                and obj.__module__ == module.__name__
+            ):
+                found[info.name] = obj
+                break
+    return found

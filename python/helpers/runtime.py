@@ -1,0 +1,183 @@
+"""App-wide state of one server process: settings, login config, chats and their tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from python.helpers.api import ApiError
+from python.helpers.auth import AuthConfig
+
+logger = logging.getLogger("a0.runtime")
+
+API_CHAT_SWEEP_SECONDS = 60.0
+
+
+def _agent_module():
+    import agent  # imported lazily: the HTTP layer must load without the loop
+
+    return agent
+
+
+class Runtime:
+    """Holds what every endpoint shares. One instance per server process."""
+
+    def __init__(
+        self,
+        usr: Path,
+        settings: dict[str, Any],
+        auth: AuthConfig,
+        *,
+        overrides: Mapping[str, str] | None = None,
+    ) -> None:
+        self.usr = usr
+        self.settings = settings
+        self.auth = auth
+        self.overrides = dict(overrides or {})  # extra --key=value arguments
+        self.runtime_id = secrets.token_hex(8)
+        self.started_at = time.time()
+        self.journal: Any = None  # set by the durability wiring
+        self._tasks: dict[str, set[asyncio.Task]] = {}
+        self._api_expiry: dict[str, float] = {}
+        self._sweeper: asyncio.Task | None = None
+        self._stopping = False
+
+    # settings -----------------------------------------------------------------------
+    @property
+    def api_token(self) -> str:
+        return str(self.settings.get("mcp_server_token") or "")
+
+    async def reload_settings(self) -> dict[str, Any]:
+        from python.helpers import settings as settings_mod
+
+        self.settings = await asyncio.to_thread(settings_mod.load, self.usr)
+        return self.settings
+
+    def agent_config(self) -> Any:
+        """A fresh AgentConfig for a new chat, from the current settings."""
+        agent = _agent_module()
+        cls = agent.AgentConfig
+        factory = getattr(cls, "from_settings", None)
+        if factory is not None:
+            return factory(self.settings)
+        return cls()
+
+    # chats ----------------------------------------------------------------------------
+    def get_context(self, ctx_id: str) -> Any:
+        ctx = _agent_module().AgentContext.get(ctx_id) if ctx_id else None
+        if ctx is None:
+            raise ApiError("context_not_found", f"Chat '{ctx_id}' not found.", 404)
+        return ctx
+
+    def find_context(self, ctx_id: str) -> Any | None:
+        return _agent_module().AgentContext.get(ctx_id) if ctx_id else None
+
+    def create_context(self, ctx_id: str | None = None, name: str | None = None) -> Any:
+        agent = _agent_module()
+        if ctx_id and agent.AgentContext.get(ctx_id) is not None:
+            raise ApiError("context_exists", f"Chat '{ctx_id}' already exists.", 409)
+        return agent.AgentContext(self.agent_config(), id=ctx_id or None, name=name)
+
+    def user_contexts(self) -> list[Any]:
+        agent = _agent_module()
+        background = agent.AgentContextType.BACKGROUND
+        return [c for c in agent.AgentContext.all() if getattr(c, "type", None) != background]
+
+    def remove_context(self, ctx_id: str) -> None:
+        ctx = self.get_context(ctx_id)
+        self.cancel_chat(ctx_id)
+        with contextlib.suppress(Exception):
+            ctx.kill_process()
+        _agent_module().AgentContext.remove(ctx_id)
+        self._api_expiry.pop(ctx_id, None)
+
+    def make_message(
+        self, text: str, attachments: list[str] | None = None, message_id: str | None = None
+    ) -> Any:
+        return _agent_module().UserMessage(text, attachments or [], id=message_id)
+
+    def start_message(self, ctx: Any, message: Any) -> asyncio.Task:
+        """Hand a message to the chat; returns the task that produces the answer."""
+        if self._stopping:
+            raise ApiError("shutting_down", "The server is shutting down.", 503)
+        task = ctx.communicate(message)
+        self.track_task(ctx.id, task)
+        return task
+
+    def track_task(self, ctx_id: str, task: asyncio.Task) -> None:
+        """Remember a chat task so Stop, reset and shutdown can cancel it."""
+        tasks = self._tasks.setdefault(ctx_id, set())
+        if task not in tasks:
+            tasks.add(task)
+            task.add_done_callback(lambda t, cid=ctx_id: self._task_done(cid, t))
+
+    def _task_done(self, ctx_id: str, task: asyncio.Task) -> None:
+        self._tasks.get(ctx_id, set()).discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            logger.info("chat %s task ended with %s", ctx_id, type(exc).__name__)
+
+    async def run_message(self, ctx: Any, message: Any) -> str:
+        """Send a message and wait for the answer; a cancelled request never cancels the chat."""
+        task = self.start_message(ctx, message)
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.cancelled():
+                raise ApiError(
+                    "chat_stopped", "The chat was stopped before it answered.", 409
+                ) from None
+            raise
+        return "" if result is None else str(result)
+
+    def is_running(self, ctx_id: str) -> bool:
+        return any(not t.done() for t in self._tasks.get(ctx_id, ()))
+
+    def cancel_chat(self, ctx_id: str) -> int:
+        """Cancel the chat's running tasks (the Stop button); returns how many."""
+        tasks = [t for t in self._tasks.get(ctx_id, ()) if not t.done()]
+        for task in tasks:
+            task.cancel()
+        return len(tasks)
+
+    def set_api_lifetime(self, ctx_id: str, hours: float) -> None:
+        self._api_expiry[ctx_id] = time.time() + hours * 3600
+
+    # lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        self._sweeper = asyncio.create_task(self._sweep_api_chats(), name="api-chat-sweeper")
+
+    async def _sweep_api_chats(self) -> None:
+        while True:
+            await asyncio.sleep(API_CHAT_SWEEP_SECONDS)
+            now = time.time()
+            for ctx_id, expiry in list(self._api_expiry.items()):
+                if expiry <= now and not self.is_running(ctx_id):
+                    with contextlib.suppress(ApiError):
+                        self.remove_context(ctx_id)
+
+    def begin_shutdown(self) -> None:
+        """Called from the signal handler: cancel every running chat task right away."""
+        self._stopping = True
+        for ctx_id in list(self._tasks):
+            self.cancel_chat(ctx_id)
+
+    async def shutdown(self, timeout: float = 5.0) -> None:
+        self.begin_shutdown()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        pending = [t for ts in self._tasks.values() for t in ts if not t.done()]
+        if self._sweeper is not None:
+            pending.append(self._sweeper)
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+        with contextlib.suppress(Exception):
+            for ctx in self.user_contexts():
+                with contextlib.suppress(Exception):
+                    ctx.kill_process()

@@ -1,0 +1,203 @@
+"""Entry point: serve the web UI and the HTTP API on Starlette + uvicorn.
+
+python run_ui.py [--host H] [--port P] [--key=value ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+BASE_DIR = Path(__file__).resolve().parent
+if str(BASE_DIR) not in sys.path:
+    sys.path.insert(0, str(BASE_DIR))
+
+from python.helpers import api as api_mod  # noqa: E402
+from python.helpers import auth  # noqa: E402
+from python.helpers.runtime import Runtime  # noqa: E402
+
+WEBUI_DIR = BASE_DIR / "webui"
+ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+logger = logging.getLogger("a0.run_ui")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, dict[str, str]]:
+    """Known flags plus any extra --key=value pairs (kept as overrides, never an error)."""
+    parser = argparse.ArgumentParser(description="Agent Zero (durable) web UI and API")
+    parser.add_argument("--host", default=os.environ.get("WEB_UI_HOST") or "127.0.0.1")
+    parser.add_argument("--port", type=int, default=_env_port())
+    args, unknown = parser.parse_known_args(argv)
+    extras: dict[str, str] = {}
+    for item in unknown:
+        if item.startswith("--") and "=" in item:
+            key, value = item[2:].split("=", 1)
+            extras[key.replace("-", "_")] = value
+        elif item.startswith("--"):
+            extras[item[2:].replace("-", "_")] = "true"
+    return args, extras
+
+
+def _env_port() -> int:
+    try:
+        return int(os.environ.get("WEB_UI_PORT") or 5000)
+    except ValueError:
+        return 5000
+
+
+def _secret_key(usr: Path) -> str:
+    key = auth._env_value("FLASK_SECRET_KEY", usr, os.environ)
+    return key or secrets.token_hex(32)
+
+
+def build_app(
+    runtime: Runtime,
+    handlers: dict[str, type[api_mod.ApiHandler]] | None = None,
+    *,
+    secret_key: str | None = None,
+    cookie_suffix: str = "",
+) -> Starlette:
+    """The whole HTTP surface: /api/<name>, /login, /logout and the static web UI."""
+    handlers = api_mod.discover_handlers() if handlers is None else handlers
+
+    async def guard(handler_cls: type[api_mod.ApiHandler], request: Request) -> None:
+        await auth.guard_request(handler_cls, request, runtime.auth, runtime.api_token)
+
+    routes: list[Any] = [
+        Route(f"/api/{name}", api_mod.make_endpoint(cls, runtime, guard), methods=ALL_METHODS)
+        for name, cls in handlers.items()
+    ]
+
+    async def unknown_api(request: Request) -> Response:
+        name = request.path_params["rest"]
+        return api_mod.error_response("not_found", f"No endpoint /api/{name}.", 404)
+
+    async def index(request: Request) -> Response:
+        if not auth.is_authenticated(request, runtime.auth):
+            return RedirectResponse("/login", status_code=303)
+        return FileResponse(WEBUI_DIR / "index.html", headers={"Cache-Control": "no-store"})
+
+    async def login_page(request: Request) -> Response:
+        if request.method == "GET":
+            return FileResponse(WEBUI_DIR / "login.html", headers={"Cache-Control": "no-store"})
+        form = await request.form()
+        login, password = form.get("username", ""), form.get("password", "")
+        if (
+            isinstance(login, str)
+            and isinstance(password, str)
+            and runtime.auth.check_credentials(login, password)
+        ):
+            request.session[auth.SESSION_AUTH_KEY] = runtime.auth.password_digest
+            return RedirectResponse("/", status_code=303)
+        return RedirectResponse("/login?error=1", status_code=303)
+
+    async def logout(request: Request) -> Response:
+        request.session.clear()
+        return RedirectResponse("/login" if runtime.auth.login_required else "/", status_code=303)
+
+    routes += [
+        Route("/api/{rest:path}", unknown_api, methods=ALL_METHODS),
+        Route("/", index),
+        Route("/index.html", index),
+        Route("/login", login_page, methods=["GET", "POST"]),
+        Route("/logout", logout, methods=["GET", "POST"]),
+        Mount("/", app=StaticFiles(directory=WEBUI_DIR, check_dir=False), name="webui"),
+    ]
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        code = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
+        if status >= 500:
+            return api_mod.exception_to_response(exc)
+        return api_mod.error_response(code, str(getattr(exc, "detail", "")) or code, status)
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        return api_mod.exception_to_response(exc)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        await runtime.start()
+        try:
+            yield
+        finally:
+            await runtime.shutdown()
+
+    middleware = [
+        Middleware(
+            SessionMiddleware,
+            secret_key=secret_key or secrets.token_hex(32),
+            session_cookie=f"a0_session{cookie_suffix}",
+            max_age=24 * 3600,
+            same_site="strict",
+        )
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers={HTTPException: http_error, 500: server_error},
+        lifespan=lifespan,
+    )
+    app.state.runtime = runtime
+    return app
+
+
+class _Server(uvicorn.Server):
+    """uvicorn that cancels chat tasks at once on SIGTERM/SIGINT and then exits with 0."""
+
+    def __init__(self, config: uvicorn.Config, runtime: Runtime) -> None:
+        super().__init__(config)
+        self.runtime = runtime
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        super().handle_exit(sig, frame)
+        self._captured_signals.clear()  # a clean stop is exit code 0, not a re-raised signal
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().call_soon_threadsafe(self.runtime.begin_shutdown)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, extras = parse_args(argv)
+    log_format = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    logging.basicConfig(level=logging.INFO, format=log_format)
+    from python.helpers import files, settings
+
+    usr = files.usr_dir()
+    runtime = Runtime(usr, settings.load(usr), auth.AuthConfig.load(usr), overrides=extras)
+    if extras:
+        logger.info("extra arguments kept as overrides: %s", ", ".join(sorted(extras)))
+    app = build_app(runtime, secret_key=_secret_key(usr), cookie_suffix=f"_{args.port}")
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="info",
+        timeout_graceful_shutdown=5,
+        lifespan="on",
+    )
+    server = _Server(config, runtime)
+    logger.info("serving on http://%s:%s (data in %s)", args.host, args.port, usr)
+    server.run()
+    if not server.started:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""The one exception -> response table and the input validators."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from python.helpers import api
+
+pytestmark = pytest.mark.unit
+
+
+def _body(response) -> dict:
+    return json.loads(response.body)
+
+
+def test_api_error_keeps_code_message_and_status():
+    response = api.exception_to_response(api.ApiError("context_not_found", "Chat 'x'.", 404))
+    assert response.status_code == 404
+    assert _body(response) == {"error": {"code": "context_not_found", "message": "Chat 'x'."}}
+
+
+def test_duck_typed_errors_use_their_code_and_http_status():
+    class RunHeld(Exception):
+        code = "run_held"
+        http_status = 409
+
+    response = api.exception_to_response(RunHeld("the run is held"))
+    assert response.status_code == 409
+    assert _body(response)["error"] == {"code": "run_held", "message": "the run is held"}
+
+
+def test_errors_matched_by_class_name_along_the_mro():
+    class ModelError(Exception):
+        pass
+
+    class ProviderDown(ModelError):
+        pass
+
+    response = api.exception_to_response(ProviderDown("provider said 500"))
+    assert response.status_code == 502
+    assert _body(response)["error"]["code"] == "model_error"
+
+
+def test_unknown_exception_is_internal_error_without_a_trace(caplog):
+    try:
+        raise RuntimeError("secret detail in /path/file.py")
+    except RuntimeError as exc:
+        response = api.exception_to_response(exc)
+    body = _body(response)
+    assert response.status_code == 500
+    assert body["error"]["code"] == "internal_error"
+    assert "Traceback" not in response.body.decode()
+    assert "secret detail" not in response.body.decode()
+    assert "Traceback" in caplog.text  # the trace goes to the server log
+
+
+@pytest.mark.parametrize(
+    ("getter", "data", "key"),
+    [
+        (api.get_str, {"text": 5}, "text"),
+        (api.get_int, {"n": "x"}, "n"),
+        (api.get_int, {"n": True}, "n"),
+        (api.get_bool, {"b": "maybe"}, "b"),
+        (api.get_dict, {"d": []}, "d"),
+        (api.get_list, {"l": {}}, "l"),
+    ],
+)
+def test_wrong_types_are_bad_request(getter, data, key):
+    with pytest.raises(api.ApiError) as info:
+        getter(data, key)
+    assert info.value.code == "bad_request"
+    assert info.value.status == 400
+    assert key in info.value.message
+
+
+def test_validators_accept_good_values_and_defaults():
+    assert api.get_str({"a": "x"}, "a") == "x"
+    assert api.get_str({}, "a", default="d") == "d"
+    assert api.get_int({"n": "7"}, "n") == 7
+    assert api.get_int({}, "n", default=3) == 3
+    assert api.get_bool({"b": "true"}, "b") is True
+    assert api.get_number({"h": 2}, "h", default=24.0) == 2.0
+    with pytest.raises(api.ApiError):
+        api.get_str({}, "a", required=True)
+    with pytest.raises(api.ApiError):
+        api.get_int({"n": -1}, "n", minimum=0)
+    with pytest.raises(api.ApiError):
+        api.get_number({"h": 0}, "h", default=1.0)

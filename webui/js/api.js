@@ -1,0 +1,46 @@
+// Calls to /api/<name> with the session's CSRF token; errors become ApiCallError.
+
+let csrfToken = null;
+
+export class ApiCallError extends Error {
+  constructor(code, message, status) {
+    super(message);
+    this.code = code;
+    this.status = status;
+  }
+}
+
+async function fetchToken() {
+  const response = await fetch("/api/csrf_token", { credentials: "same-origin" });
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    if (response.status === 401) location.href = "/login";
+    throw new ApiCallError(body.error?.code || "csrf_failed", body.error?.message || "No CSRF token", response.status);
+  }
+  csrfToken = body.token;
+  return csrfToken;
+}
+
+async function send(name, payload, retry) {
+  if (!csrfToken) await fetchToken();
+  const isForm = payload instanceof FormData;
+  const response = await fetch(`/api/${name}`, {
+    method: "POST",
+    credentials: "same-origin",
+    headers: isForm ? { "X-CSRF-Token": csrfToken } : { "Content-Type": "application/json", "X-CSRF-Token": csrfToken },
+    body: isForm ? payload : JSON.stringify(payload ?? {}),
+  });
+  const body = await response.json().catch(() => ({}));
+  if (response.ok) return body;
+  const code = body.error?.code || "http_error";
+  if (code === "csrf_failed" && retry) {
+    csrfToken = null;
+    return send(name, payload, false);
+  }
+  if (response.status === 401) location.href = "/login";
+  throw new ApiCallError(code, body.error?.message || `HTTP ${response.status}`, response.status);
+}
+
+export function callApi(name, payload) {
+  return send(name, payload, true);
+}
