@@ -1,0 +1,73 @@
+"""Bad model behaviour ends with a clear message in the chat, never a server crash."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.integration._helpers import assert_healthy, chat_log, log_text, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def _send(server, text: str) -> httpx.Response:
+    return server.api_message(text)
+
+
+def _context_of(server) -> str:
+    with server.ui_client() as client:
+        contexts = client.post("/api/poll", json={}).json()["contexts"]
+    assert len(contexts) == 1
+    return contexts[0]["id"]
+
+
+def test_malformed_model_output_gets_a_warning_and_the_turn_goes_on(running_ui, model_server):
+    model_server.reply("I will not answer in JSON, sorry.")
+    model_server.tool("response", {"text": "Recovered after the warning."})
+
+    response = _send(running_ui, "hello")
+
+    assert response.status_code == 200, response.text
+    assert response.json()["response"] == "Recovered after the warning."
+    items = chat_log(running_ui, response.json()["context_id"])
+    assert any(item["type"] == "warning" for item in items), log_text(items)
+    # the model was told about the format problem
+    assert "JSON" in str(model_server.requests[1]["messages"][-1])
+    assert_healthy(running_ui)
+
+
+def test_unknown_tool_is_reported_to_the_model_and_the_chat(running_ui, model_server):
+    model_server.tool("no_such_tool", {"x": 1})
+    model_server.tool("response", {"text": "Used a real tool instead."})
+
+    response = _send(running_ui, "hello")
+
+    assert response.status_code == 200, response.text
+    assert response.json()["response"] == "Used a real tool instead."
+    assert "no_such_tool" in str(model_server.requests[1]["messages"])
+    text = log_text(chat_log(running_ui, response.json()["context_id"]))
+    assert "no_such_tool" in text
+    assert_healthy(running_ui)
+
+
+def test_model_http_500_ends_with_an_error_in_the_chat(running_ui, model_server):
+    model_server.fail(500, "provider exploded", times=10)
+
+    response = _send(running_ui, "hello")
+
+    assert response.headers["content-type"].startswith("application/json")
+    assert "Traceback" not in response.text
+    if response.status_code != 200:
+        assert response.json()["error"]["code"]
+    ctx_id = response.json().get("context_id") or _context_of(running_ui)
+    items = wait_until(
+        lambda: [i for i in chat_log(running_ui, ctx_id) if i["type"] == "error"],
+        what="an error item in the chat log",
+    )
+    assert items[0]["heading"] or items[0]["content"]
+    assert_healthy(running_ui)
+    # and the server still serves a normal turn afterwards
+    model_server.tool("response", {"text": "Back to normal."})
+    again = _send(running_ui, "try again")
+    assert again.status_code == 200, again.text
+    assert again.json()["response"] == "Back to normal."

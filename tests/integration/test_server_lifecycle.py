@@ -1,0 +1,47 @@
+"""Start-up, extra arguments, and a clean stop on SIGTERM even with a chat running."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.integration._helpers import wait_until
+from tests.support.ui_server import ui_env_for
+
+pytestmark = pytest.mark.integration
+
+
+def test_sigterm_stops_an_idle_server_with_exit_code_0(ui_server):
+    ui_server.start()
+    assert httpx.get(f"{ui_server.url}/api/health", timeout=5).json()["ok"] is True
+    assert ui_server.stop() == 0
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"{ui_server.url}/api/health", timeout=2)
+
+
+def test_sigterm_cancels_a_running_chat_and_exits_0(ui_server, model_server, tmp_path):
+    ui_server.env.update(ui_env_for(model_server))
+    ui_server.start()
+    model_server.tool("code_execution_tool", {"runtime": "terminal", "code": "sleep 120"})
+    with ui_server.ui_client() as client:
+        sent = client.post("/api/message_async", json={"text": "sleep for a while"})
+        assert sent.status_code == 200, sent.text
+        ctx = sent.json()["context"]
+
+        def running() -> bool:
+            snapshot = client.post("/api/poll", json={"context": ctx, "log_from": 0}).json()
+            return snapshot["running"] and any(
+                item["type"] in ("code_exe", "tool") for item in snapshot["logs"]
+            )
+
+        wait_until(running, what="the sleep command to start")
+    code = ui_server.stop(timeout=15)
+    assert code == 0, ui_server.output()[-3000:]
+
+
+def test_extra_key_value_arguments_are_accepted(ui_server):
+    ui_server.extra_args = ["--dockerized=true", "--development", "--some_agent_field=x"]
+    ui_server.start()
+    assert httpx.get(f"{ui_server.url}/api/health", timeout=5).status_code == 200
+    assert ui_server.stop() == 0
+    assert "dockerized" in ui_server.output()
