@@ -137,11 +137,21 @@ class Runtime:
         return "" if result is None else str(result)
 
     def is_running(self, ctx_id: str) -> bool:
-        return any(not t.done() for t in self._tasks.get(ctx_id, ()))
+        if any(not t.done() for t in self._tasks.get(ctx_id, ())):
+            return True
+        ctx = self.find_context(ctx_id)
+        check = getattr(ctx, "is_running", None)
+        return bool(check()) if callable(check) else False
 
     def cancel_chat(self, ctx_id: str) -> int:
         """Cancel the chat's running tasks (the Stop button); returns how many."""
         tasks = [t for t in self._tasks.get(ctx_id, ()) if not t.done()]
+        ctx = None
+        with contextlib.suppress(ImportError):
+            ctx = self.find_context(ctx_id)
+        ctx_task = getattr(ctx, "task", None)
+        if isinstance(ctx_task, asyncio.Task) and not ctx_task.done() and ctx_task not in tasks:
+            tasks.append(ctx_task)
         for task in tasks:
             task.cancel()
         return len(tasks)
@@ -165,7 +175,10 @@ class Runtime:
     def begin_shutdown(self) -> None:
         """Called from the signal handler: cancel every running chat task right away."""
         self._stopping = True
-        for ctx_id in list(self._tasks):
+        ids = set(self._tasks)
+        with contextlib.suppress(Exception):  # the loop may not even be importable
+            ids |= {c.id for c in _agent_module().AgentContext.all()}
+        for ctx_id in ids:
             self.cancel_chat(ctx_id)
 
     async def shutdown(self, timeout: float = 5.0) -> None:
@@ -178,6 +191,12 @@ class Runtime:
         if pending:
             await asyncio.wait(pending, timeout=timeout)
         with contextlib.suppress(Exception):
-            for ctx in self.user_contexts():
+            contexts = _agent_module().AgentContext.all()
+            for ctx in contexts:
                 with contextlib.suppress(Exception):
                     ctx.kill_process()
+            closers = [c.shells.close_all() for c in contexts if hasattr(c, "shells")]
+            if closers:
+                await asyncio.wait_for(
+                    asyncio.gather(*closers, return_exceptions=True), timeout=timeout
+                )

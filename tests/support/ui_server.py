@@ -75,8 +75,7 @@ class UiServer:
         python = VENV_PYTHON if VENV_PYTHON.exists() else Path(sys.executable)
         self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in _closed()
         self.process = subprocess.Popen(
-            [str(python), "run_ui.py", "--host", "127.0.0.1", "--port", str(self.port)]
-            + self.extra_args,
+            self.command(python),
             cwd=REPO,
             env=env,
             stdout=self._log_file,
@@ -94,6 +93,10 @@ class UiServer:
             time.sleep(0.05)  # polling interval of the readiness wait, not a synchronisation
         self.kill()
         raise RuntimeError(f"run_ui.py not healthy after {timeout}s:\n{self.output()}")
+
+    def command(self, python: Path) -> list[str]:
+        args = ["--host", "127.0.0.1", "--port", str(self.port), *self.extra_args]
+        return [str(python), "run_ui.py", *args]
 
     def output(self) -> str:
         if self._log_file is not None:
@@ -150,3 +153,13 @@ def ui_server(tmp_path: Path) -> Iterator[UiServer]:
         yield server
     finally:
         server.kill()
+
+
+@pytest.fixture
+def running_ui(ui_server: UiServer, model_server: ScriptedModel) -> Iterator[UiServer]:
+    """run_ui.py started against the scripted model (API token 'test-token'); must stop with 0."""
+    ui_server.env.update(ui_env_for(model_server))
+    ui_server.start()
+    yield ui_server
+    code = ui_server.stop()
+    assert code == 0, f"run_ui.py did not stop cleanly ({code}):\n{ui_server.output()[-4000:]}"

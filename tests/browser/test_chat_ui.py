@@ -1,0 +1,70 @@
+"""The web UI in a real browser: send a message, watch the tool call and the answer stream in."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = 30_000
+
+
+def test_message_shows_tool_call_and_answer(page: Page, running_ui, model_server):
+    model_server.tool(
+        "code_execution_tool",
+        {"runtime": "terminal", "code": "echo browser-$((40 + 2))"},
+        headline="Running echo",
+    )
+    model_server.tool("response", {"text": "The command printed browser-42."})
+
+    page.goto(running_ui.url)
+    page.get_by_test_id("send-input").fill("Run the echo command please")
+    page.get_by_test_id("send-button").click()
+
+    expect(page.get_by_test_id("log-response")).to_contain_text(
+        "The command printed browser-42.", timeout=TIMEOUT_MS
+    )
+    expect(page.get_by_test_id("log-user")).to_contain_text("Run the echo command please")
+    tool_items = page.locator("[data-testid=log-tool], [data-testid=log-code_exe]")
+    expect(tool_items.first).to_contain_text("code_execution_tool")
+    expect(page.get_by_test_id("messages")).to_contain_text("browser-42")
+    expect(page.get_by_test_id("chat-item")).to_have_count(1)
+    expect(page.get_by_test_id("chat-status")).to_have_text("idle", timeout=TIMEOUT_MS)
+
+
+def test_new_chat_and_remove(page: Page, running_ui):
+    page.goto(running_ui.url)
+    page.get_by_test_id("new-chat").click()
+    expect(page.get_by_test_id("chat-item")).to_have_count(1, timeout=TIMEOUT_MS)
+    page.get_by_test_id("new-chat").click()
+    expect(page.get_by_test_id("chat-item")).to_have_count(2, timeout=TIMEOUT_MS)
+    page.get_by_test_id("remove-chat").click()
+    expect(page.get_by_test_id("chat-item")).to_have_count(1, timeout=TIMEOUT_MS)
+
+
+def test_settings_dialog_never_shows_a_key_back(page: Page, running_ui):
+    secret = "sk-browser-test-0123456789"
+    page.goto(running_ui.url)
+    page.get_by_test_id("settings-open").click()
+    dialog = page.get_by_test_id("settings-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog.get_by_test_id("chat_model_name")).to_have_value("scripted")
+    key_inputs = dialog.locator("input[data-testid^=api-key-]")
+    expect(key_inputs.first).to_be_visible()
+    provider = key_inputs.first.get_attribute("data-testid").removeprefix("api-key-")
+    key_inputs.first.fill(secret)
+    dialog.get_by_test_id("settings-save").click()
+    expect(dialog).to_be_hidden()
+
+    page.get_by_test_id("settings-open").click()
+    expect(dialog.get_by_test_id(f"api-key-state-{provider}")).to_have_text("(set)")
+    expect(dialog.get_by_test_id(f"api-key-{provider}")).to_have_value("")
+    assert secret not in page.content()
+    with running_ui.ui_client() as client:
+        view = client.post("/api/settings_get", json={})
+    assert view.status_code == 200
+    assert secret not in view.text
+    assert view.json()["api_keys"][provider] is True
+    assert httpx.get(f"{running_ui.url}/api/health").status_code == 200
