@@ -214,6 +214,7 @@ async def read_input(request: Request) -> dict[str, Any]:
     content_type = request.headers.get("content-type", "")
     if content_type.startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
         form = await request.form()
+        request.state.form = form  # closed by the endpoint wrapper
         for key in form:
             values = form.getlist(key)
             files = [v for v in values if not isinstance(v, str)]
@@ -252,6 +253,10 @@ def make_endpoint(handler_cls: type[ApiHandler], runtime: Runtime, guard: Guard)
             return JSONResponse(result if result is not None else {})
         except Exception as exc:  # the one place that turns errors into responses
             return exception_to_response(exc)
+        finally:
+            form = getattr(request.state, "form", None)
+            if form is not None:
+                await form.close()
 
     return endpoint
 
