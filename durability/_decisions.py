@@ -1,0 +1,105 @@
+"""What each of the five decisions does to a held run and its uncertain call."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from durability._runs import bump, load_run
+from durability.canonical import digest
+from durability.errors import (
+    CallNotFound,
+    InvalidTransition,
+    NoOpenCall,
+    RunNotHeld,
+    StaleVersion,
+)
+from durability.records import (
+    OPEN_RUN_STATUSES,
+    Call,
+    Decision,
+    DecisionOutcome,
+    Run,
+)
+from durability.store.base import StoreTx
+
+
+def _target_call(tx: StoreTx, run: Run, call_id: str | None) -> Call | None:
+    if call_id is not None:
+        call = tx.get_call(call_id)
+        if call is None or call.run_id != run.id:
+            raise CallNotFound("no such call in this run", run_id=run.id, call_id=call_id)
+        if call.state != "open":
+            raise NoOpenCall("the call is not uncertain", call_id=call_id, state=call.state)
+        return call
+    open_calls = tx.list_calls(run.id, ["open"])
+    return open_calls[-1] if open_calls else None  # the innermost, most recent intent
+
+
+def _close(tx: StoreTx, call: Call, state: str, now: float, result: object = None) -> None:
+    has_result = state == "completed"
+    tx.update_call(
+        dataclasses.replace(
+            call,
+            state=state,
+            result=result if has_result else None,
+            result_digest=digest(result) if has_result else None,
+            closed_at=now,
+        )
+    )
+
+
+def apply_decision(
+    tx: StoreTx, run_id: str, decision: str, version: int, actor: str, note: str | None,
+    call_id: str | None, now: float,
+) -> DecisionOutcome:  # fmt: skip
+    run = load_run(tx, run_id)
+    prior = tx.decision_on_version(run_id, version)
+    if prior is not None:
+        if prior.decision == decision and (call_id is None or prior.call_id == call_id):
+            return DecisionOutcome(prior, run, applied=False)
+        raise StaleVersion(
+            "the run changed since this decision was made",
+            run_id=run_id, version=version, current_version=run.version,
+        )  # fmt: skip
+    if version != run.version:
+        raise StaleVersion(
+            "the run changed since this decision was made",
+            run_id=run_id, version=version, current_version=run.version,
+        )  # fmt: skip
+    target: Call | None
+    if decision == "stop":
+        if run.status not in OPEN_RUN_STATUSES:
+            raise InvalidTransition(
+                f"the run is already {run.status}", run_id=run_id, status=run.status,
+                wanted="stopped",
+            )  # fmt: skip
+        open_calls = tx.list_calls(run_id, ["open"])
+        for call in open_calls:
+            _close(tx, call, "abandoned", now)
+        target = open_calls[-1] if open_calls else None
+        updated = bump(tx, run, now, status="stopped", reason="stopped_by_decision",
+                       reason_detail=None)  # fmt: skip
+    else:
+        if run.status != "needs_attention":
+            raise RunNotHeld("the run is not waiting for a decision", run_id=run_id,
+                             status=run.status)  # fmt: skip
+        target = _target_call(tx, run, call_id)
+        if target is None and decision != "resume":
+            raise NoOpenCall("the run has no uncertain call to decide on", run_id=run_id)
+        if target is not None:
+            if decision == "resume":
+                _close(tx, target, "abandoned", now)
+            elif decision == "new_attempt":
+                _close(tx, target, "superseded", now)
+            elif decision == "confirmed_completed":
+                result = {"confirmed_completed": True, "actor": actor, "note": note}
+                _close(tx, target, "completed", now, result)
+            else:
+                _close(tx, target, "not_completed", now)
+        updated = bump(tx, run, now, status="active", reason=None, reason_detail=None)
+    record = Decision(
+        id=0, run_id=run_id, call_id=target.id if target else None, decision=decision,
+        version=version, actor=actor, note=note, created_at=now,
+    )  # fmt: skip
+    decision_id = tx.insert_decision(record)
+    return DecisionOutcome(dataclasses.replace(record, id=decision_id), updated, applied=True)

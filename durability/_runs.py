@@ -1,0 +1,51 @@
+"""Run-state rules shared by the journal's policies: version bumps and transitions."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from durability.errors import InvalidTransition, OpenIntents, RunNotActive, RunNotFound
+from durability.records import OPEN_RUN_STATUSES, TERMINAL_RUN_STATUSES, Run
+from durability.store.base import StoreTx
+
+
+def load_run(tx: StoreTx, run_id: str) -> Run:
+    run = tx.get_run(run_id)
+    if run is None:
+        raise RunNotFound("no such run", run_id=run_id)
+    return run
+
+
+def require_active(run: Run) -> None:
+    if run.status != "active":
+        raise RunNotActive(f"the run is {run.status}, not active", run_id=run.id, status=run.status)
+
+
+def bump(tx: StoreTx, run: Run, now: float, **changes: Any) -> Run:
+    """Save ``changes`` to the run with version + 1 (every state change bumps the version)."""
+    updated = dataclasses.replace(run, version=run.version + 1, updated_at=now, **changes)
+    tx.update_run(updated)
+    return updated
+
+
+def transition(
+    tx: StoreTx, run: Run, status: str, now: float, reason: str | None = None, detail: Any = None
+) -> Run:
+    """Move a run to ``status`` under the lifecycle rules (no-op when already there)."""
+    if run.status == status:
+        return run
+    if run.status in TERMINAL_RUN_STATUSES:
+        raise InvalidTransition(
+            f"the run is already {run.status}", run_id=run.id, status=run.status, wanted=status
+        )
+    if run.status == "needs_attention" and status == "active":
+        raise InvalidTransition(
+            "a held run becomes active again only through a decision",
+            run_id=run.id, status=run.status, wanted=status,
+        )  # fmt: skip
+    if status == "completed" and tx.list_calls(run.id, ["open"]):
+        raise OpenIntents("the run still has calls without a result", run_id=run.id)
+    if status in OPEN_RUN_STATUSES:
+        return bump(tx, run, now, status=status, reason=reason, reason_detail=detail)
+    return bump(tx, run, now, status=status, reason=reason, reason_detail=detail)

@@ -1,0 +1,48 @@
+"""Canonical JSON and SHA-256 digests: the one encoding every digest in the journal uses."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from durability.errors import NotSerializable
+
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces, UTF-8 kept as is; NaN/Infinity and non-JSON types refused."""
+    try:
+        return json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+    except (TypeError, ValueError) as exc:
+        raise NotSerializable(
+            f"value is not JSON-serialisable: {type(exc).__name__}", reason=str(exc)[:200]
+        ) from None
+
+
+def digest_bytes(data: bytes) -> str:
+    """Lowercase hex SHA-256 of raw bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def digest_text(text: str) -> str:
+    return digest_bytes(text.encode("utf-8"))
+
+
+def digest(value: Any) -> str:
+    """SHA-256 of the canonical JSON of ``value``."""
+    return digest_text(canonical_json(value))
+
+
+def fingerprint(kind: str, name: str, masked_args: Any, policy: str) -> str:
+    """Identity of a call: SHA-256 of canonical JSON of kind, name, masked args and policy."""
+    return digest({"kind": kind, "name": name, "args": masked_args, "policy": policy})
+
+
+def is_digest(value: object) -> bool:
+    """True for a lowercase 64-character hex SHA-256."""
+    return isinstance(value, str) and bool(_HEX64.match(value))

@@ -1,0 +1,223 @@
+"""Checkpoints whose size tracks the step, not the chat.
+
+Each history message is stored once as a content-addressed blob. A history is a chain of
+small nodes ``{"base": <node hash or null>, "keep": n, "add": [message hashes]}`` meaning
+"the first n messages of base, then these". A checkpoint row holds the masked small state
+and, per history key, the head node hash and length; its digest covers that body.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from durability.canonical import canonical_json, digest_bytes, digest_text
+from durability.errors import CorruptCheckpoint
+from durability.masking import Masker
+from durability.records import Checkpoint, CheckpointData, CheckpointRef
+from durability.store.base import CheckpointRow, StoreTx
+
+FORMAT_VERSION = 1
+MAX_CHAIN = 10_000_000
+
+
+@dataclass(frozen=True)
+class _HistoryHead:
+    head: str | None
+    plain: tuple[str, ...]  # canonical JSON of each unmasked message (cache comparison)
+    hashes: tuple[str, ...]  # blob hash of each masked message
+
+
+@dataclass(frozen=True)
+class HistoryCacheEntry:
+    checkpoint_id: int
+    heads: dict[str, _HistoryHead]
+
+
+class HistoryCache:
+    """Per chat: the histories of its latest checkpoint, so a step hashes only new messages."""
+
+    def __init__(self, max_entries: int = 256) -> None:
+        self._entries: dict[str, HistoryCacheEntry] = {}
+        self._lock = threading.Lock()
+        self._max = max_entries
+
+    def get(self, context_id: str) -> HistoryCacheEntry | None:
+        with self._lock:
+            return self._entries.get(context_id)
+
+    def put(self, context_id: str, entry: HistoryCacheEntry) -> None:
+        with self._lock:
+            self._entries.pop(context_id, None)
+            self._entries[context_id] = entry
+            while len(self._entries) > self._max:
+                self._entries.pop(next(iter(self._entries)))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def _corrupt(row: CheckpointRow, reason: str) -> CorruptCheckpoint:
+    return CorruptCheckpoint(
+        "checkpoint failed validation", checkpoint_id=row.id, run_id=row.run_id, reason=reason
+    )
+
+
+def _decode_body(row: CheckpointRow) -> dict[str, Any]:
+    if digest_text(row.body) != row.digest:
+        raise _corrupt(row, "digest_mismatch")
+    try:
+        body = json.loads(row.body)
+    except ValueError:
+        raise _corrupt(row, "undecodable") from None
+    if not isinstance(body, dict) or body.get("v") != FORMAT_VERSION:
+        raise _corrupt(row, "unknown_format")
+    if not isinstance(body.get("histories"), dict) or not isinstance(body.get("state"), dict):
+        raise _corrupt(row, "undecodable")
+    return body
+
+
+def _verified_blob(tx: StoreTx, row: CheckpointRow, blob_hash: str) -> bytes:
+    data = tx.get_blobs([blob_hash]).get(blob_hash)
+    if data is None:
+        raise _corrupt(row, "blob_missing")
+    if digest_bytes(data) != blob_hash:
+        raise _corrupt(row, "blob_digest_mismatch")
+    return data
+
+
+def _resolve_hashes(tx: StoreTx, row: CheckpointRow, head: str | None) -> list[str]:
+    nodes: list[dict[str, Any]] = []
+    current = head
+    while current is not None:
+        if len(nodes) > MAX_CHAIN:
+            raise _corrupt(row, "history_chain_too_long")
+        try:
+            node = json.loads(_verified_blob(tx, row, current))
+            base, keep, add = node["base"], int(node["keep"]), list(node["add"])
+        except (ValueError, KeyError, TypeError):
+            raise _corrupt(row, "undecodable_history_node") from None
+        nodes.append({"keep": keep, "add": add})
+        current = base
+    hashes: list[str] = []
+    for node in reversed(nodes):
+        hashes = hashes[: node["keep"]] + node["add"]
+    return hashes
+
+
+def load_checkpoint(tx: StoreTx, row: CheckpointRow) -> Checkpoint:
+    """Validate and rebuild a checkpoint; any damage raises CorruptCheckpoint."""
+    body = _decode_body(row)
+    histories: dict[str, list[Any]] = {}
+    for key, ref in body["histories"].items():
+        try:
+            head, length = ref["head"], int(ref["length"])
+        except (KeyError, TypeError, ValueError):
+            raise _corrupt(row, "undecodable") from None
+        hashes = _resolve_hashes(tx, row, head)
+        if len(hashes) != length:
+            raise _corrupt(row, "history_length_mismatch")
+        blobs = tx.get_blobs(hashes)
+        messages = []
+        for h in hashes:
+            data = blobs.get(h)
+            if data is None:
+                raise _corrupt(row, "blob_missing")
+            if digest_bytes(data) != h:
+                raise _corrupt(row, "blob_digest_mismatch")
+            try:
+                messages.append(json.loads(data))
+            except ValueError:
+                raise _corrupt(row, "undecodable_message") from None
+        histories[key] = messages
+    return Checkpoint(
+        id=row.id, run_id=row.run_id, context_id=row.context_id, seq=row.seq,
+        state=body["state"], histories=histories, digest=row.digest, created_at=row.created_at,
+    )  # fmt: skip
+
+
+def _previous_heads(
+    tx: StoreTx, context_id: str, cache: HistoryCache
+) -> tuple[dict[str, _HistoryHead], bool]:
+    """Heads of the chat's latest checkpoint; the bool says whether ``plain`` is usable."""
+    row = tx.latest_checkpoint(context_id=context_id)
+    if row is None:
+        return {}, True
+    cached = cache.get(context_id)
+    if cached is not None and cached.checkpoint_id == row.id:
+        return cached.heads, True
+    try:
+        body = _decode_body(row)
+        heads = {}
+        for key, ref in body["histories"].items():
+            hashes = _resolve_hashes(tx, row, ref["head"])
+            heads[key] = _HistoryHead(ref["head"], (), tuple(hashes))
+        return heads, False
+    except (CorruptCheckpoint, KeyError, TypeError):
+        return {}, True  # a damaged predecessor is never a base: start a fresh chain
+
+
+def _store_history(
+    tx: StoreTx, masker: Masker, messages: list[Any], prev: _HistoryHead | None,
+    plain_usable: bool, now: float,
+) -> _HistoryHead:  # fmt: skip
+    plain = [canonical_json(m) for m in messages]
+    keep = 0
+    hashes: list[str] = []
+    if prev is not None:
+        limit = min(len(plain), len(prev.hashes))
+        if plain_usable:
+            while keep < limit and plain[keep] == prev.plain[keep]:
+                keep += 1
+            hashes = list(prev.hashes[:keep])
+        else:
+            while keep < limit:
+                masked = canonical_json(masker.mask(messages[keep])).encode("utf-8")
+                if digest_bytes(masked) != prev.hashes[keep]:
+                    break
+                keep += 1
+            hashes = list(prev.hashes[:keep])
+    for message in messages[keep:]:
+        data = canonical_json(masker.mask(message)).encode("utf-8")
+        h = digest_bytes(data)
+        tx.put_blob(h, data, now)
+        hashes.append(h)
+    if prev is not None and keep == len(prev.hashes) == len(messages):
+        return _HistoryHead(prev.head, tuple(plain), tuple(hashes))
+    base = prev.head if (prev is not None and keep > 0) else None
+    node = canonical_json({"base": base, "keep": keep if base else 0, "add": hashes[keep:]})
+    node_data = node.encode("utf-8")
+    head = digest_bytes(node_data)
+    tx.put_blob(head, node_data, now)
+    return _HistoryHead(head, tuple(plain), tuple(hashes))
+
+
+def store_checkpoint(
+    tx: StoreTx, masker: Masker, cache: HistoryCache, run_id: str, context_id: str,
+    data: CheckpointData, now: float,
+) -> tuple[CheckpointRef, HistoryCacheEntry]:  # fmt: skip
+    """Write one checkpoint in ``tx``; return it and the cache entry to keep after commit."""
+    previous, plain_usable = _previous_heads(tx, context_id, cache)
+    heads: dict[str, _HistoryHead] = {}
+    for key, messages in data.histories.items():
+        heads[str(key)] = _store_history(
+            tx, masker, list(messages), previous.get(str(key)), plain_usable, now
+        )
+    masked_state = masker.mask(dict(data.state))
+    body = canonical_json({
+        "v": FORMAT_VERSION,
+        "run_id": run_id,
+        "seq": data.seq,
+        "state": masked_state,
+        "histories": {k: {"head": h.head, "length": len(h.hashes)} for k, h in heads.items()},
+    })  # fmt: skip
+    digest = digest_text(body)
+    checkpoint_id = tx.insert_checkpoint(run_id, context_id, data.seq, body, digest, now)
+    checkpoint = CheckpointRef(
+        id=checkpoint_id, run_id=run_id, context_id=context_id, seq=data.seq, digest=digest,
+        history_lengths={k: len(h.hashes) for k, h in heads.items()}, created_at=now,
+    )  # fmt: skip
+    return checkpoint, HistoryCacheEntry(checkpoint_id, heads)

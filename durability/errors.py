@@ -1,0 +1,213 @@
+"""Typed refusals of the journal: each has a stable ``code``, an HTTP status and fields."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class DurabilityError(Exception):
+    """Base of every journal error. ``code`` is stable; ``fields`` never hold secrets."""
+
+    code: ClassVar[str] = "durability_error"
+    http_status: ClassVar[int] = 500
+    #: A refusal whose own writes (e.g. a conflict row) must still be committed.
+    keeps_writes: ClassVar[bool] = False
+
+    def __init__(self, message: str, **fields: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fields = fields
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, **self.fields}
+
+    def __getattr__(self, name: str) -> Any:
+        fields = self.__dict__.get("fields", {})
+        if name in fields:
+            return fields[name]
+        raise AttributeError(name)
+
+
+class InvalidArgument(DurabilityError):
+    code = "invalid_argument"
+    http_status = 400
+
+
+class NotSerializable(InvalidArgument):
+    code = "not_serializable"
+
+
+class InputConflict(DurabilityError):
+    code = "input_conflict"
+    http_status = 409
+
+
+class ActiveRunExists(DurabilityError):
+    code = "active_run_exists"
+    http_status = 409
+
+
+class RunHeld(ActiveRunExists):
+    """The chat's run waits for a person's decision (a held run is still the active run)."""
+
+    code = "run_held"
+
+
+class NoActiveRun(DurabilityError):
+    code = "no_active_run"
+    http_status = 409
+
+
+class RunNotFound(DurabilityError):
+    code = "run_not_found"
+    http_status = 404
+
+
+class CallNotFound(DurabilityError):
+    code = "call_not_found"
+    http_status = 404
+
+
+class RunNotActive(DurabilityError):
+    code = "run_not_active"
+    http_status = 409
+
+
+class RunNotHeld(DurabilityError):
+    code = "run_not_held"
+    http_status = 409
+
+
+class InvalidTransition(DurabilityError):
+    code = "invalid_transition"
+    http_status = 409
+
+
+class OpenIntents(DurabilityError):
+    code = "open_intents"
+    http_status = 409
+
+
+class NoOpenCall(DurabilityError):
+    code = "no_open_call"
+    http_status = 409
+
+
+class IntentMissing(DurabilityError):
+    code = "intent_missing"
+    http_status = 409
+
+
+class ResultConflict(DurabilityError):
+    code = "result_conflict"
+    http_status = 409
+
+
+class ReplayDivergence(DurabilityError):
+    """The loop asked for a different call than the one journaled at that position."""
+
+    code = "replay_divergence"
+    http_status = 409
+    keeps_writes = True  # the run is held with reason replay_divergence
+
+
+class StaleVersion(DurabilityError):
+    code = "stale_version"
+    http_status = 409
+
+
+class NoteRequired(DurabilityError):
+    code = "note_required"
+    http_status = 400
+
+
+class DocumentInvalid(DurabilityError):
+    code = "document_invalid"
+    http_status = 400
+
+
+class DocumentTooLarge(DurabilityError):
+    code = "document_too_large"
+    http_status = 413
+
+
+class DocumentConflict(DurabilityError):
+    code = "document_conflict"
+    http_status = 409
+    keeps_writes = True  # the conflict row is recorded for a person to resolve
+
+
+class ConflictNotFound(DurabilityError):
+    code = "conflict_not_found"
+    http_status = 404
+
+
+class BlobNotFound(DurabilityError):
+    code = "blob_not_found"
+    http_status = 404
+
+
+class CorruptCheckpoint(DurabilityError):
+    code = "corrupt_checkpoint"
+    http_status = 500
+
+
+class CorruptDatabase(DurabilityError):
+    code = "corrupt_database"
+    http_status = 500
+
+
+class SchemaTooNew(DurabilityError):
+    code = "schema_too_new"
+    http_status = 500
+
+
+class FencingLost(DurabilityError):
+    """This worker's claim was taken over: it may write nothing more for the run."""
+
+    code = "fencing_lost"
+    http_status = 409
+
+
+class StorageError(DurabilityError):
+    code = "storage_error"
+    http_status = 503
+
+
+class JournalClosed(DurabilityError):
+    code = "journal_closed"
+    http_status = 503
+
+
+ALL_ERRORS: tuple[type[DurabilityError], ...] = (
+    DurabilityError,
+    InvalidArgument,
+    NotSerializable,
+    InputConflict,
+    ActiveRunExists,
+    RunHeld,
+    NoActiveRun,
+    RunNotFound,
+    CallNotFound,
+    RunNotActive,
+    RunNotHeld,
+    InvalidTransition,
+    OpenIntents,
+    NoOpenCall,
+    IntentMissing,
+    ResultConflict,
+    ReplayDivergence,
+    StaleVersion,
+    NoteRequired,
+    DocumentInvalid,
+    DocumentTooLarge,
+    DocumentConflict,
+    ConflictNotFound,
+    BlobNotFound,
+    CorruptCheckpoint,
+    CorruptDatabase,
+    SchemaTooNew,
+    FencingLost,
+    StorageError,
+    JournalClosed,
+)

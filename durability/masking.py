@@ -1,0 +1,99 @@
+"""Secret masking: every secret value becomes ``§§secret(NAME)`` before anything is written."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dotenv import dotenv_values
+
+MIN_SECRET_LENGTH = 4
+
+#: Environment / .env names whose values are secrets (matched case-insensitively).
+SECRET_NAME_PATTERNS: tuple[str, ...] = (
+    "API_KEY_*",
+    "*_API_KEY",
+    "*_API_TOKEN",
+    "*_PASSWORD",
+    "*_SECRET",
+    "*_TOKEN",
+    "AUTH_PASSWORD",
+)
+
+
+def placeholder(name: str) -> str:
+    return f"§§secret({name})"
+
+
+class Masker:
+    """Replaces secret values (longest first) in strings, recursively through dicts and lists."""
+
+    def __init__(self, secrets: Mapping[str, str] | None = None) -> None:
+        by_value: dict[str, str] = {}
+        for name in sorted(secrets or {}):
+            value = (secrets or {})[name]
+            if isinstance(value, str) and len(value) >= MIN_SECRET_LENGTH:
+                by_value.setdefault(value, name)
+        self._names = sorted(set(by_value.values()))
+        self._by_value = by_value
+        ordered = sorted(by_value, key=lambda v: (-len(v), v))
+        self._pattern = re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
+
+    @property
+    def names(self) -> list[str]:
+        """Names of the secrets this masker hides (never their values)."""
+        return list(self._names)
+
+    def __repr__(self) -> str:
+        return f"Masker(names={self._names!r})"
+
+    def mask_text(self, text: str) -> str:
+        if self._pattern is None or not text:
+            return text
+        return self._pattern.sub(lambda m: placeholder(self._by_value[m.group(0)]), text)
+
+    def mask(self, value: Any) -> Any:
+        """A masked copy of ``value``: str, dict (keys and values), list and tuple are walked."""
+        if self._pattern is None:
+            return value
+        if isinstance(value, str):
+            return self.mask_text(value)
+        if isinstance(value, Mapping):
+            return {
+                (self.mask_text(k) if isinstance(k, str) else k): self.mask(v)
+                for k, v in value.items()
+            }
+        if isinstance(value, list | tuple):
+            return [self.mask(v) for v in value]
+        return value
+
+
+def is_secret_name(name: str) -> bool:
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_NAME_PATTERNS)
+
+
+def _read_dotenv(path: Path) -> dict[str, str]:
+    if not path.is_file():
+        return {}
+    return {k: v for k, v in dotenv_values(path).items() if isinstance(v, str) and v}
+
+
+def collect_secrets(
+    environ: Mapping[str, str],
+    env_files: list[Path],
+    secrets_files: list[Path],
+) -> dict[str, str]:
+    """Secret name -> value: every key of secrets.env files, then API keys and passwords from
+    .env files, then from ``environ`` (later sources win for the same name). Missing files are
+    skipped."""
+    found: dict[str, str] = {}
+    for path in secrets_files:
+        found.update(_read_dotenv(Path(path)))
+    for path in env_files:
+        found.update({k: v for k, v in _read_dotenv(Path(path)).items() if is_secret_name(k)})
+    found.update({k: v for k, v in environ.items() if v and is_secret_name(k)})
+    return found

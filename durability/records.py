@@ -1,0 +1,181 @@
+"""Plain records the journal returns. Values inside are already masked."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+RUN_STATUSES = ("active", "needs_attention", "completed", "stopped", "failed")
+OPEN_RUN_STATUSES = ("active", "needs_attention")
+TERMINAL_RUN_STATUSES = ("completed", "stopped", "failed")
+
+CALL_KINDS = ("model", "tool", "subordinate")
+#: open: intent on disk, no result. completed / failed: result committed.
+#: abandoned: outcome unknown, left behind (resume / stop). superseded: outcome unknown,
+#: re-run on purpose as attempt + 1 (new_attempt). not_completed: a person confirmed it
+#: never happened; the next intent at that position is its first real execution.
+CALL_STATES = ("open", "completed", "failed", "abandoned", "superseded", "not_completed")
+RESULT_STATES = ("completed", "failed")
+
+DECISIONS = ("resume", "stop", "new_attempt", "confirmed_completed", "confirmed_not_completed")
+DECISIONS_NEEDING_NOTE = ("confirmed_completed", "confirmed_not_completed")
+
+
+class _Record:
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True)
+class Run(_Record):
+    id: str
+    context_id: str
+    input_id: str
+    input_digest: str
+    status: str
+    version: int
+    reason: str | None
+    reason_detail: Any
+    recovery_attempts: int
+    created_at: float
+    updated_at: float
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in OPEN_RUN_STATUSES
+
+
+@dataclass(frozen=True)
+class Admission(_Record):
+    run: Run
+    created: bool
+    kind: str  # "run" or "intervention"
+
+
+@dataclass(frozen=True)
+class Call(_Record):
+    id: str
+    run_id: str
+    agent_no: int
+    seq: int
+    attempt: int
+    kind: str
+    name: str
+    args: Any
+    policy: str
+    fingerprint: str
+    state: str
+    result: Any
+    result_digest: str | None
+    created_at: float
+    closed_at: float | None
+
+    @property
+    def has_result(self) -> bool:
+        return self.state in RESULT_STATES
+
+
+@dataclass(frozen=True)
+class CheckpointData:
+    """What the loop hands to a checkpoint: small state plus one history per agent key."""
+
+    state: dict[str, Any]
+    histories: dict[str, list[Any]] = field(default_factory=dict)
+    seq: int | None = None
+
+
+@dataclass(frozen=True)
+class Checkpoint(_Record):
+    id: int
+    run_id: str
+    context_id: str
+    seq: int | None
+    state: dict[str, Any]
+    histories: dict[str, list[Any]]
+    digest: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class CheckpointRef(_Record):
+    """What a write returns: the checkpoint's identity, not its (possibly large) content."""
+
+    id: int
+    run_id: str
+    context_id: str
+    seq: int | None
+    digest: str
+    history_lengths: dict[str, int]
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Decision(_Record):
+    id: int
+    run_id: str
+    call_id: str | None
+    decision: str
+    version: int
+    actor: str
+    note: str | None
+    created_at: float
+
+
+@dataclass(frozen=True)
+class DecisionOutcome(_Record):
+    decision: Decision
+    run: Run
+    applied: bool  # False when an identical decision on this version was already applied
+
+
+@dataclass(frozen=True)
+class RetryGrant(_Record):
+    id: int
+    run_id: str
+    attempts: int
+    remaining: int
+    actor: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Document(_Record):
+    context_id: str
+    kind: str
+    revision: int  # 0: never written (value is the kind's empty value)
+    value: Any
+    digest: str
+    updated_at: float | None
+    updated_by: str | None
+
+
+@dataclass(frozen=True)
+class Conflict(_Record):
+    id: int
+    context_id: str
+    kind: str
+    expected_revision: int
+    actual_revision: int
+    proposed: Any
+    actor: str
+    created_at: float
+    resolved_at: float | None
+    resolution: str | None
+    resolved_by: str | None
+
+
+@dataclass(frozen=True)
+class Event(_Record):
+    id: int
+    context_id: str
+    run_id: str | None
+    type: str
+    payload: Any
+    created_at: float
+
+
+@dataclass(frozen=True)
+class RunDetail(_Record):
+    run: Run
+    calls: list[Call]
+    decisions: list[Decision]

@@ -1,0 +1,203 @@
+"""The SQLite backend: one file, WAL, synchronous=FULL, one group-commit writer per process."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from durability.errors import CorruptDatabase, DurabilityError, SchemaTooNew, StorageError
+from durability.store._group_commit import GroupCommitWriter
+from durability.store._sqlite_rows import SqliteTx
+from durability.store.base import Store, StoreTx
+
+T = TypeVar("T")
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations" / "sqlite"
+BUSY_TIMEOUT_MS = 10_000
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+def migrations() -> list[tuple[int, Path]]:
+    """Numbered migration files of this engine, in order."""
+    found = []
+    for path in MIGRATIONS_DIR.iterdir():
+        match = _MIGRATION_NAME.match(path.name)
+        if match:
+            found.append((int(match.group(1)), path))
+    return sorted(found)
+
+
+def translate_error(exc: BaseException) -> BaseException:
+    """Turn sqlite3 errors into durability errors (messages carry no row values)."""
+    if isinstance(exc, DurabilityError) or not isinstance(exc, sqlite3.Error):
+        return exc
+    text = str(exc)
+    if isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text):
+        return CorruptDatabase("the journal database is damaged", reason=text)
+    if "locked" in text or "busy" in text:
+        return StorageError("the journal database is busy", reason=text)
+    if isinstance(exc, sqlite3.IntegrityError):
+        return StorageError("the journal refused a write (constraint)", reason=text)
+    return StorageError("the journal database failed", reason=text)
+
+
+def _prepare_private_file(path: Path) -> None:
+    """Create the folder 0700 and the database file 0600 before SQLite touches them."""
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, mode=0o700)
+        os.chmod(path.parent, 0o700)
+    if not path.exists():
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+        os.close(fd)
+        os.chmod(path, 0o600)
+
+
+class _SqliteControl:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def begin(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def savepoint(self) -> None:
+        self.conn.execute("SAVEPOINT call")
+
+    def release(self) -> None:
+        self.conn.execute("RELEASE call")
+
+    def rollback_to_savepoint(self) -> None:
+        self.conn.execute("ROLLBACK TO call")
+        self.conn.execute("RELEASE call")
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+
+class SqliteStore(Store):
+    engine = "sqlite"
+
+    def __init__(self, path: str | os.PathLike[str], *, quick_check: bool = True) -> None:
+        self.path = Path(path)
+        _prepare_private_file(self.path)
+        self._readers: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
+        self._all_readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        conn = self._connect()
+        try:
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StorageError("could not switch the journal to WAL", reason=str(mode))
+            if quick_check:
+                problems = self._check(conn, full=False)
+                if problems:
+                    raise CorruptDatabase("the journal database failed its quick check",
+                                          problems=problems[:10])  # fmt: skip
+            self._migrate(conn)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise translate_error(exc) from None
+        except BaseException:
+            conn.close()
+            raise
+        self._writer_conn = conn
+        self._writer = GroupCommitWriter(
+            _SqliteControl(conn), SqliteTx(conn), translate_error, name=f"journal-writer:{path}"
+        )
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+        )  # fmt: skip
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA secure_delete=ON")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        return conn
+
+    @staticmethod
+    def _check(conn: sqlite3.Connection, full: bool) -> list[str]:
+        pragma = "integrity_check" if full else "quick_check"
+        rows = [str(r[0]) for r in conn.execute(f"PRAGMA {pragma}").fetchall()]
+        return [] if rows == ["ok"] else rows
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> None:
+        current = conn.execute("PRAGMA user_version").fetchone()[0]
+        known = migrations()
+        newest = known[-1][0] if known else 0
+        if current > newest:
+            raise SchemaTooNew(
+                "the journal was written by a newer version of this program",
+                schema_version=current, supported=newest,
+            )  # fmt: skip
+        for number, path in known:
+            if number <= current:
+                continue
+            script = path.read_text(encoding="utf-8")
+            try:
+                conn.executescript(
+                    f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version={number};\nCOMMIT;"
+                )
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    @property
+    def schema_version(self) -> int:
+        return self.read_raw(lambda c: c.execute("PRAGMA user_version").fetchone()[0])
+
+    @property
+    def batches(self) -> int:
+        """Write transactions committed by this process's writer so far."""
+        return self._writer.batches
+
+    def write(self, fn: Callable[[StoreTx], T]) -> T:
+        return self._writer.submit(fn)
+
+    def _acquire_reader(self) -> sqlite3.Connection:
+        try:
+            return self._readers.get_nowait()
+        except queue.Empty:
+            conn = self._connect()
+            with self._readers_lock:
+                self._all_readers.append(conn)
+            return conn
+
+    def read_raw(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        conn = self._acquire_reader()
+        try:
+            conn.execute("BEGIN")
+            try:
+                return fn(conn)
+            finally:
+                conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise translate_error(exc) from None
+        finally:
+            self._readers.put(conn)
+
+    def read(self, fn: Callable[[StoreTx], T]) -> T:
+        return self.read_raw(lambda conn: fn(SqliteTx(conn)))
+
+    def integrity_check(self, full: bool = False) -> list[str]:
+        return self.read_raw(lambda conn: self._check(conn, full))
+
+    def close(self) -> None:
+        self._writer.close()
+        self._writer_conn.close()
+        with self._readers_lock:
+            for conn in self._all_readers:
+                conn.close()
+            self._all_readers.clear()

@@ -1,0 +1,204 @@
+"""Intents and results: intent before effect, results committed once, never overwritten."""
+
+from __future__ import annotations
+
+import pytest
+
+from durability import (
+    IntentMissing,
+    InvalidArgument,
+    ReplayDivergence,
+    ResultConflict,
+    RunNotActive,
+    fingerprint,
+)
+from tests.durability.conftest import sha
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def run(journal):
+    return journal.admit("chat-1", "in-1", sha("hello")).run
+
+
+def intent(journal, run, seq=1, **overrides):
+    values = {
+        "agent_no": 0,
+        "seq": seq,
+        "kind": "tool",
+        "name": "code_execution_tool",
+        "args": {"runtime": "terminal", "code": "echo hi"},
+        "policy": "hold",
+    }
+    values.update(overrides)
+    return journal.record_intent(run.id, **values)
+
+
+def test_intent_is_recorded_open_with_its_fingerprint(journal, run):
+    call = intent(journal, run)
+    assert call.state == "open"
+    assert call.attempt == 1
+    assert call.fingerprint == fingerprint(
+        "tool", "code_execution_tool", {"runtime": "terminal", "code": "echo hi"}, "hold"
+    )
+    assert journal.open_intents(run.id) == [call]
+    assert journal.get_call(call.id) == call
+
+
+def test_fingerprint_is_sha256_of_canonical_json(journal):
+    import hashlib
+    import json
+
+    expected = hashlib.sha256(
+        json.dumps(
+            {"kind": "tool", "name": "n", "args": {"b": 1, "a": "é"}, "policy": "p"},
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+        ).encode()
+    ).hexdigest()
+    assert fingerprint("tool", "n", {"a": "é", "b": 1}, "p") == expected
+
+
+def test_same_intent_again_returns_the_recorded_call(journal, run):
+    first = intent(journal, run)
+    again = intent(journal, run)
+    assert again.id == first.id
+    assert len(journal.list_calls(run.id)) == 1
+
+
+def test_result_commits_once_and_same_result_is_a_no_op(journal, run):
+    call = intent(journal, run)
+    done = journal.commit_result(call.id, {"output": "hi\n"})
+    assert done.state == "completed"
+    assert done.result == {"output": "hi\n"}
+    version = journal.get_run(run.id).version
+    again = journal.commit_result(call.id, {"output": "hi\n"})
+    assert again == done
+    assert journal.get_run(run.id).version == version
+    assert journal.open_intents(run.id) == []
+    # a later request for the same call reuses the result
+    assert intent(journal, run) == done
+
+
+def test_different_result_raises_result_conflict_and_changes_nothing(journal, run):
+    call = intent(journal, run)
+    done = journal.commit_result(call.id, {"output": "hi\n"})
+    version = journal.get_run(run.id).version
+    with pytest.raises(ResultConflict) as info:
+        journal.commit_result(call.id, {"output": "bye\n"})
+    assert info.value.code == "result_conflict"
+    assert info.value.recorded_digest == done.result_digest
+    assert journal.get_call(call.id) == done
+    assert journal.get_run(run.id).version == version
+    with pytest.raises(ResultConflict):
+        journal.commit_result(call.id, {"output": "hi\n"}, failed=True)
+
+
+def test_result_without_intent_is_refused(journal, run):
+    with pytest.raises(IntentMissing) as info:
+        journal.commit_result("no-such-call", {"x": 1})
+    assert info.value.code == "intent_missing"
+    assert journal.list_calls(run.id) == []
+
+
+def test_failed_result_is_recorded_as_failed(journal, run):
+    call = intent(journal, run, kind="model", name="chat", policy="hold")
+    failed = journal.commit_result(call.id, {"error": "timeout"}, failed=True)
+    assert failed.state == "failed"
+    assert failed.has_result
+
+
+def test_every_state_change_bumps_the_version(journal, run):
+    versions = [journal.get_run(run.id).version]
+    call = intent(journal, run)
+    versions.append(journal.get_run(run.id).version)
+    journal.commit_result(call.id, "ok")
+    versions.append(journal.get_run(run.id).version)
+    journal.mark_needs_attention(run.id, "x")
+    versions.append(journal.get_run(run.id).version)
+    assert versions == sorted(set(versions))
+
+
+def test_divergent_intent_holds_the_run_and_runs_nothing(journal, run):
+    call = intent(journal, run, seq=3)
+    with pytest.raises(ReplayDivergence) as info:
+        intent(journal, run, seq=3, args={"runtime": "terminal", "code": "rm -rf /"})
+    assert info.value.code == "replay_divergence"
+    assert info.value.seq == 3
+    held = journal.get_run(run.id)
+    assert held.status == "needs_attention"
+    assert held.reason == "replay_divergence"
+    assert held.reason_detail["seq"] == 3
+    assert journal.list_calls(run.id) == [call]
+
+
+def test_intent_on_a_run_that_is_not_active_is_refused(journal, run):
+    journal.mark_needs_attention(run.id, "open_intent")
+    with pytest.raises(RunNotActive) as info:
+        intent(journal, run)
+    assert info.value.code == "run_not_active"
+    assert journal.list_calls(run.id) == []
+
+
+def test_result_on_a_held_run_is_refused(journal, run):
+    call = intent(journal, run)
+    journal.mark_needs_attention(run.id, "open_intent")
+    with pytest.raises(RunNotActive):
+        journal.commit_result(call.id, "late")
+    assert journal.get_call(call.id).state == "open"
+
+
+def test_positions_are_per_agent_and_sequence(journal, run):
+    a = intent(journal, run, seq=1)
+    b = intent(journal, run, seq=1, agent_no=1)
+    c = intent(journal, run, seq=2)
+    assert len({a.id, b.id, c.id}) == 3
+    assert [x.id for x in journal.open_intents(run.id)] == [a.id, b.id, c.id]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"kind": "shell"}, "kind"),
+        ({"agent_no": -1}, "agent_no"),
+        ({"seq": "1"}, "seq"),
+        ({"name": ""}, "name"),
+        ({"policy": ""}, "policy"),
+        ({"seq": True}, "seq"),
+    ],
+)
+def test_bad_intent_is_refused_with_a_field(journal, run, overrides, field):
+    with pytest.raises(InvalidArgument) as info:
+        intent(journal, run, **overrides)
+    assert info.value.to_dict()["field"] == field
+
+
+def test_unserialisable_args_are_refused(journal, run):
+    with pytest.raises(InvalidArgument) as info:
+        intent(journal, run, args={"x": float("nan")})
+    assert info.value.code == "not_serializable"
+
+
+def test_large_results_are_stored_whole(journal, run):
+    call = intent(journal, run)
+    big = {"output": "x" * (600 * 1024)}
+    done = journal.commit_result(call.id, big)
+    assert journal.get_call(done.id).result == big
+    assert journal.commit_result(call.id, big).state == "completed"
+
+
+def test_subordinate_calls_share_the_run(journal, run):
+    parent = intent(
+        journal, run, seq=2, kind="subordinate", name="call_subordinate",
+        args={"message": "do x"}, policy="child",
+    )  # fmt: skip
+    child = intent(
+        journal, run, seq=1, agent_no=1, kind="model", name="chat", args={}, policy="hold"
+    )
+    journal.commit_result(child.id, "answer")
+    journal.commit_result(parent.id, "answer")
+    detail = journal.read_run(run.id)
+    assert [c.id for c in detail.calls] == [parent.id, child.id]
+    assert all(c.state == "completed" for c in detail.calls)

@@ -1,0 +1,71 @@
+"""Journal fixtures, parametrised over every backend (only SQLite exists so far).
+
+A backend entry knows how to open a journal in a test's temporary space and how to damage
+stored bytes directly (the conformance suite's checks for corrupt checkpoints need that).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from durability import Journal, Masker
+
+BACKENDS = ["sqlite"]
+
+
+@dataclass
+class Backend:
+    name: str
+    open: Callable[..., Journal]
+    #: Overwrite stored bytes behind the journal's back (for corruption checks).
+    corrupt_checkpoint: Callable[[int, str], None]
+    corrupt_blob: Callable[[str, bytes], None]
+
+
+def _sqlite_backend(tmp_path: Path) -> Backend:
+    path = tmp_path / "durability" / "journal.sqlite"
+
+    def open_journal(masker: Masker | None = None, **kwargs) -> Journal:
+        return Journal.open_sqlite(path, masker=masker, **kwargs)
+
+    def execute_raw(sql: str, args: tuple = ()) -> None:
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            conn.execute(sql, args)
+        finally:
+            conn.close()
+
+    backend = Backend(
+        "sqlite",
+        open_journal,
+        lambda cid, body: execute_raw("UPDATE checkpoints SET body = ? WHERE id = ?", (body, cid)),
+        lambda h, data: execute_raw("UPDATE blobs SET data = ? WHERE hash = ?", (data, h)),
+    )
+    backend.path = path  # type: ignore[attr-defined]
+    return backend
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    if request.param == "sqlite":
+        return _sqlite_backend(tmp_path)
+    raise AssertionError(f"unknown backend {request.param}")  # a missing backend fails
+
+
+@pytest.fixture
+def journal(backend: Backend) -> Iterator[Journal]:
+    opened = backend.open()
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
