@@ -1,0 +1,36 @@
+"""call_subordinate: delegate a task to a subordinate agent (number n + 1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from python.helpers.tool import Response, Tool
+
+
+def _truthy(value: Any) -> bool:
+    return value is True or str(value).strip().lower() in ("true", "1", "yes")
+
+
+class Delegation(Tool):
+    async def execute(self, **kwargs: Any) -> Response:
+        from agent import Agent, AgentConfig, UserMessage
+
+        message = str(self.args.get("message", "")).strip()
+        if not message:
+            return Response("call_subordinate needs a 'message' for the subordinate.", False)
+        profile = str(self.args.get("profile", "") or "").strip()
+        parent = self.agent
+        sub = parent.data.get("_subordinate")
+        wanted = profile or None
+        if sub is not None and wanted and sub.config.profile != wanted:
+            sub = None  # a different specialist was asked for
+        if sub is None or _truthy(self.args.get("reset", False)):
+            config = AgentConfig.from_settings(parent.config.settings, profile=wanted)
+            config.workdir = parent.config.workdir
+            sub = Agent(parent.number + 1, config, parent.context)
+            sub.data["_superior"] = parent
+            parent.data["_subordinate"] = sub
+        sub.hist_add_user_message(UserMessage(message))
+        result = await sub.monologue()
+        sub.history.new_topic()
+        return Response(message=result, break_loop=False)

@@ -1,0 +1,87 @@
+"""code_execution_tool: run terminal commands, Python or Node.js in persistent sessions."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import sys
+from typing import Any
+
+from python.helpers.history import truncate_text
+from python.helpers.shell import CommandResult, ShellError, ShellSession, Timeouts
+from python.helpers.tool import Response, Tool
+
+RUNTIMES = ("terminal", "python", "nodejs", "output", "reset")
+MAX_OUTPUT_CHARS = 20_000
+
+
+class CodeExecution(Tool):
+    async def execute(self, **kwargs: Any) -> Response:
+        runtime = str(self.args.get("runtime", "terminal")).strip().lower()
+        code = str(self.args.get("code", ""))
+        try:
+            number = int(self.args.get("session", 0) or 0)
+        except (TypeError, ValueError):
+            return Response("'session' must be a whole number, such as 0.", break_loop=False)
+        if runtime not in RUNTIMES:
+            allowed = ", ".join(RUNTIMES)
+            return Response(f"Unknown runtime '{runtime}'. Use one of: {allowed}.", False)
+        shells = self.agent.context.shells
+        if runtime == "reset":
+            await shells.reset(number)
+            return Response(f"Session {number} was reset.", break_loop=False)
+        session = await shells.get(number)
+        timeouts = Timeouts.from_settings(self.agent.config.settings)
+        try:
+            if runtime == "output":
+                result = await session.read_more(timeouts, self._on_poll)
+            else:
+                if not code.strip():
+                    return Response("'code' is empty: nothing to run.", break_loop=False)
+                result = await session.run(
+                    self._command(session, runtime, code), timeouts, self._on_poll
+                )
+        except ShellError as e:
+            return Response(self._busy_text(number, str(e)), break_loop=False)
+        self.set_progress("")
+        return Response(self._result_text(result, number), break_loop=False)
+
+    def _command(self, session: ShellSession, runtime: str, code: str) -> str:
+        if runtime == "terminal":
+            return code
+        if runtime == "python":
+            path = session.write_file("code.py", code)
+            return f"{shlex.quote(sys.executable)} {shlex.quote(str(path))}"
+        path = session.write_file("code.js", code)
+        return f"{shlex.quote(shutil.which('node') or 'node')} {shlex.quote(str(path))}"
+
+    async def _on_poll(self, output: str) -> None:
+        self.set_progress(output)
+        if self.log is not None:
+            self.log.update(content=self.agent.mask(truncate_text(output, MAX_OUTPUT_CHARS)))
+        await self.agent.handle_intervention()
+
+    @staticmethod
+    def _busy_text(number: int, reason: str) -> str:
+        return (
+            f"Session {number}: {reason}. Read more with runtime 'output', type into it with "
+            f"the input tool, or use runtime 'reset' to kill it."
+        )
+
+    @staticmethod
+    def _result_text(result: CommandResult, number: int) -> str:
+        output = truncate_text(result.output, MAX_OUTPUT_CHARS) or "(no output)"
+        if result.running:
+            note = {
+                "first_output": "no output yet",
+                "between_output": "no new output for a while",
+                "total": "the time limit for one call was reached",
+            }.get(result.timed_out or "", "still running")
+            return (
+                f"{output}\n[session {number}: the command is still running ({note}). "
+                f"Use runtime 'output' to wait for more, the input tool to answer a prompt, "
+                f"or runtime 'reset' to stop it.]"
+            )
+        if result.session_ended:
+            return f"{output}\n[session {number}: the shell exited with code {result.exit_code}]"
+        return f"{output}\n[exit code {result.exit_code}]"
