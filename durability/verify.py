@@ -1,0 +1,103 @@
+"""Verify a journal file: SQLite's own integrity check, then every checkpoint's digest."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from durability.store import sqlite_ops
+
+REQUIRED_TABLES = ("runs", "calls", "checkpoints", "blobs", "inputs", "events", "decisions")
+
+
+_REASONS = {
+    "digest_mismatch": "the body no longer matches its recorded digest",
+    "undecodable": "the body is not valid checkpoint JSON",
+    "unknown_format": "the body has an unknown format version",
+    "blob_missing": "a history blob it names is missing",
+    "blob_digest_mismatch": "a history blob no longer matches its hash",
+    "undecodable_history_node": "a history node is not valid JSON",
+    "history_length_mismatch": "a history resolves to the wrong number of messages",
+    "history_chain_too_long": "a history chain does not end",
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    code: str  # stable: not_found, not_sqlite, unreadable, integrity, foreign_key, ...
+    message: str
+    where: str = ""  # e.g. "checkpoint 12 (run r-1)"
+
+    def describe(self) -> str:
+        return f"{self.code}: {self.where + ': ' if self.where else ''}{self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "where": self.where}
+
+
+@dataclass
+class VerifyReport:
+    path: Path
+    problems: list[Problem] = field(default_factory=list)
+    checkpoints_checked: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "ok": self.ok,
+            "checkpoints_checked": self.checkpoints_checked,
+            "problems": [p.to_dict() for p in self.problems],
+        }
+
+
+def verify_database(path: Path) -> VerifyReport:
+    """Check everything and report every problem found (never raises for a bad file)."""
+    path = Path(path)
+    report = VerifyReport(path=path)
+    if not path.is_file():
+        report.problems.append(Problem("not_found", f"no journal file at {path}"))
+        return report
+    if not sqlite_ops.has_sqlite_header(path):
+        report.problems.append(
+            Problem("not_sqlite", "the file does not start with the SQLite header")
+        )
+        return report
+    try:
+        with sqlite_ops.readonly(path) as conn:
+            _check(conn, report)
+    except sqlite3.DatabaseError as exc:
+        report.problems.append(Problem("unreadable", f"SQLite cannot read the file: {exc}"))
+    return report
+
+
+def _check(conn: sqlite3.Connection, report: VerifyReport) -> None:
+    for line in sqlite_ops.integrity_problems(conn):
+        report.problems.append(Problem("integrity", line))
+    for line in sqlite_ops.foreign_key_problems(conn):
+        report.problems.append(Problem("foreign_key", line))
+    missing = [t for t in REQUIRED_TABLES if t not in sqlite_ops.table_names(conn)]
+    if missing:
+        report.problems.append(
+            Problem("not_a_journal", f"missing journal tables: {', '.join(missing)}")
+        )
+        return
+    checked, damaged = sqlite_ops.checkpoint_problems(conn)
+    report.checkpoints_checked = checked
+    for cp in damaged:
+        report.problems.append(
+            Problem(
+                "checkpoint",
+                f"{cp.reason} ({_REASONS.get(cp.reason, 'damaged')})",
+                where=f"checkpoint {cp.checkpoint_id} (run {cp.run_id})",
+            )
+        )
+    for blob_hash in sqlite_ops.blob_problems(conn):
+        report.problems.append(
+            Problem("blob", "stored bytes no longer match their hash", where=f"blob {blob_hash}")
+        )

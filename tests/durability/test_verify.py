@@ -1,0 +1,92 @@
+"""verify: SQLite's integrity check plus every checkpoint digest, every problem reported."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from durability import Journal
+from durability.verify import verify_database
+from tests.durability._ops_support import execute, journaled_run
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "durability" / "journal.sqlite"
+    with Journal.open_sqlite(path) as journal:
+        history: list[dict] = []
+        for n in range(3):
+            _, history = journaled_run(journal, "chat-1", f"in-{n}", history=history)
+    return path
+
+
+def test_sound_journal_has_no_problems(db: Path) -> None:
+    report = verify_database(db)
+    assert report.ok, report.problems
+    assert report.checkpoints_checked == 9
+
+
+def test_changed_checkpoint_body_is_named(db: Path) -> None:
+    execute(
+        db, "UPDATE checkpoints SET body = replace(body, '\"step\":1', '\"step\":7') WHERE id = 5"
+    )
+    execute(db, "UPDATE checkpoints SET body = 'not json' , digest = ? WHERE id = 8",
+            ("0" * 64,))  # fmt: skip
+    report = verify_database(db)
+    where = {p.where: p.message for p in report.problems}
+    assert [p.code for p in report.problems] == ["checkpoint", "checkpoint"]
+    assert any(w.startswith("checkpoint 5 ") for w in where)
+    assert "digest_mismatch" in where[next(w for w in where if w.startswith("checkpoint 5 "))]
+    assert any(w.startswith("checkpoint 8 ") for w in where)
+
+
+def test_damaged_history_blob_is_named(db: Path) -> None:
+    execute(db, "UPDATE blobs SET data = ? WHERE hash = (SELECT min(hash) FROM blobs)",
+            (json.dumps({"role": "user", "content": "forged"}).encode(),))  # fmt: skip
+    report = verify_database(db)
+    codes = {p.code for p in report.problems}
+    assert "blob" in codes
+    assert "checkpoint" in codes
+
+
+def test_missing_history_blob_is_named(db: Path) -> None:
+    execute(db, "DELETE FROM blobs WHERE hash = (SELECT min(hash) FROM blobs)")
+    messages = [p.message for p in verify_database(db).problems]
+    assert messages and all("blob_missing" in m for m in messages)
+
+
+def test_missing_and_foreign_files(tmp_path: Path) -> None:
+    assert [p.code for p in verify_database(tmp_path / "absent.sqlite").problems] == ["not_found"]
+    text = tmp_path / "text.sqlite"
+    text.write_text("hello, not a database\n" * 100)
+    assert [p.code for p in verify_database(text).problems] == ["not_sqlite"]
+
+
+def test_truncated_file_is_reported(db: Path) -> None:
+    _fold_wal(db)
+    data = db.read_bytes()
+    db.write_bytes(data[: len(data) // 2])
+    report = verify_database(db)
+    assert not report.ok
+    assert report.problems[0].code in {"integrity", "unreadable"}
+
+
+def test_garbled_pages_are_reported(db: Path) -> None:
+    _fold_wal(db)
+    data = bytearray(db.read_bytes())
+    page = 4096
+    for offset in range(page, len(data), page):  # keep the header page, garble every other
+        data[offset + 8 : offset + 200] = b"\xa5" * 192
+    db.write_bytes(bytes(data))
+    report = verify_database(db)
+    assert not report.ok
+    assert {p.code for p in report.problems} & {"integrity", "unreadable"}
+
+
+def _fold_wal(db: Path) -> None:
+    execute(db, "PRAGMA wal_checkpoint(TRUNCATE)")
+    execute(db, "PRAGMA journal_mode=DELETE")
