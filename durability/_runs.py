@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from durability.errors import InvalidTransition, OpenIntents, RunNotActive, RunNotFound
-from durability.records import OPEN_RUN_STATUSES, TERMINAL_RUN_STATUSES, Run
+from durability.records import TERMINAL_RUN_STATUSES, Run
 from durability.store.base import StoreTx
 
 
@@ -46,6 +46,4 @@ def transition(
         )  # fmt: skip
     if status == "completed" and tx.list_calls(run.id, ["open"]):
         raise OpenIntents("the run still has calls without a result", run_id=run.id)
-    if status in OPEN_RUN_STATUSES:
-        return bump(tx, run, now, status=status, reason=reason, reason_detail=detail)
     return bump(tx, run, now, status=status, reason=reason, reason_detail=detail)

@@ -191,9 +191,14 @@ def test_large_results_are_stored_whole(journal, run):
 
 def test_subordinate_calls_share_the_run(journal, run):
     parent = intent(
-        journal, run, seq=2, kind="subordinate", name="call_subordinate",
-        args={"message": "do x"}, policy="child",
-    )  # fmt: skip
+        journal,
+        run,
+        seq=2,
+        kind="subordinate",
+        name="call_subordinate",
+        args={"message": "do x"},
+        policy="child",
+    )
     child = intent(
         journal, run, seq=1, agent_no=1, kind="model", name="chat", args={}, policy="hold"
     )

@@ -1,0 +1,146 @@
+"""Checkpoints: round trip, chat-level rebuild, corruption detection."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from durability import CheckpointData, CorruptCheckpoint, InvalidArgument, RunNotActive
+from tests.durability.conftest import sha
+
+pytestmark = pytest.mark.unit
+
+
+def msg(i, role="user"):
+    return {"role": role, "content": f"message {i}", "meta": {"n": i}}
+
+
+@pytest.fixture
+def run(journal):
+    return journal.admit("chat-1", "in-1", sha("hello")).run
+
+
+def test_checkpoint_round_trip(journal, run):
+    data = CheckpointData(
+        state={"iteration": 3, "plan_revision": 2},
+        histories={"0": [msg(1), msg(2, "assistant")], "1": [msg(9)]},
+        seq=7,
+    )
+    ref = journal.write_checkpoint(run.id, data)
+    assert ref.history_lengths == {"0": 2, "1": 1}
+    cp = journal.latest_checkpoint(run.id)
+    assert cp.id == ref.id and cp.digest == ref.digest and cp.seq == 7
+    assert cp.state == {"iteration": 3, "plan_revision": 2}
+    assert cp.histories == {"0": [msg(1), msg(2, "assistant")], "1": [msg(9)]}
+
+
+def test_no_checkpoint_yet(journal, run):
+    assert journal.latest_checkpoint(run.id) is None
+    assert journal.latest_context_checkpoint("chat-1") is None
+
+
+def test_histories_that_grow_shrink_and_change(journal, run):
+    steps = [
+        [msg(1)],
+        [msg(1), msg(2)],
+        [msg(1), msg(2), msg(3)],
+        [msg(1), {"role": "user", "content": "summary of 2 and 3"}],  # compressed
+        [{"role": "user", "content": "summary of 2 and 3"}],  # head dropped
+        [],
+        [msg(1)],
+    ]
+    for i, history in enumerate(steps):
+        journal.write_checkpoint(run.id, CheckpointData(state={"i": i}, histories={"0": history}))
+        cp = journal.latest_checkpoint(run.id)
+        assert cp.histories == {"0": history}, f"step {i}"
+        assert cp.state == {"i": i}
+
+
+def test_chat_rebuild_spans_runs(journal, run):
+    journal.write_checkpoint(run.id, CheckpointData(state={}, histories={"0": [msg(1)]}))
+    journal.set_run_status(run.id, "completed")
+    second = journal.admit("chat-1", "in-2", sha("next")).run
+    journal.write_checkpoint(second.id, CheckpointData(state={}, histories={"0": [msg(1), msg(2)]}))
+    cp = journal.latest_context_checkpoint("chat-1")
+    assert cp.run_id == second.id
+    assert cp.histories["0"] == [msg(1), msg(2)]
+
+
+def test_result_and_checkpoint_in_one_commit(journal, run):
+    call = journal.record_intent(
+        run.id, agent_no=0, seq=1, kind="model", name="chat", args={}, policy="hold"
+    )
+    journal.commit_result(
+        call.id, "answer", checkpoint=CheckpointData(state={"after": 1}, histories={"0": [msg(1)]})
+    )
+    cp = journal.latest_checkpoint(run.id)
+    assert cp.state == {"after": 1}
+
+
+def test_a_refused_result_writes_no_checkpoint(journal, run):
+    call = journal.record_intent(
+        run.id, agent_no=0, seq=1, kind="model", name="chat", args={}, policy="hold"
+    )
+    journal.commit_result(call.id, "answer")
+    with pytest.raises(Exception, match="different committed result"):
+        journal.commit_result(call.id, "other", checkpoint=CheckpointData(state={"x": 1}))
+    assert journal.latest_checkpoint(run.id) is None
+
+
+def test_checkpoint_on_a_held_run_is_refused(journal, run):
+    journal.mark_needs_attention(run.id, "open_intent")
+    with pytest.raises(RunNotActive):
+        journal.write_checkpoint(run.id, CheckpointData(state={}))
+
+
+def test_checkpoint_needs_checkpoint_data(journal, run):
+    with pytest.raises(InvalidArgument):
+        journal.write_checkpoint(run.id, {"state": {}})
+
+
+def test_digest_mismatch_is_corrupt(journal, backend, run):
+    ref = journal.write_checkpoint(
+        run.id, CheckpointData(state={"a": 1}, histories={"0": [msg(1)]})
+    )
+    cp = journal.latest_checkpoint(run.id)
+    body = json.dumps({"v": 1, "run_id": run.id, "seq": None, "state": {"a": 2}, "histories": {}})
+    backend.corrupt_checkpoint(ref.id, body)
+    with pytest.raises(CorruptCheckpoint) as info:
+        journal.latest_checkpoint(run.id)
+    assert info.value.code == "corrupt_checkpoint"
+    assert info.value.reason == "digest_mismatch"
+    assert info.value.checkpoint_id == cp.id
+    with pytest.raises(CorruptCheckpoint):
+        journal.latest_context_checkpoint("chat-1")
+
+
+def test_damaged_history_blob_is_corrupt(journal, backend, run):
+    journal.write_checkpoint(run.id, CheckpointData(state={}, histories={"0": [msg(1)]}))
+    import hashlib
+
+    from durability import canonical_json
+
+    h = hashlib.sha256(canonical_json(msg(1)).encode()).hexdigest()
+    backend.corrupt_blob(h, b'{"role":"user","content":"forged"}')
+    with pytest.raises(CorruptCheckpoint) as info:
+        journal.latest_checkpoint(run.id)
+    assert info.value.reason == "blob_digest_mismatch"
+
+
+def test_a_corrupt_predecessor_is_not_used_as_a_base(journal, backend, run):
+    ref = journal.write_checkpoint(run.id, CheckpointData(state={}, histories={"0": [msg(1)]}))
+    backend.corrupt_checkpoint(ref.id, "not json")
+    # a fresh journal (no cache) writes the next checkpoint from scratch
+    journal.set_masker(journal.masker)
+    journal.write_checkpoint(run.id, CheckpointData(state={}, histories={"0": [msg(1), msg(2)]}))
+    assert journal.latest_checkpoint(run.id).histories["0"] == [msg(1), msg(2)]
+
+
+def test_checkpoints_survive_reopening_without_cache(backend):
+    with backend.open() as first:
+        run = first.admit("chat-1", "in-1", sha("x")).run
+        first.write_checkpoint(run.id, CheckpointData(state={}, histories={"0": [msg(1)]}))
+    with backend.open() as second:
+        second.write_checkpoint(run.id, CheckpointData(state={}, histories={"0": [msg(1), msg(2)]}))
+        assert second.latest_checkpoint(run.id).histories["0"] == [msg(1), msg(2)]
