@@ -1,0 +1,642 @@
+"""The agent loop: chats (AgentContext), agents, their configuration and the monologue.
+
+Every chat runs as one asyncio task on the running event loop. Two methods are the
+journal seams: `Agent.call_model` (every model call) and `Agent.execute_tool` (every
+tool execution). Nothing else calls a model or runs a tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import importlib.util
+import re
+import secrets
+import string
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from python.helpers import files
+from python.helpers.history import History, Message
+from python.helpers.shell import ShellSessions
+from python.helpers.tool import Response, Tool
+from python.helpers.tool_request import first_object_end, parse_tool_request, partial_object
+
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+class AgentContextType(Enum):
+    USER = "user"
+    TASK = "task"
+    BACKGROUND = "background"
+
+
+class RepairableException(Exception):
+    """The model can fix this: the text goes into history as a warning."""
+
+
+class InterventionException(Exception):
+    """A user message arrived mid-iteration: skip the rest of the iteration."""
+
+
+class HandledException(Exception):
+    """Already logged for the user; ends the chain."""
+
+
+@dataclass
+class UserMessage:
+    message: str
+    attachments: list[str] = field(default_factory=list)
+    system_message: list[str] = field(default_factory=list)
+    id: str | None = None
+
+
+@dataclass
+class AgentConfig:
+    """Per-agent configuration: profile, model settings and extra values."""
+
+    profile: str = "agent0"
+    settings: dict[str, Any] = field(default_factory=dict)
+    workdir: str = ""
+    additional: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any], profile: str | None = None) -> AgentConfig:
+        return cls(
+            profile=profile or str(settings.get("agent_profile") or "agent0"),
+            settings=dict(settings),
+            workdir=str(settings.get("workdir") or ""),
+        )
+
+    @property
+    def prompts_dirs(self) -> list[Path]:
+        from python.helpers import prompts
+
+        return prompts.prompt_dirs(self.profile)
+
+    def model_config(self, kind: str) -> Any:
+        from python.helpers.models import ModelConfig
+
+        return ModelConfig.from_settings(
+            self.settings, "util_model" if kind == "utility" else "chat_model"
+        )
+
+    def history_token_limit(self) -> int:
+        ctx = int(self.settings.get("chat_model_ctx_length") or 0)
+        share = float(self.settings.get("chat_model_ctx_history") or 0.7)
+        return int(ctx * share)
+
+    def workdir_path(self) -> Path:
+        return Path(self.workdir) if self.workdir else files.usr_dir() / "workdir"
+
+    def tool_dirs(self) -> list[Path]:
+        p = self.profile
+        return [
+            files.usr_dir() / "agents" / p / "tools",
+            files.BASE_DIR / "agents" / p / "tools",
+            files.BASE_DIR / "python" / "tools",
+        ]
+
+
+@dataclass
+class LoopData:
+    iteration: int = -1
+    system: list[str] = field(default_factory=list)
+    user_message: Message | None = None
+    history_output: list[dict] = field(default_factory=list)
+    extras_temporary: dict[str, Any] = field(default_factory=dict)
+    extras_persistent: dict[str, Any] = field(default_factory=dict)
+    last_response: str = ""
+    params_temporary: dict[str, Any] = field(default_factory=dict)
+    params_persistent: dict[str, Any] = field(default_factory=dict)
+    current_tool: Tool | None = None
+
+
+def _new_id() -> str:
+    alphabet = string.ascii_letters + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(8))
+
+
+class AgentContext:
+    """One chat: its agents, log, running task and shell sessions."""
+
+    _contexts: dict[str, AgentContext] = {}
+    _counter = 0
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        id: str | None = None,
+        name: str | None = None,
+        type: AgentContextType = AgentContextType.USER,
+    ) -> None:
+        from python.helpers.log import Log
+
+        self.id = id or _new_id()
+        self.name = name
+        self.config = config
+        self.type = type
+        self.log = Log()
+        self._resume = asyncio.Event()
+        self._resume.set()
+        self.streaming_agent: Agent | None = None
+        self.task: asyncio.Task | None = None
+        self.created_at = datetime.now(UTC)
+        self.last_message = self.created_at
+        AgentContext._counter += 1
+        self.no = AgentContext._counter
+        self.data: dict[str, Any] = {}
+        self.output_data: dict[str, Any] = {}
+        self.model_calls = 0  # per-run counters; the journal assigns sequence numbers
+        self.tool_calls = 0
+        self.shells = ShellSessions(config.workdir_path())
+        AgentContext._contexts[self.id] = self
+        self.agent0 = Agent(0, config, self)
+
+    # -- registry -------------------------------------------------------------
+    @classmethod
+    def get(cls, id: str) -> AgentContext | None:
+        return cls._contexts.get(id)
+
+    @classmethod
+    def all(cls) -> list[AgentContext]:
+        return list(cls._contexts.values())
+
+    @classmethod
+    def remove(cls, id: str) -> AgentContext | None:
+        ctx = cls._contexts.pop(id, None)
+        if ctx is not None:
+            ctx.kill_process()
+            ctx._close_shells()
+        return ctx
+
+    # -- state ----------------------------------------------------------------
+    @property
+    def paused(self) -> bool:
+        return not self._resume.is_set()
+
+    @paused.setter
+    def paused(self, value: bool) -> None:
+        if value:
+            self._resume.clear()
+        else:
+            self._resume.set()
+
+    async def wait_if_paused(self) -> None:
+        await self._resume.wait()
+
+    def get_agent(self) -> Agent:
+        return self.streaming_agent or self.agent0
+
+    def is_running(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    # -- control --------------------------------------------------------------
+    def communicate(self, msg: UserMessage) -> asyncio.Task:
+        """Start a run for `msg`, or hand it to the working agent as an intervention."""
+        self.paused = False
+        self.last_message = datetime.now(UTC)
+        if self.is_running():
+            assert self.task is not None
+            self.get_agent().intervention = msg
+            return self.task
+        return self._start(self.agent0, msg)
+
+    def nudge(self) -> asyncio.Task:
+        """Cancel the running task and continue with a nudge message."""
+        agent = self.get_agent()
+        self.kill_process()
+        self.paused = False
+        return self._start(agent, UserMessage(agent.read_prompt("fw.msg_nudge.md")))
+
+    def kill_process(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    def reset(self) -> None:
+        """Stop work and start the chat over (log, agents, shells)."""
+        from python.helpers.log import Log
+
+        self.kill_process()
+        self._close_shells()
+        self.log = Log()
+        self.paused = False
+        self.streaming_agent = None
+        self.agent0 = Agent(0, self.config, self)
+
+    def _close_shells(self) -> None:
+        shells, self.shells = self.shells, ShellSessions(self.config.workdir_path())
+        with contextlib.suppress(RuntimeError):  # no running loop: nothing was started
+            asyncio.get_running_loop().create_task(shells.close_all())
+
+    def _start(self, agent: Agent, msg: UserMessage) -> asyncio.Task:
+        self.model_calls = self.tool_calls = 0
+        self.task = asyncio.get_running_loop().create_task(
+            self._process_chain(agent, msg), name=f"chat-{self.id}"
+        )
+        return self.task
+
+    async def _process_chain(self, agent: Agent, msg: UserMessage | str, user: bool = True) -> str:
+        """Run the agent's monologue, then hand the answer up to its superiors."""
+        from python.helpers.extensions import call_extensions
+
+        try:
+            if user:
+                assert isinstance(msg, UserMessage)
+                agent.hist_add_user_message(msg)
+            else:
+                agent.hist_add_tool_result("call_subordinate", str(msg))
+            response = await agent.monologue()
+            superior = agent.data.get("_superior")
+            if superior is not None:
+                response = await self._process_chain(superior, response, user=False)
+            await call_extensions("process_chain_end", agent, data={"response": response})
+            return response
+        except HandledException as e:
+            return str(e)
+        except Exception as e:
+            try:
+                agent.log_error(e)
+            except HandledException as handled:
+                return str(handled)
+            return "Error"
+
+    def output(self) -> dict[str, Any]:
+        """The chat's row in the poll snapshot."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "created_at": self.created_at.isoformat(),
+            "no": self.no,
+            "log_guid": self.log.guid,
+            "log_version": self.log.version,
+            "log_length": len(self.log.output()),
+            "paused": self.paused,
+            "last_message": self.last_message.isoformat(),
+            "type": self.type.value,
+            "running": self.is_running(),
+        }
+
+
+class Agent:
+    """One agent (number n) in a chat; subordinates have n + 1."""
+
+    def __init__(self, number: int, config: AgentConfig, context: AgentContext) -> None:
+        from python.helpers.extensions import call_extensions_sync
+
+        self.number = number
+        self.agent_name = f"A{number}"
+        self.config = config
+        self.context = context
+        self.history = History(max_tokens=config.history_token_limit())
+        self.last_user_message: Message | None = None
+        self.intervention: UserMessage | None = None
+        self.data: dict[str, Any] = {}
+        self.loop_data = LoopData()
+        self._models: dict[str, Any] = {}
+        call_extensions_sync("agent_init", self)
+
+    # -- the monologue --------------------------------------------------------
+    async def monologue(self) -> str:
+        """Think, call tools and repeat until a tool ends the loop with an answer."""
+        self.loop_data = LoopData(user_message=self.last_user_message)
+        await self.extensions("monologue_start")
+        try:
+            while True:
+                self.context.streaming_agent = self
+                self.loop_data.iteration += 1
+                self.loop_data.params_temporary = {}
+                await self.extensions("message_loop_start")
+                try:
+                    result = await self._iteration()
+                    if result is not None:
+                        return result
+                except InterventionException:
+                    pass  # the message is in history; continue with a new iteration
+                except RepairableException as e:
+                    await self.hist_add_error_warning(e)
+                except (HandledException, asyncio.CancelledError):
+                    raise
+                except Exception as e:
+                    self.log_error(e)
+                finally:
+                    if not _current_task_cancelling():
+                        await self.extensions("message_loop_end")
+        finally:
+            self.context.streaming_agent = None
+            if not _current_task_cancelling():
+                await self.extensions("monologue_end")
+
+    async def _iteration(self) -> str | None:
+        await self.handle_intervention()
+        messages = await self.prepare_prompt()
+        await self.extensions("before_main_llm_call")
+        reply = await self.call_chat_model(messages)
+        await self.handle_intervention(reply)
+        if reply == self.loop_data.last_response:
+            self.hist_add_ai_response(reply)
+            self.warn(self.read_prompt("fw.msg_repeat.md"))
+            return None
+        self.loop_data.last_response = reply
+        self.hist_add_ai_response(reply)
+        return await self.process_tools(reply)
+
+    async def prepare_prompt(self) -> list[dict[str, str]]:
+        ld = self.loop_data
+        await self.extensions("message_loop_prompts_before")
+        await self.compress_history()
+        ld.system = []
+        await self.extensions("system_prompt", system_prompt=ld.system)
+        ld.history_output = self.history.output()
+        await self.extensions("message_loop_prompts_after")
+        messages = [{"role": "system", "content": "\n\n".join(ld.system)}, *ld.history_output]
+        extras = {**ld.extras_persistent, **ld.extras_temporary}
+        ld.extras_temporary = {}
+        if extras:
+            text = self.read_prompt("agent.context.extras.md", extras=_json(extras))
+            if messages[-1]["role"] == "user":
+                messages[-1] = {"role": "user", "content": messages[-1]["content"] + "\n\n" + text}
+            else:
+                messages.append({"role": "user", "content": text})
+        full = "\n\n".join(m["content"] for m in messages)
+        self.data["ctx_window"] = {"text": full, "tokens": len(full) // 4}
+        return messages
+
+    async def call_chat_model(self, messages: list[dict[str, str]]) -> str:
+        """Stream the main model's reply through the stream extension points."""
+        cut: dict[str, int | None] = {"end": None}
+
+        async def on_reasoning(delta: str, full: str) -> None:
+            data = {"chunk": delta, "full": full}
+            await self.extensions("reasoning_stream_chunk", stream_data=data)
+            if data.get("chunk"):
+                await self.extensions("reasoning_stream", text=data["full"])
+            await self.handle_intervention()
+
+        async def on_response(delta: str, full: str) -> None:
+            if cut["end"] is not None:
+                return  # a complete object was already seen: ignore the rest
+            end = first_object_end(full)
+            if end is not None:
+                cut["end"] = end
+                full = full[:end]
+            data = {"chunk": delta, "full": full}
+            await self.extensions("response_stream_chunk", stream_data=data)
+            if data.get("chunk") or end is not None:
+                parsed = partial_object(data["full"]) or {}
+                await self.extensions("response_stream", text=data["full"], parsed=parsed)
+            await self.handle_intervention(data["full"])
+
+        result = await self.call_model(
+            messages, kind="chat", on_reasoning=on_reasoning, on_response=on_response
+        )
+        await self.extensions("reasoning_stream_end")
+        await self.extensions("response_stream_end")
+        end = cut["end"] if cut["end"] is not None else first_object_end(result.response)
+        return result.response[:end] if end is not None else result.response
+
+    async def call_model(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        kind: str = "chat",
+        on_reasoning: Any = None,
+        on_response: Any = None,
+    ) -> Any:
+        """JOURNAL SEAM 1: every model call of the agent passes through here."""
+        self.context.model_calls += 1
+        if kind == "utility":
+            await self.extensions("util_model_call_before", messages=messages)
+        model = self._model(kind)
+        return await model.call(messages, on_reasoning=on_reasoning, on_response=on_response)
+
+    def _model(self, kind: str) -> Any:
+        if kind not in self._models:
+            from python.helpers.models import ChatModel
+
+            from python.helpers import settings as settings_mod
+
+            config = self.config.model_config(kind)
+            key = settings_mod.get_api_key(config.provider)
+            self._models[kind] = ChatModel(config, key)
+        return self._models[kind]
+
+    async def call_utility_model(self, system: str, message: str) -> str:
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": message}]
+        return (await self.call_model(messages, kind="utility")).response
+
+    # -- tools ----------------------------------------------------------------
+    async def process_tools(self, reply: str) -> str | None:
+        request = parse_tool_request(reply)
+        if request is None:
+            self.warn(self.read_prompt("fw.msg_misformat.md"))
+            return None
+        tool = self.get_tool(request.name, request.method, request.args, reply)
+        self.loop_data.current_tool = tool
+        try:
+            response = await self.execute_tool(tool)
+        finally:
+            self.loop_data.current_tool = None
+        return response.message if response.break_loop else None
+
+    async def execute_tool(self, tool: Tool) -> Response:
+        """JOURNAL SEAM 2: every tool execution passes through here."""
+        self.context.tool_calls += 1
+        await self.handle_intervention()
+        await tool.before_execution(**tool.args)
+        await self.handle_intervention()
+        await self.extensions("tool_execute_before", tool_args=tool.args, tool_name=tool.name)
+        response = await tool.execute(**tool.args)
+        await self.extensions("tool_execute_after", response=response, tool_name=tool.name)
+        await tool.after_execution(response)
+        await self.handle_intervention()
+        return response
+
+    def get_tool(
+        self, name: str, method: str | None, args: dict, message: str, **kwargs: Any
+    ) -> Tool:
+        """Profile tools first, then python/tools; anything else is the unknown tool."""
+        cls = self._find_tool_class(name) if TOOL_NAME.match(name) else None
+        if cls is None:
+            from python.tools.unknown import Unknown
+
+            cls = Unknown
+        return cls(self, name, method, args, message, self.loop_data, **kwargs)
+
+    def _find_tool_class(self, name: str) -> type[Tool] | None:
+        if name.startswith("_") or name == "unknown":
+            return None
+        for folder in self.config.tool_dirs():
+            path = folder / f"{name}.py"
+            if path.is_file():
+                return _tool_class(path)
+        return None
+
+    def available_tools(self) -> list[str]:
+        names: set[str] = set()
+        for folder in self.config.tool_dirs():
+            if folder.is_dir():
+                names.update(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
+        names.discard("unknown")
+        return sorted(names)
+
+    # -- interventions --------------------------------------------------------
+    async def handle_intervention(self, progress: str = "") -> None:
+        """Wait while paused; turn a pending user message into an InterventionException."""
+        while self.context.paused:
+            await self.context.wait_if_paused()
+        if self.intervention is None:
+            return
+        msg, self.intervention = self.intervention, None
+        if progress.strip():
+            self.hist_add_ai_response(progress)
+        tool = self.loop_data.current_tool
+        if tool is not None and tool.progress.strip():
+            self.hist_add_tool_result(tool.name, tool.progress)
+        self.hist_add_user_message(msg, intervention=True)
+        raise InterventionException(msg.message)
+
+    # -- history --------------------------------------------------------------
+    def hist_add_message(self, ai: bool, content: str | dict) -> Message:
+        from python.helpers.extensions import call_extensions_sync
+
+        data = {"content": content, "ai": ai}
+        call_extensions_sync("hist_add_before", self, content_data=data)
+        return self.history.add(ai, data["content"])
+
+    def hist_add_user_message(self, msg: UserMessage, intervention: bool = False) -> Message:
+        self.history.new_topic()
+        name = "fw.intervention.md" if intervention else "fw.user_message.md"
+        content = self.read_prompt(
+            name,
+            message=msg.message,
+            attachments=", ".join(msg.attachments),
+            system_message="\n".join(msg.system_message),
+        )
+        self.last_user_message = self.hist_add_message(False, content)
+        return self.last_user_message
+
+    def hist_add_ai_response(self, text: str) -> Message:
+        return self.hist_add_message(True, self.read_prompt("fw.ai_response.md", message=text))
+
+    def hist_add_tool_result(self, tool_name: str, text: str, **kwargs: Any) -> Message:
+        from python.helpers.extensions import call_extensions_sync
+
+        data = {"tool_name": tool_name, "tool_result": text, **kwargs}
+        call_extensions_sync("hist_add_tool_result", self, data=data)
+        content = self.read_prompt(
+            "fw.tool_result.md", tool_name=tool_name, tool_result=data["tool_result"]
+        )
+        return self.hist_add_message(False, content)
+
+    def hist_add_warning(self, message: str) -> Message:
+        return self.hist_add_message(False, self.read_prompt("fw.warning.md", message=message))
+
+    def warn(self, message: str) -> None:
+        """A warning for the model (history) and the user (log)."""
+        self.hist_add_warning(message)
+        self.context.log.log(type="warning", content=self.mask(message), agentno=self.number)
+
+    async def hist_add_error_warning(self, error: Exception) -> None:
+        msg = {"message": str(error)}
+        await self.extensions("error_format", msg=msg)
+        self.warn(msg["message"])
+
+    async def compress_history(self) -> bool:
+        """Shrink history to the budget; the utility model summarises, else truncation."""
+        if not self.history.over_limit():
+            return False
+
+        async def summarize(text: str) -> str:
+            system = self.read_prompt("fw.topic_summary.sys.md")
+            summary = await self.call_utility_model(
+                system, self.read_prompt("fw.topic_summary.msg.md", content=text)
+            )
+            if not summary.strip():
+                raise ValueError("empty summary")
+            return self.read_prompt("fw.msg_summary.md", summary=summary)
+
+        return await self.history.compress(summarize)
+
+    # -- helpers --------------------------------------------------------------
+    def read_prompt(self, name: str, **variables: Any) -> str:
+        from python.helpers import prompts
+
+        return prompts.render(name, self.config.prompts_dirs, **variables)
+
+    async def extensions(self, point: str, **kwargs: Any) -> None:
+        from python.helpers.extensions import call_extensions
+
+        await call_extensions(point, self, loop_data=self.loop_data, **kwargs)
+
+    def mask(self, text: str) -> str:
+        return _masker()(text)
+
+    def mask_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.mask(value)
+        if isinstance(value, dict):
+            return {k: self.mask_value(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.mask_value(v) for v in value]
+        return value
+
+    def log_error(self, error: BaseException) -> None:
+        """Log a clear, masked error item (no stack trace) and raise HandledException."""
+        code = getattr(error, "code", None) or "agent_error"
+        status = getattr(error, "status", None)
+        text = self.mask(f"{type(error).__name__}: {error}")
+        kvps = {"code": code, **({"status": status} if status is not None else {})}
+        self.context.log.log(
+            type="error", heading="Error", content=text, kvps=kvps, agentno=self.number
+        )
+        raise HandledException(text) from error
+
+
+def _current_task_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+
+
+def _tool_class(path: Path) -> type[Tool] | None:
+    """The Tool subclass defined in the module at `path`."""
+    package = files.BASE_DIR / "python" / "tools"
+    if path.parent.resolve() == package.resolve():
+        module = importlib.import_module(f"python.tools.{path.stem}")
+    else:  # a profile's tool (agents/<p>/tools, usr/agents/<p>/tools): load by path
+        spec = importlib.util.spec_from_file_location(f"_a0_tool_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            return None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    for value in vars(module).values():
+        if (
+            isinstance(value, type)
+            and issubclass(value, Tool)
+            and value is not Tool
+            and value.__module__ == module.__name__
+        ):
+            return value
+    return None
+
+
+def _masker() -> Any:
+    try:
+        from python.helpers import secrets as secrets_mod
+    except ImportError:
+        return lambda text: text
+    for name in ("mask", "mask_text", "mask_secrets"):
+        fn = getattr(secrets_mod, name, None)
+        if callable(fn):
+            return fn
+    return lambda text: text
