@@ -301,3 +301,24 @@ def delete_runs_and_orphan_blobs(conn: sqlite3.Connection, run_ids: list[str]) -
         chunk = orphans[start : start + 500]
         conn.execute(f"DELETE FROM blobs WHERE hash IN ({','.join('?' * len(chunk))})", chunk)
     return removed_runs, len(orphans)
+
+
+def checkpoint_metadata(conn: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
+    """Id, position, digest, time and body size of each checkpoint of a run (no content)."""
+    rows = conn.execute(
+        "SELECT id, agent_seq, digest, created_at, size FROM ("
+        " SELECT id, seq AS agent_seq, digest, created_at, length(CAST(body AS BLOB)) AS size"
+        " FROM checkpoints WHERE run_id = ?) ORDER BY id",
+        (run_id,),
+    ).fetchall()
+    return [
+        {
+            "id": r[0],
+            "run_id": run_id,
+            "seq": r[1],
+            "digest": r[2],
+            "created_at": r[3],
+            "body_bytes": r[4],
+        }
+        for r in rows
+    ]
