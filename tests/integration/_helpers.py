@@ -45,3 +45,14 @@ def assert_healthy(server: UiServer) -> None:
     response = httpx.get(f"{server.url}/api/health", timeout=5)
     assert response.status_code == 200
     assert response.json()["ok"] is True
+
+
+def request_text(request: dict) -> str:
+    """All message contents of one model request, joined (for 'the model saw X' checks)."""
+    parts = []
+    for message in request.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, list):
+            content = " ".join(str(part.get("text", "")) for part in content)
+        parts.append(str(content))
+    return "\n".join(parts)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.integration._helpers import assert_healthy, chat_log, log_text, wait_until
+from tests.integration._helpers import (
+    assert_healthy,
+    chat_log,
+    log_text,
+    request_text,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -30,9 +36,10 @@ def test_malformed_model_output_gets_a_warning_and_the_turn_goes_on(running_ui, 
     assert response.status_code == 200, response.text
     assert response.json()["response"] == "Recovered after the warning."
     items = chat_log(running_ui, response.json()["context_id"])
-    assert any(item["type"] == "warning" for item in items), log_text(items)
-    # the model was told about the format problem
-    assert "JSON" in str(model_server.requests[1]["messages"][-1])
+    warnings = [item for item in items if item["type"] == "warning"]
+    assert warnings and warnings[0]["content"], log_text(items)
+    # the model was told the same thing the user sees
+    assert warnings[0]["content"] in request_text(model_server.requests[1])
     assert_healthy(running_ui)
 
 
@@ -44,7 +51,7 @@ def test_unknown_tool_is_reported_to_the_model_and_the_chat(running_ui, model_se
 
     assert response.status_code == 200, response.text
     assert response.json()["response"] == "Used a real tool instead."
-    assert "no_such_tool" in str(model_server.requests[1]["messages"])
+    assert "no_such_tool" in request_text(model_server.requests[1])
     text = log_text(chat_log(running_ui, response.json()["context_id"]))
     assert "no_such_tool" in text
     assert_healthy(running_ui)

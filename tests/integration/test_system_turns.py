@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration._helpers import chat_log, log_text
+from tests.integration._helpers import chat_log, log_text, request_text
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +54,7 @@ def test_subordinate_answer_returns_to_agent_zero(running_ui, model_server):
     assert response.json()["response"] == "My subordinate says: The product is 42."
     assert model_server.calls == 3
     # the subordinate saw the delegated task; agent 0's last call saw the subordinate's answer
-    assert "What is 6 times 7?" in str(model_server.requests[1]["messages"])
-    assert "The product is 42." in str(model_server.requests[2]["messages"])
+    assert "What is 6 times 7?" in request_text(model_server.requests[1])
+    assert "The product is 42." in request_text(model_server.requests[2])
     items = chat_log(running_ui, response.json()["context_id"])
     assert any(item.get("agentno") == 1 for item in items)
