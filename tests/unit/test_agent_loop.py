@@ -302,3 +302,87 @@ async def test_history_compression_with_failing_utility_model(model_server, make
     assert not agent.history.over_limit()
     chat = next(r for r in model_server.requests if r not in utility_calls)
     assert "newest question" in _prompt_text(chat)
+
+
+async def test_stream_is_logged_with_headline_and_reasoning(model_server, make_context):
+    reply = {"thoughts": ["t"], "headline": "Saying hi", "tool_name": "response", "tool_args": {}}
+    model_server.reply(reply, reasoning="thinking hard")
+    ctx = make_context()
+    await _run(ctx, "hi")
+    items = _log_items(ctx, "agent")
+    assert len(items) == 1, "one agent item per iteration"
+    assert items[0]["heading"] == "A0: Saying hi"
+    assert items[0]["content"] == "thinking hard"
+
+
+async def test_text_editor_write_patch_read(model_server, make_context, workdir):
+    model_server.tool("text_editor:write", {"path": "notes/a.txt", "content": "one\ntwo\n"})
+    edit = {"line_from": 2, "line_to": 2, "content": "TWO"}
+    model_server.tool("text_editor:patch", {"path": "notes/a.txt", "edits": [edit]})
+    model_server.tool("text_editor:read", {"path": "notes/a.txt"})
+    model_server.tool("response", {"text": "edited"})
+    ctx = make_context()
+    assert await _run(ctx, "edit") == "edited"
+    assert (workdir / "notes" / "a.txt").read_text() == "one\nTWO\n"
+    assert "    2| TWO" in _prompt_text(model_server.requests[3])
+
+
+async def test_input_answers_a_waiting_command(model_server, make_context):
+    code = 'read -r answer; echo "got $answer"'
+    model_server.tool("code_execution_tool", {"runtime": "terminal", "code": code})
+    model_server.tool("input", {"keyboard": "yes please"})
+    model_server.tool("response", {"text": "answered"})
+    ctx = make_context(code_exec_first_output_timeout=0.3)
+    assert await _run(ctx, "go") == "answered"
+    assert "still running" in _prompt_text(model_server.requests[1])
+    third = _prompt_text(model_server.requests[2])
+    assert "got yes please" in third and "[exit code 0]" in third
+
+
+async def test_repairable_error_from_a_profile_tool(model_server, make_context, _private_usr_dir):
+    tools = _private_usr_dir / "agents" / "agent0" / "tools"
+    tools.mkdir(parents=True)
+    (tools / "fragile.py").write_text(
+        "from agent import RepairableException\n"
+        "from python.helpers.tool import Tool\n\n"
+        "class Fragile(Tool):\n"
+        "    async def execute(self, **kwargs):\n"
+        "        raise RepairableException('fragile needs a name argument')\n"
+    )
+    model_server.tool("fragile", {})
+    model_server.tool("response", {"text": "fixed"})
+    ctx = make_context()
+    assert await _run(ctx, "go") == "fixed"
+    assert "fragile needs a name argument" in _prompt_text(model_server.requests[1])
+    assert "fragile" in ctx.agent0.available_tools()
+
+
+async def test_profile_extension_overrides(model_server, make_context, _private_usr_dir):
+    folder = _private_usr_dir / "agents" / "agent0" / "extensions" / "system_prompt"
+    folder.mkdir(parents=True)
+    (folder / "_11_tools_prompt.py").write_text(
+        "from python.helpers.extensions import Extension\n\n"
+        "class NoTools(Extension):\n"
+        "    async def execute(self, system_prompt=None, **kwargs):\n"
+        "        system_prompt.append('TOOLS REPLACED')\n"
+    )
+    model_server.tool("response", {"text": "ok"})
+    ctx = make_context()
+    await _run(ctx, "go")
+    system = model_server.requests[0]["messages"][0]["content"]
+    assert "TOOLS REPLACED" in system and "### code_execution_tool" not in system
+
+
+async def test_intervention_reaches_a_working_subordinate(model_server, make_context):
+    model_server.tool("call_subordinate", {"message": "wait for a while"})
+    model_server.tool("wait", {"seconds": 60})  # the subordinate waits
+    model_server.tool("response", {"text": "sub interrupted"})
+    model_server.tool("response", {"text": "all done"})
+    ctx = make_context()
+    task = ctx.communicate(UserMessage("delegate"))
+    await _until(lambda: ctx.streaming_agent is not None and ctx.streaming_agent.number == 1, "sub")
+    await _until(lambda: any(i.get("agentno") == 1 for i in _log_items(ctx, "tool")), "sub tool")
+    ctx.communicate(UserMessage("hurry up"))
+    assert await asyncio.wait_for(task, 10) == "all done"
+    assert "hurry up" in _prompt_text(model_server.requests[2])
+    assert "sub interrupted" in _prompt_text(model_server.requests[3])
