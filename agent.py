@@ -85,6 +85,14 @@ class AgentConfig:
             self.settings, "util_model" if kind == "utility" else "chat_model"
         )
 
+    @property
+    def chat_model(self) -> Any:
+        return self.model_config("chat")
+
+    @property
+    def utility_model(self) -> Any:
+        return self.model_config("utility")
+
     def history_token_limit(self) -> int:
         ctx = int(self.settings.get("chat_model_ctx_length") or 0)
         share = float(self.settings.get("chat_model_ctx_history") or 0.7)
@@ -251,6 +259,10 @@ class AgentContext:
             else:
                 agent.hist_add_tool_result("call_subordinate", str(msg))
             response = await agent.monologue()
+            while agent.intervention is not None:  # arrived after the last check
+                pending, agent.intervention = agent.intervention, None
+                agent.hist_add_user_message(pending)
+                response = await agent.monologue()
             superior = agent.data.get("_superior")
             if superior is not None:
                 response = await self._process_chain(superior, response, user=False)

@@ -33,4 +33,8 @@ class Delegation(Tool):
         sub.hist_add_user_message(UserMessage(message))
         result = await sub.monologue()
         sub.history.new_topic()
+        parent.context.streaming_agent = parent
+        if sub.intervention is not None and parent.intervention is None:
+            # A message that reached the subordinate after its last check goes up.
+            parent.intervention, sub.intervention = sub.intervention, None
         return Response(message=result, break_loop=False)

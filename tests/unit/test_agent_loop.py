@@ -386,3 +386,36 @@ async def test_intervention_reaches_a_working_subordinate(model_server, make_con
     assert await asyncio.wait_for(task, 10) == "all done"
     assert "hurry up" in _prompt_text(model_server.requests[2])
     assert "sub interrupted" in _prompt_text(model_server.requests[3])
+
+
+async def test_reset_kills_shells_and_starts_over(model_server, make_context):
+    model_server.tool("code_execution_tool", {"runtime": "terminal", "code": "sleep 60 &"})
+    model_server.tool("response", {"text": "started"})
+    ctx = make_context()
+    assert await _run(ctx, "go") == "started"
+    session = ctx.shells.sessions[0]
+    old_agent, old_guid = ctx.agent0, ctx.log.guid
+    ctx.reset()
+    assert ctx.agent0 is not old_agent and ctx.agent0.history.is_empty()
+    assert ctx.log.guid != old_guid and not ctx.shells.sessions
+    await _until(lambda: session.proc is None, "the old shell to close")
+
+
+def test_config_from_settings_reads_profile_models_and_budget(tmp_path):
+    settings = {
+        "agent_profile": "developer",
+        "chat_model_provider": "other",
+        "chat_model_name": "m1",
+        "util_model_provider": "other",
+        "util_model_name": "m2",
+        "chat_model_ctx_length": 1000,
+        "chat_model_ctx_history": 0.5,
+        "workdir": str(tmp_path),
+    }
+    config = AgentConfig.from_settings(settings)
+    assert config.profile == "developer"
+    assert config.chat_model.name == "m1" and config.utility_model.name == "m2"
+    assert config.history_token_limit() == 500
+    assert config.prompts_dirs[-1].name == "prompts"
+    assert any("developer" in str(d) for d in config.prompts_dirs)
+    assert AgentConfig.from_settings(settings, profile="default").profile == "default"
