@@ -458,11 +458,12 @@ class Agent:
     async def execute_tool(self, tool: Tool) -> Response:
         """JOURNAL SEAM 2: every tool execution passes through here."""
         self.context.tool_calls += 1
+        kwargs = {k: v for k, v in tool.args.items() if k.isidentifier() and k != "self"}
         await self.handle_intervention()
-        await tool.before_execution(**tool.args)
+        await tool.before_execution(**kwargs)
         await self.handle_intervention()
         await self.extensions("tool_execute_before", tool_args=tool.args, tool_name=tool.name)
-        response = await tool.execute(**tool.args)
+        response = await tool.execute(**kwargs)
         await self.extensions("tool_execute_after", response=response, tool_name=tool.name)
         await tool.after_execution(response)
         await self.handle_intervention()

@@ -184,7 +184,7 @@ async def test_misformat_warning_then_recovery(model_server, make_context):
 
 
 async def test_unknown_tool_lists_the_tools(model_server, make_context):
-    model_server.tool("fly_to_moon", {"speed": "fast"})
+    model_server.tool("fly_to_moon", {"speed": "fast", "self": 1, "not an identifier": 2})
     model_server.tool("../../etc/passwd", {})
     model_server.tool("response", {"text": "fine"})
     ctx = make_context()
