@@ -26,8 +26,8 @@ MAX_CHAIN = 10_000_000
 @dataclass(frozen=True)
 class _HistoryHead:
     head: str | None
-    plain: tuple[str, ...]  # canonical JSON of each unmasked message (cache comparison)
     hashes: tuple[str, ...]  # blob hash of each masked message
+    plain: str | None  # canonical JSON of the unmasked list (fast append detection)
 
 
 @dataclass(frozen=True)
@@ -139,60 +139,72 @@ def load_checkpoint(tx: StoreTx, row: CheckpointRow) -> Checkpoint:
     )  # fmt: skip
 
 
-def _previous_heads(
-    tx: StoreTx, context_id: str, cache: HistoryCache
-) -> tuple[dict[str, _HistoryHead], bool]:
-    """Heads of the chat's latest checkpoint; the bool says whether ``plain`` is usable."""
+def _previous_heads(tx: StoreTx, context_id: str, cache: HistoryCache) -> dict[str, _HistoryHead]:
+    """Heads of the chat's latest checkpoint (from the cache when it is current)."""
     row = tx.latest_checkpoint(context_id=context_id)
     if row is None:
-        return {}, True
+        return {}
     cached = cache.get(context_id)
     if cached is not None and cached.checkpoint_id == row.id:
-        return cached.heads, True
+        return cached.heads
     try:
         body = _decode_body(row)
-        heads = {}
-        for key, ref in body["histories"].items():
-            hashes = _resolve_hashes(tx, row, ref["head"])
-            heads[key] = _HistoryHead(ref["head"], (), tuple(hashes))
-        return heads, False
+        return {
+            key: _HistoryHead(ref["head"], tuple(_resolve_hashes(tx, row, ref["head"])), None)
+            for key, ref in body["histories"].items()
+        }
     except (CorruptCheckpoint, KeyError, TypeError):
-        return {}, True  # a damaged predecessor is never a base: start a fresh chain
+        return {}  # a damaged predecessor is never a base: start a fresh chain
+
+
+def _masked_blob(masker: Masker, message: Any) -> tuple[str, bytes]:
+    data = canonical_json(masker.mask(message)).encode("utf-8")
+    return digest_bytes(data), data
+
+
+def _common_prefix(
+    masker: Masker, messages: list[Any], prev: _HistoryHead
+) -> tuple[int, str | None]:
+    """How many leading messages are unchanged, and their canonical JSON when known."""
+    n = len(prev.hashes)
+    if prev.plain is not None and len(messages) >= n:
+        prefix_plain = canonical_json(messages[:n])
+        if prefix_plain == prev.plain:
+            return n, prefix_plain  # the common case: the history only grew
+    keep = 0
+    while (
+        keep < min(n, len(messages))
+        and _masked_blob(masker, messages[keep])[0] == prev.hashes[keep]
+    ):
+        keep += 1
+    return keep, None
 
 
 def _store_history(
-    tx: StoreTx, masker: Masker, messages: list[Any], prev: _HistoryHead | None,
-    plain_usable: bool, now: float,
-) -> _HistoryHead:  # fmt: skip
-    plain = [canonical_json(m) for m in messages]
-    keep = 0
-    hashes: list[str] = []
-    if prev is not None:
-        limit = min(len(plain), len(prev.hashes))
-        if plain_usable:
-            while keep < limit and plain[keep] == prev.plain[keep]:
-                keep += 1
-            hashes = list(prev.hashes[:keep])
-        else:
-            while keep < limit:
-                masked = canonical_json(masker.mask(messages[keep])).encode("utf-8")
-                if digest_bytes(masked) != prev.hashes[keep]:
-                    break
-                keep += 1
-            hashes = list(prev.hashes[:keep])
+    tx: StoreTx, masker: Masker, messages: list[Any], prev: _HistoryHead | None, now: float
+) -> _HistoryHead:
+    keep, prefix_plain = (0, "[]") if prev is None else _common_prefix(masker, messages, prev)
+    hashes = list(prev.hashes[:keep]) if prev is not None else []
+    parts = []
     for message in messages[keep:]:
-        data = canonical_json(masker.mask(message)).encode("utf-8")
-        h = digest_bytes(data)
+        h, data = _masked_blob(masker, message)
         tx.put_blob(h, data, now)
         hashes.append(h)
+        parts.append(canonical_json(message))
+    if prefix_plain is None:
+        plain = canonical_json(messages)
+    elif keep == 0:
+        plain = "[" + ",".join(parts) + "]"
+    else:
+        plain = prefix_plain[:-1] + "".join("," + part for part in parts) + "]"
     if prev is not None and keep == len(prev.hashes) == len(messages):
-        return _HistoryHead(prev.head, tuple(plain), tuple(hashes))
+        return _HistoryHead(prev.head, tuple(hashes), plain)
     base = prev.head if (prev is not None and keep > 0) else None
     node = canonical_json({"base": base, "keep": keep if base else 0, "add": hashes[keep:]})
     node_data = node.encode("utf-8")
     head = digest_bytes(node_data)
     tx.put_blob(head, node_data, now)
-    return _HistoryHead(head, tuple(plain), tuple(hashes))
+    return _HistoryHead(head, tuple(hashes), plain)
 
 
 def store_checkpoint(
@@ -200,12 +212,10 @@ def store_checkpoint(
     data: CheckpointData, now: float,
 ) -> tuple[CheckpointRef, HistoryCacheEntry]:  # fmt: skip
     """Write one checkpoint in ``tx``; return it and the cache entry to keep after commit."""
-    previous, plain_usable = _previous_heads(tx, context_id, cache)
+    previous = _previous_heads(tx, context_id, cache)
     heads: dict[str, _HistoryHead] = {}
     for key, messages in data.histories.items():
-        heads[str(key)] = _store_history(
-            tx, masker, list(messages), previous.get(str(key)), plain_usable, now
-        )
+        heads[str(key)] = _store_history(tx, masker, list(messages), previous.get(str(key)), now)
     masked_state = masker.mask(dict(data.state))
     body = canonical_json({
         "v": FORMAT_VERSION,

@@ -317,7 +317,9 @@ class Journal:
         """Commit a masked projection of the agents' state (history stored as deltas)."""
         if not isinstance(data, CheckpointData):
             raise InvalidArgument("data must be a CheckpointData", field="data")
-        self._mask({"state": data.state, "histories": data.histories})
+        if not isinstance(data.state, dict) or not isinstance(data.histories, dict):
+            raise InvalidArgument("state and histories must be dicts", field="data")
+        canonical_json(data.state)  # histories are checked message by message when stored
         now = self._clock()
         cache_update: list[Any] = []
 

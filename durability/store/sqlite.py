@@ -92,22 +92,24 @@ class SqliteStore(Store):
         self._readers: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
         self._all_readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
-        conn = self._connect()
+        conn: sqlite3.Connection | None = None
         try:
+            conn = self._connect()
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StorageError("could not switch the journal to WAL", reason=str(mode))
             if quick_check:
                 problems = self._check(conn, full=False)
                 if problems:
-                    raise CorruptDatabase("the journal database failed its quick check",
-                                          problems=problems[:10])  # fmt: skip
+                    raise CorruptDatabase(
+                        "the journal database failed its quick check", problems=problems[:10]
+                    )
             self._migrate(conn)
-        except sqlite3.Error as exc:
-            conn.close()
-            raise translate_error(exc) from None
-        except BaseException:
-            conn.close()
+        except BaseException as exc:
+            if conn is not None:
+                conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise translate_error(exc) from None
             raise
         self._writer_conn = conn
         self._writer = GroupCommitWriter(

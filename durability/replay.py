@@ -1,0 +1,65 @@
+"""The safe-replay allowlist: tools whose interrupted call may simply run again.
+
+A tool never labels itself safe. This table pins each allowed tool to the SHA-256 of its
+source file (python/tools/<name>.py below the repository root). When the file changes, the
+hash no longer matches, the tool loses safe status, and tests/durability/test_replay_pins.py
+fails until someone reviews the change.
+
+How to update a pin after review: read the diff of python/tools/<name>.py and confirm that
+running an interrupted call again can do no harm (no external side effect, or one that is
+idempotent by construction); then run
+    .venv/bin/python -m durability.replay <name>
+and paste the printed line into SAFE_REPLAY below, in the same commit as the review.
+
+Only durable_plan, response and the call_subordinate child-workflow record may ever be
+listed (INTENDED_SAFE_TOOLS). A tool whose file does not exist yet is not pinned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TOOLS_DIR = REPO_ROOT / "python" / "tools"
+
+#: The only tools that may ever be pinned here.
+INTENDED_SAFE_TOOLS: tuple[str, ...] = ("durable_plan", "response", "call_subordinate")
+
+#: tool name -> SHA-256 (hex) of python/tools/<name>.py as reviewed.
+SAFE_REPLAY: dict[str, str] = {}
+
+
+def tool_source_path(tool_name: str, root: Path = REPO_ROOT) -> Path:
+    return root / "python" / "tools" / f"{tool_name}.py"
+
+
+def source_digest(source_path: Path) -> str | None:
+    """SHA-256 of a source file's bytes, or None when it cannot be read."""
+    try:
+        return hashlib.sha256(Path(source_path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def is_safe(tool_name: str, source_path: Path) -> bool:
+    """True only when the tool is pinned and ``source_path`` hashes to its pin."""
+    pinned = SAFE_REPLAY.get(tool_name)
+    if pinned is None:
+        return False
+    return source_digest(source_path) == pinned
+
+
+def _main(argv: list[str]) -> int:
+    for name in argv or list(INTENDED_SAFE_TOOLS):
+        digest = source_digest(tool_source_path(name))
+        if digest is None:
+            print(f"# {name}: python/tools/{name}.py does not exist", file=sys.stderr)
+            continue
+        print(f'    "{name}": "{digest}",')
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))
