@@ -1,0 +1,286 @@
+"""Settings: defaults, then usr/settings.json, then ``A0_SET_<name>`` overrides.
+
+API keys never enter settings.json: they live in usr/.env as ``API_KEY_<PROVIDER>`` (the
+Agent Zero convention), and so does the external API token (``MCP_SERVER_TOKEN``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dotenv import dotenv_values, set_key
+
+from python.helpers import files
+
+SETTINGS_FILE = "settings.json"
+ENV_FILE = ".env"
+ENV_PREFIX = "A0_SET_"
+API_KEY_FIELD = "api_key_"  # save() input fields api_key_<provider>
+MCP_TOKEN_ENV = "MCP_SERVER_TOKEN"
+SECRET_SETTINGS = ("mcp_server_token",)
+
+
+def _model_defaults(prefix: str, name: str) -> dict[str, Any]:
+    return {
+        f"{prefix}_provider": "openai",
+        f"{prefix}_name": name,
+        f"{prefix}_api_base": "",
+        f"{prefix}_ctx_length": 128000,
+        f"{prefix}_ctx_history": 0.7,
+        f"{prefix}_kwargs": {},
+        f"{prefix}_rl_requests": 0,
+        f"{prefix}_rl_input": 0,
+        f"{prefix}_rl_output": 0,
+    }
+
+
+DEFAULTS: dict[str, Any] = {
+    **_model_defaults("chat_model", "gpt-4.1-mini"),
+    **_model_defaults("util_model", "gpt-4.1-nano"),
+    "agent_profile": "agent0",
+    "mcp_server_token": "",
+    "code_exec_first_output_timeout": 30,
+    "code_exec_between_output_timeout": 15,
+    "code_exec_max_timeout": 180,
+    "retention_runs": 100,
+    "retention_days": 30,
+}
+
+# Lower bound per numeric setting (inclusive unless listed in _POSITIVE); ctx_history is a share.
+_POSITIVE = {
+    "chat_model_ctx_length",
+    "util_model_ctx_length",
+    "code_exec_first_output_timeout",
+    "code_exec_between_output_timeout",
+    "code_exec_max_timeout",
+}
+_SHARES = {"chat_model_ctx_history", "util_model_ctx_history"}
+
+
+class SettingsError(ValueError):
+    """A setting that cannot be used; ``code`` is stable, the message names the setting."""
+
+    code = "invalid_setting"
+
+    def __init__(self, message: str, name: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.name = name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "name": self.name}
+
+
+# parsing and validation -------------------------------------------------------------------
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def parse_value(name: str, raw: str) -> Any:
+    """Parse text (an environment value, a form field) to the type of ``name``'s default."""
+    default = DEFAULTS[name]
+    text = raw.strip()
+    try:
+        if isinstance(default, bool):
+            if text.lower() in _TRUE:
+                return True
+            if text.lower() in _FALSE:
+                return False
+            raise ValueError("expected true or false")
+        if isinstance(default, int):
+            return int(text)
+        if isinstance(default, float):
+            return float(text)
+        if isinstance(default, dict):
+            value = json.loads(text) if text else {}
+            if not isinstance(value, dict):
+                raise ValueError("expected a JSON object")
+            return value
+    except ValueError as exc:
+        kind = type(default).__name__
+        raise SettingsError(f"setting '{name}' needs a {kind} value: {exc}", name) from None
+    return raw
+
+
+def coerce(name: str, value: Any) -> Any:
+    """``value`` as a valid value of setting ``name``, or SettingsError."""
+    if name not in DEFAULTS:
+        raise SettingsError(f"unknown setting '{name}'", name)
+    default = DEFAULTS[name]
+    if isinstance(value, str) and not isinstance(default, str):
+        value = parse_value(name, value)
+    ok = (
+        isinstance(value, bool)
+        if isinstance(default, bool)
+        else isinstance(value, type(default)) and not isinstance(value, bool)
+    )
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        value, ok = float(value), True
+    if not ok:
+        kind = type(default).__name__
+        raise SettingsError(f"setting '{name}' needs a {kind} value", name)
+    _check_range(name, value)
+    return value
+
+
+def _check_range(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return
+    if value != value or value in (float("inf"), float("-inf")):
+        raise SettingsError(f"setting '{name}' needs a finite number", name)
+    if name in _SHARES and not 0 < value <= 1:
+        raise SettingsError(f"setting '{name}' must be above 0 and at most 1", name)
+    if name in _POSITIVE and value <= 0:
+        raise SettingsError(f"setting '{name}' must be above 0", name)
+    if value < 0:
+        raise SettingsError(f"setting '{name}' must not be negative", name)
+
+
+# loading ------------------------------------------------------------------------------
+def _usr(usr: Path | None) -> Path:
+    return Path(usr) if usr is not None else files.usr_dir()
+
+
+def _read_settings_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SettingsError(f"{path.name} is not readable JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path.name} must hold a JSON object")
+    return data
+
+
+def _read_env_file(usr: Path) -> dict[str, str]:
+    path = usr / ENV_FILE
+    if not path.is_file():
+        return {}
+    return {k: v for k, v in dotenv_values(path).items() if isinstance(v, str)}
+
+
+def load(usr: Path | None = None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Defaults, then usr/settings.json, then the token from usr/.env, then A0_SET_* overrides."""
+    folder = _usr(usr)
+    env = os.environ if environ is None else environ
+    result = dict(DEFAULTS)
+    for name, value in _read_settings_file(folder / SETTINGS_FILE).items():
+        if name in DEFAULTS and name not in SECRET_SETTINGS:
+            result[name] = coerce(name, value)
+    token = env.get(MCP_TOKEN_ENV) or _read_env_file(folder).get(MCP_TOKEN_ENV)
+    if token:
+        result["mcp_server_token"] = token
+    by_lower = {name.lower(): name for name in DEFAULTS}
+    for key, raw in env.items():
+        if key[: len(ENV_PREFIX)].upper() == ENV_PREFIX:
+            name = by_lower.get(key[len(ENV_PREFIX) :].lower())
+            if name is not None:
+                result[name] = coerce(name, parse_value(name, raw))
+    return result
+
+
+# saving -------------------------------------------------------------------------------
+def _env_name(provider: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in provider.strip()).upper()
+
+
+def api_key_env_name(provider: str) -> str:
+    """The usr/.env name of a provider's key: ``API_KEY_<PROVIDER>``."""
+    return f"API_KEY_{_env_name(provider)}"
+
+
+def _write_env(usr: Path, values: Mapping[str, str]) -> None:
+    path = usr / ENV_FILE
+    if not path.exists():
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    os.chmod(path, 0o600)
+    for key, value in values.items():
+        set_key(path, key, value, quote_mode="always")
+    os.chmod(path, 0o600)
+
+
+def save(values: Mapping[str, Any], usr: Path | None = None) -> dict[str, Any]:
+    """Validate and store ``values``; returns the settings as ``load`` now sees them.
+
+    ``api_key_<provider>`` fields and an ``api_keys`` dict ({provider: key}) go to usr/.env
+    only, as does ``mcp_server_token``. An empty or None secret means "unchanged".
+    """
+    folder = _usr(usr)
+    folder.mkdir(parents=True, exist_ok=True)
+    stored = {
+        k: v
+        for k, v in _read_settings_file(folder / SETTINGS_FILE).items()
+        if k in DEFAULTS and k not in SECRET_SETTINGS
+    }
+    env_updates: dict[str, str] = {}
+
+    def add_key(provider: str, key: Any) -> None:
+        if key is None or key == "":
+            return
+        if not isinstance(key, str) or not provider.strip():
+            raise SettingsError(f"the API key for '{provider}' must be text", API_KEY_FIELD)
+        env_updates[api_key_env_name(provider)] = key.strip()
+
+    for name, value in values.items():
+        if name == "api_keys":
+            if not isinstance(value, Mapping):
+                raise SettingsError("api_keys must map provider to key", name)
+            for provider, key in value.items():
+                add_key(str(provider), key)
+        elif name.startswith(API_KEY_FIELD):
+            add_key(name[len(API_KEY_FIELD) :], value)
+        elif name in SECRET_SETTINGS:
+            if value not in (None, ""):
+                env_updates[MCP_TOKEN_ENV] = str(coerce(name, value))
+        else:
+            stored[name] = coerce(name, value)
+
+    text = json.dumps(stored, indent=2, sort_keys=True) + "\n"
+    files.write_atomic(folder / SETTINGS_FILE, text, mode=0o600)
+    if env_updates:
+        _write_env(folder, env_updates)
+    return load(folder)
+
+
+# keys -----------------------------------------------------------------------------------
+def get_api_key(
+    provider: str, usr: Path | None = None, environ: Mapping[str, str] | None = None
+) -> str | None:
+    """``API_KEY_<P>``, ``<P>_API_KEY``, ``<P>_API_TOKEN``: process environment, then usr/.env."""
+    upper = _env_name(provider)
+    names = (f"API_KEY_{upper}", f"{upper}_API_KEY", f"{upper}_API_TOKEN")
+    env = os.environ if environ is None else environ
+    for source in (env, None):
+        values = _read_env_file(_usr(usr)) if source is None else source
+        for name in names:
+            value = (values.get(name) or "").strip()
+            if value and value.lower() != "none":
+                return value
+    return None
+
+
+def public_view(
+    settings: Mapping[str, Any],
+    usr: Path | None = None,
+    providers: list[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """What a UI may see: settings without secret values; for keys only whether they are set."""
+    if providers is None:
+        from python.helpers.models import load_providers
+
+        providers = sorted(load_providers())
+    return {
+        "settings": {
+            k: v
+            for k, v in settings.items()
+            if k not in SECRET_SETTINGS and not k.startswith(API_KEY_FIELD)
+        },
+        "secrets": {name: bool(settings.get(name)) for name in SECRET_SETTINGS},
+        "api_keys": {p: get_api_key(p, usr, environ) is not None for p in providers},
+    }

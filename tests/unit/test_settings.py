@@ -1,0 +1,170 @@
+"""Settings: defaults, settings.json, A0_SET_* overrides, keys in usr/.env."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from python.helpers import settings
+from python.helpers.settings import SettingsError
+
+pytestmark = pytest.mark.unit
+
+
+def test_defaults_when_nothing_is_configured(tmp_path):
+    assert settings.load(tmp_path, environ={}) == settings.DEFAULTS
+    assert settings.DEFAULTS["code_exec_first_output_timeout"] == 30
+    assert settings.DEFAULTS["retention_runs"] == 100
+
+
+def test_contract_names_exist():
+    for prefix in ("chat_model", "util_model"):
+        for suffix in [
+            "provider",
+            "name",
+            "api_base",
+            "ctx_length",
+            "ctx_history",
+            "kwargs",
+            "rl_requests",
+            "rl_input",
+            "rl_output",
+        ]:
+            assert f"{prefix}_{suffix}" in settings.DEFAULTS
+    for name in ("agent_profile", "mcp_server_token", "code_exec_max_timeout", "retention_days"):
+        assert name in settings.DEFAULTS
+
+
+def test_settings_file_then_env_overrides(tmp_path):
+    (tmp_path / "settings.json").write_text(
+        json.dumps({"chat_model_name": "from-file", "retention_days": 7, "unknown": 1})
+    )
+    env = {
+        "A0_SET_retention_days": "9",
+        "A0_SET_CHAT_MODEL_CTX_HISTORY": "0.5",
+        "A0_SET_chat_model_kwargs": '{"temperature": 0}',
+        "A0_SET_not_a_setting": "x",
+    }
+    loaded = settings.load(tmp_path, environ=env)
+    assert loaded["chat_model_name"] == "from-file"
+    assert loaded["retention_days"] == 9
+    assert loaded["chat_model_ctx_history"] == 0.5
+    assert loaded["chat_model_kwargs"] == {"temperature": 0}
+    assert "unknown" not in loaded and "not_a_setting" not in loaded
+
+
+@pytest.mark.parametrize(
+    ("name", "raw"),
+    [
+        ("retention_days", "many"),
+        ("retention_days", "1.5"),
+        ("chat_model_ctx_history", "lots"),
+        ("chat_model_ctx_history", "2"),
+        ("chat_model_kwargs", "[1, 2]"),
+        ("chat_model_kwargs", "{bad json"),
+        ("code_exec_max_timeout", "0"),
+        ("retention_runs", "-1"),
+    ],
+)
+def test_invalid_env_override_is_a_clear_error(tmp_path, name, raw):
+    with pytest.raises(SettingsError) as info:
+        settings.load(tmp_path, environ={f"A0_SET_{name}": raw})
+    assert info.value.code == "invalid_setting"
+    assert name in info.value.message
+    assert info.value.to_dict()["name"] == name
+
+
+def test_corrupt_settings_file_is_a_clear_error(tmp_path):
+    (tmp_path / "settings.json").write_text("{not json")
+    with pytest.raises(SettingsError, match=r"settings\.json") as info:
+        settings.load(tmp_path, environ={})
+    assert info.value.code == "invalid_setting"
+
+
+def test_save_writes_settings_atomically_and_keys_to_env(tmp_path, monkeypatch):
+    for name in list(os.environ):
+        if "OPENAI" in name or "ANTHROPIC" in name:
+            monkeypatch.delenv(name)
+    saved = settings.save(
+        {
+            "chat_model_name": "m1",
+            "retention_days": "12",
+            "chat_model_ctx_length": 64000,
+            "chat_model_ctx_history": 1,
+            "api_key_openai": "sk-openai-secret",
+            "api_keys": {"anthropic": "sk-ant-secret", "groq": ""},
+            "mcp_server_token": "tok-secret-1",
+        },
+        tmp_path,
+    )
+    assert saved["chat_model_name"] == "m1"
+    assert saved["retention_days"] == 12
+    assert saved["chat_model_ctx_history"] == 1.0
+    assert saved["mcp_server_token"] == "tok-secret-1"
+    settings_text = (tmp_path / "settings.json").read_text()
+    assert "secret" not in settings_text
+    assert json.loads(settings_text)["chat_model_name"] == "m1"
+    env_file = tmp_path / ".env"
+    env_text = env_file.read_text()
+    assert "API_KEY_OPENAI" in env_text and "API_KEY_ANTHROPIC" in env_text
+    assert "GROQ" not in env_text
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "settings.json").stat().st_mode) == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".env", "settings.json"]
+    assert settings.get_api_key("openai", tmp_path, environ={}) == "sk-openai-secret"
+    assert settings.get_api_key("anthropic", tmp_path, environ={}) == "sk-ant-secret"
+    # an empty key later means "unchanged"
+    settings.save({"api_key_openai": ""}, tmp_path)
+    assert settings.get_api_key("openai", tmp_path, environ={}) == "sk-openai-secret"
+    assert settings.load(tmp_path, environ={})["chat_model_name"] == "m1"
+
+
+def test_save_refuses_bad_values_and_writes_nothing(tmp_path):
+    with pytest.raises(SettingsError) as info:
+        settings.save({"retention_days": "soon"}, tmp_path)
+    assert info.value.code == "invalid_setting"
+    with pytest.raises(SettingsError, match="unknown setting"):
+        settings.save({"no_such": 1}, tmp_path)
+    with pytest.raises(SettingsError):
+        settings.save({"chat_model_kwargs": "[]"}, tmp_path)
+    with pytest.raises(SettingsError):
+        settings.save({"api_keys": "sk-x"}, tmp_path)
+    assert not (tmp_path / "settings.json").exists()
+
+
+def test_get_api_key_prefers_process_environment(tmp_path):
+    settings.save({"api_key_openrouter": "from-dotenv"}, tmp_path)
+    env = {"OPENROUTER_API_KEY": "from-env"}
+    assert settings.get_api_key("openrouter", tmp_path, environ=env) == "from-env"
+    assert settings.get_api_key("openrouter", tmp_path, environ={}) == "from-dotenv"
+    token_env = {"MISTRAL_API_TOKEN": "tok"}
+    assert settings.get_api_key("mistral", tmp_path, environ=token_env) == "tok"
+    assert settings.get_api_key("deepseek", tmp_path, environ={}) is None
+    assert settings.get_api_key("ollama", tmp_path, environ={"API_KEY_OLLAMA": "None"}) is None
+
+
+def test_get_api_key_defaults_to_usr_dir(_private_usr_dir, monkeypatch):
+    monkeypatch.delenv("API_KEY_LMSTUDIO", raising=False)
+    settings.save({"api_key_lmstudio": "lm-key"})
+    assert (_private_usr_dir / ".env").is_file()
+    assert settings.get_api_key("lmstudio") == "lm-key"
+
+
+def test_public_view_never_shows_key_values(tmp_path):
+    settings.save({"api_key_openai": "sk-very-secret", "mcp_server_token": "tok-123456"}, tmp_path)
+    loaded = settings.load(tmp_path, environ={})
+    view = settings.public_view(loaded, tmp_path, providers=["openai", "groq"], environ={})
+    text = json.dumps(view)
+    assert "sk-very-secret" not in text and "tok-123456" not in text
+    assert view["api_keys"] == {"openai": True, "groq": False}
+    assert view["secrets"] == {"mcp_server_token": True}
+    assert view["settings"]["chat_model_name"] == settings.DEFAULTS["chat_model_name"]
+
+
+def test_env_token_overrides_saved_token(tmp_path):
+    settings.save({"mcp_server_token": "saved-token"}, tmp_path)
+    loaded = settings.load(tmp_path, environ={"A0_SET_mcp_server_token": "env-token"})
+    assert loaded["mcp_server_token"] == "env-token"
