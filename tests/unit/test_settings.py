@@ -168,3 +168,26 @@ def test_env_token_overrides_saved_token(tmp_path):
     settings.save({"mcp_server_token": "saved-token"}, tmp_path)
     loaded = settings.load(tmp_path, environ={"A0_SET_mcp_server_token": "env-token"})
     assert loaded["mcp_server_token"] == "env-token"
+
+
+# secrets masking (python/helpers/secrets.py) -----------------------------------------------
+def test_masker_hides_keys_from_env_dotenv_and_secrets_file(tmp_path):
+    from python.helpers import secrets
+
+    settings.save({"api_key_openai": "sk-dotenv-value"}, tmp_path)
+    (tmp_path / "secrets.env").write_text("DB_PASS=hunter2-db\n")
+    masker = secrets.masker_for(tmp_path, environ={"GROQ_API_KEY": "gsk-env-value", "HOME": "/x"})
+    text = "keys sk-dotenv-value gsk-env-value hunter2-db /x"
+    assert masker.mask(text) == (
+        "keys §§secret(API_KEY_OPENAI) §§secret(GROQ_API_KEY) §§secret(DB_PASS) /x"
+    )
+    assert "sk-dotenv-value" not in repr(masker)
+
+
+def test_masker_sees_a_new_secret_without_restart(tmp_path, monkeypatch):
+    from python.helpers import secrets
+
+    monkeypatch.setenv("A0_USR_DIR", str(tmp_path))
+    assert secrets.mask("value new-secret-1") == "value new-secret-1"
+    (tmp_path / "secrets.env").write_text("NEW=new-secret-1\n")
+    assert secrets.mask({"a": ["new-secret-1"]}) == {"a": ["§§secret(NEW)"]}

@@ -1,0 +1,49 @@
+"""Secret masking for the agent: values from the environment, usr/.env and usr/secrets.env."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from durability.masking import Masker, collect_secrets, placeholder
+from python.helpers import files
+
+__all__ = ["SECRETS_FILE", "Masker", "mask", "masker_for", "placeholder"]
+
+SECRETS_FILE = "secrets.env"
+_cache: dict[tuple, Masker] = {}
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+def masker_for(usr: Path | None = None, environ: Mapping[str, str] | None = None) -> Masker:
+    """A Masker for every secret known now: environment, usr/.env keys, usr/secrets.env."""
+    folder = Path(usr) if usr is not None else files.usr_dir()
+    env = os.environ if environ is None else environ
+    env_file, secrets_file = folder / ".env", folder / SECRETS_FILE
+    key = (
+        str(folder),
+        _stamp(env_file),
+        _stamp(secrets_file),
+        hash(frozenset((k, v) for k, v in env.items() if isinstance(v, str))),
+    )
+    masker = _cache.get(key)
+    if masker is None:
+        found = collect_secrets(env, env_files=[env_file], secrets_files=[secrets_file])
+        masker = Masker(found)
+        _cache.clear()
+        _cache[key] = masker
+    return masker
+
+
+def mask(value: Any, usr: Path | None = None) -> Any:
+    """``value`` with every known secret replaced by ``§§secret(NAME)``."""
+    return masker_for(usr).mask(value)
