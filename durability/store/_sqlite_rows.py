@@ -122,7 +122,8 @@ class SqliteTx(StoreTx):
     def list_runs(
         self, statuses: Sequence[str] | None, context_id: str | None, limit: int
     ) -> list[Run]:
-        where, args = [], []
+        where: list[str] = []
+        args: list[Any] = []
         if statuses is not None:
             where.append(f"status IN ({_placeholders(len(statuses))})")
             args.extend(statuses)
@@ -307,7 +308,8 @@ class SqliteTx(StoreTx):
         return self._conflict(row) if row else None
 
     def list_conflicts(self, context_id: str | None, unresolved_only: bool) -> list[Conflict]:
-        where, args = [], []
+        where: list[str] = []
+        args: list[Any] = []
         if context_id is not None:
             where.append("context_id = ?")
             args.append(context_id)
@@ -393,7 +395,8 @@ class SqliteTx(StoreTx):
     def list_events(
         self, context_id: str | None, run_id: str | None, after_id: int, limit: int
     ) -> list[Event]:
-        where, args = ["id > ?"], [after_id]
+        where: list[str] = ["id > ?"]
+        args: list[Any] = [after_id]
         if context_id is not None:
             where.append("context_id = ?")
             args.append(context_id)

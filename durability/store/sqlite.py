@@ -11,7 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from durability.errors import CorruptDatabase, DurabilityError, SchemaTooNew, StorageError
+from durability.errors import (
+    CorruptDatabase,
+    DurabilityError,
+    JournalClosed,
+    SchemaTooNew,
+    StorageError,
+)
 from durability.store._group_commit import GroupCommitWriter
 from durability.store._sqlite_rows import SqliteTx
 from durability.store.base import Store, StoreTx
@@ -92,6 +98,7 @@ class SqliteStore(Store):
         self._readers: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
         self._all_readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        self._closed = False
         conn: sqlite3.Connection | None = None
         try:
             conn = self._connect()
@@ -169,6 +176,8 @@ class SqliteStore(Store):
         return self._writer.submit(fn)
 
     def _acquire_reader(self) -> sqlite3.Connection:
+        if self._closed:
+            raise JournalClosed("the journal is closed")
         try:
             return self._readers.get_nowait()
         except queue.Empty:
@@ -197,6 +206,9 @@ class SqliteStore(Store):
         return self.read_raw(lambda conn: self._check(conn, full))
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         self._writer.close()
         self._writer_conn.close()
         with self._readers_lock:

@@ -61,6 +61,9 @@ def test_writes_after_close_are_refused(tmp_path):
     with pytest.raises(JournalClosed) as info:
         journal.admit("c", "in-1", sha("x"))
     assert info.value.code == "journal_closed"
+    with pytest.raises(JournalClosed):
+        journal.list_runs()
+    journal.close()  # closing twice is harmless
 
 
 def test_a_bug_in_one_write_does_not_poison_the_writer(journal):
