@@ -1,0 +1,244 @@
+"""Journal step cost against the disk's floor, measured in the same run on the same disk.
+
+A journaled step is what the loop pays around a no-op call: ``record_intent`` (one commit,
+on disk before the effect) then ``commit_result`` with a checkpoint (one more commit).
+The floor is one single-row INSERT per transaction under WAL + synchronous=FULL in a fresh
+SQLite file in the same temporary folder. Goal: a step costs at most 3x the floor (target
+2x: two commits per step and nothing else).
+
+    .venv/bin/python bench/journal_bench.py [--steps N] [--dir PATH] [--json]
+
+Prints a table, then one JSON document (the last line of output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from durability import CheckpointData, Journal
+
+GOAL_RATIO = 3.0
+TARGET_RATIO = 2.0
+MESSAGE = "m" * 200  # a typical short chat message
+
+
+def _stats(samples_ns: list[int]) -> dict[str, float]:
+    ordered = sorted(samples_ns)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    mean = statistics.fmean(ordered)
+    return {
+        "median_us": statistics.median(ordered) / 1000,
+        "p99_us": p99 / 1000,
+        "mean_us": mean / 1000,
+        "per_s": 1e9 / mean if mean else 0.0,
+    }
+
+
+def measure_floor(folder: Path, samples: int) -> dict[str, float]:
+    """One single-row INSERT per transaction, WAL + synchronous=FULL, fresh file."""
+    path = folder / "floor.sqlite"
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+        times = []
+        for i in range(samples + samples // 10):
+            start = time.perf_counter_ns()
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO t (v) VALUES (?)", (f"{i}:{MESSAGE}",))
+            conn.execute("COMMIT")
+            times.append(time.perf_counter_ns() - start)
+        return _stats(times[samples // 10 :])  # the first tenth warms the cache up
+    finally:
+        conn.close()
+
+
+def _stored_bytes(path: Path) -> int:
+    """Bytes in use in the database file (pages minus free pages), WAL folded in."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+        return int((pages - free) * size)
+    finally:
+        conn.close()
+
+
+def measure_steps(
+    folder: Path, name: str, steps: int, history_for: Callable[[int], list[dict[str, Any]]]
+) -> dict[str, Any]:
+    path = folder / f"{name}.sqlite"
+    journal = Journal.open_sqlite(path)
+    try:
+        run = journal.admit(f"bench-{name}", f"in-{name}", "0" * 64, message="bench").run
+        warmup = steps // 10
+        step_ns, intent_ns, result_ns = [], [], []
+        sizes: dict[int, int] = {}
+        for seq in range(steps + warmup):
+            if seq in (warmup, warmup + steps // 2):
+                sizes[seq] = _stored_bytes(path)
+            checkpoint = CheckpointData(
+                state={"iteration": seq, "agent": 0}, histories={"0": history_for(seq)}, seq=seq
+            )
+            start = time.perf_counter_ns()
+            call = journal.record_intent(
+                run.id,
+                agent_no=0,
+                seq=seq,
+                kind="tool",
+                name="noop",
+                args={"n": seq},
+                policy="never",
+            )
+            middle = time.perf_counter_ns()
+            journal.commit_result(call.id, {"ok": True}, checkpoint=checkpoint)
+            end = time.perf_counter_ns()
+            if seq >= warmup:
+                step_ns.append(end - start)
+                intent_ns.append(middle - start)
+                result_ns.append(end - middle)
+        batches = journal.store.batches  # type: ignore[attr-defined]
+    finally:
+        journal.close()
+    final = _stored_bytes(path)
+    half = steps - steps // 2
+    first_half = (sizes[warmup + steps // 2] - sizes[warmup]) / (steps // 2)
+    second_half = (final - sizes[warmup + steps // 2]) / half
+    return {
+        "step": _stats(step_ns),
+        "intent": _stats(intent_ns),
+        "result_and_checkpoint": _stats(result_ns),
+        "commits_per_step": batches / (steps + warmup + 1),
+        "bytes_per_step": (final - sizes[warmup]) / steps,
+        "bytes_per_step_first_half": first_half,
+        "bytes_per_step_second_half": second_half,
+    }
+
+
+def constant_history(_: int) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": f"{i}:{MESSAGE}"} for i in range(20)]
+
+
+def growing_history(seq: int) -> list[dict[str, Any]]:
+    return [{"role": "assistant", "content": f"{i}:{MESSAGE}"} for i in range(seq + 1)]
+
+
+def run_bench(folder: Path, steps: int) -> dict[str, Any]:
+    started = time.monotonic()
+    floor = measure_floor(folder, steps)
+    constant = measure_steps(folder, "constant", steps, constant_history)
+    growing = measure_steps(folder, "growing", steps, growing_history)
+    for case in (constant, growing):
+        case["ratio_to_floor"] = case["step"]["median_us"] / floor["median_us"]
+        case["p99_ratio_to_floor"] = case["step"]["p99_us"] / floor["p99_us"]
+    worst = max(constant["ratio_to_floor"], growing["ratio_to_floor"])
+    return {
+        "bench": "journal_step",
+        "steps": steps,
+        "folder": str(folder),
+        "sqlite_version": sqlite3.sqlite_version,
+        "floor": floor,
+        "constant_history": constant,
+        "growing_history": growing,
+        "goal_ratio": GOAL_RATIO,
+        "target_ratio": TARGET_RATIO,
+        "worst_ratio": worst,
+        "meets_goal": worst <= GOAL_RATIO,
+        "seconds": time.monotonic() - started,
+    }
+
+
+def table(result: dict[str, Any]) -> str:
+    floor = result["floor"]
+    rows = [("case", "median us", "p99 us", "steps/s", "x floor", "bytes/step")]
+    rows.append(
+        (
+            "floor (1 insert/commit)",
+            f"{floor['median_us']:.0f}",
+            f"{floor['p99_us']:.0f}",
+            f"{floor['per_s']:.0f}",
+            "1.00",
+            "-",
+        )
+    )
+    for key in ("constant_history", "growing_history"):
+        case = result[key]
+        rows.append(
+            (
+                f"{key.replace('_', ' ')} step",
+                f"{case['step']['median_us']:.0f}",
+                f"{case['step']['p99_us']:.0f}",
+                f"{case['step']['per_s']:.0f}",
+                f"{case['ratio_to_floor']:.2f}",
+                f"{case['bytes_per_step']:.0f}",
+            )
+        )
+        for part in ("intent", "result_and_checkpoint"):
+            rows.append(
+                (
+                    f"  {part.replace('_', ' ')}",
+                    f"{case[part]['median_us']:.0f}",
+                    f"{case[part]['p99_us']:.0f}",
+                    "",
+                    "",
+                    "",
+                )
+            )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(
+            v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths, strict=True))
+        )
+        for r in rows
+    ]
+    verdict = "meets" if result["meets_goal"] else "MISSES"
+    lines.append(
+        f"worst ratio {result['worst_ratio']:.2f}x floor: {verdict} the goal "
+        f"(<= {GOAL_RATIO:g}x; target {TARGET_RATIO:g}x); {result['seconds']:.1f}s"
+    )
+    growing = result["growing_history"]
+    lines.append(
+        f"growing history bytes/step: first half {growing['bytes_per_step_first_half']:.0f},"
+        f" second half {growing['bytes_per_step_second_half']:.0f}"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=1000, help="measured steps per case")
+    parser.add_argument("--dir", type=Path, help="folder on the disk to measure (a temp dir)")
+    parser.add_argument("--json", action="store_true", help="print only the JSON document")
+    args = parser.parse_args(argv)
+    if args.steps < 20:
+        parser.error("--steps must be at least 20")
+    folder = Path(tempfile.mkdtemp(prefix="journal-bench-", dir=args.dir))
+    try:
+        result = run_bench(folder, args.steps)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    if not args.json:
+        print(table(result))
+    print(json.dumps(result, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    os.umask(0o077)
+    raise SystemExit(main())
