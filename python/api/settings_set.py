@@ -23,14 +23,10 @@ class SettingsSet(ApiHandler):
             if name not in known and not name.startswith(API_KEY_PREFIX):
                 raise bad_request(f"unknown setting '{name}'")
             values[name] = value
-        current = await self.runtime.reload_settings()
-        merged = {k: v for k, v in current.items() if not k.startswith(API_KEY_PREFIX)}
-        merged.update(values)
         try:
-            saved = await asyncio.to_thread(settings_mod.save, merged, self.runtime.usr)
-        except ApiError:
-            raise
-        except (ValueError, TypeError) as exc:
-            raise bad_request(f"invalid settings: {exc}") from None
+            saved = await asyncio.to_thread(settings_mod.save, values, self.runtime.usr)
+        except settings_mod.SettingsError as exc:
+            raise ApiError("invalid_setting", exc.message, 400) from None
         self.runtime.settings = dict(saved) if saved else await self.runtime.reload_settings()
+        self.runtime.apply_settings_to_chats()
         return await settings_view(self.runtime.settings, self.runtime.usr)

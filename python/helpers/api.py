@@ -58,6 +58,7 @@ def _mask(text: str) -> str:
 # (exception class name, code, status): matched by class name along the MRO so that this
 # module imports nothing from the loop or the journal.
 ERROR_TABLE: list[tuple[str, str, int]] = [
+    ("SettingsError", "invalid_setting", 400),
     ("InputConflict", "input_conflict", 409),
     ("StaleVersion", "stale_version", 409),
     ("PromptNotFound", "prompt_not_found", 500),
@@ -69,7 +70,13 @@ ERROR_TABLE: list[tuple[str, str, int]] = [
     ("JSONDecodeError", "bad_request", 400),
 ]
 
-_SAFE_MESSAGE_CODES = {"input_conflict", "stale_version", "model_error", "bad_request"}
+_SAFE_MESSAGE_CODES = {
+    "invalid_setting",
+    "input_conflict",
+    "stale_version",
+    "model_error",
+    "bad_request",
+}
 
 
 def exception_to_response(exc: BaseException) -> JSONResponse:

@@ -59,6 +59,25 @@ class Runtime:
         self.settings = await asyncio.to_thread(settings_mod.load, self.usr)
         return self.settings
 
+    def apply_settings_to_chats(self) -> None:
+        """New settings (models, keys) reach existing chats at their next model call."""
+        for ctx in self.user_contexts():
+            config = getattr(ctx, "config", None)
+            if isinstance(getattr(config, "settings", None), dict):
+                config.settings.clear()
+                config.settings.update(self.settings)
+            agent = getattr(ctx, "agent0", None)
+            while agent is not None:
+                agent_settings = getattr(getattr(agent, "config", None), "settings", None)
+                if isinstance(agent_settings, dict) and agent_settings is not getattr(
+                    config, "settings", None
+                ):
+                    agent_settings.update(self.settings)
+                models = getattr(agent, "_models", None)
+                if isinstance(models, dict):
+                    models.clear()  # cached model clients were built from the old settings
+                agent = agent.data.get("_subordinate") if isinstance(agent.data, dict) else None
+
     def agent_config(self) -> Any:
         """A fresh AgentConfig for a new chat, from the current settings."""
         agent = _agent_module()
