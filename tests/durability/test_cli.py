@@ -208,3 +208,25 @@ def test_db_option_default_and_missing_journal(setup: Setup, tmp_path: Path) -> 
     assert not (other / "durability").exists()  # nothing is created by looking
     assert setup.cli().code == 2
     assert setup.cli("frobnicate").code == 2
+
+
+def test_every_command_and_option_is_documented() -> None:
+    import argparse
+    import re
+
+    from durability.cli import build_parser
+
+    doc = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    headings = set(re.findall(r"^### (\w+)$", doc, re.MULTILINE))
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(sub.choices) - headings == set(), "undocumented commands"
+    options = {
+        opt
+        for p in [parser, *sub.choices.values()]
+        for action in p._actions
+        for opt in action.option_strings
+        if opt.startswith("--") and opt != "--help"
+    }
+    missing = {opt for opt in options if f"`{opt}" not in doc}
+    assert not missing, f"undocumented options: {sorted(missing)}"
