@@ -144,3 +144,20 @@ def test_checkpoints_survive_reopening_without_cache(backend):
     with backend.open() as second:
         second.write_checkpoint(run.id, CheckpointData(state={}, histories={"0": [msg(1), msg(2)]}))
         assert second.latest_checkpoint(run.id).histories["0"] == [msg(1), msg(2)]
+
+
+def test_unserialisable_history_writes_nothing(journal, run):
+    version = journal.get_run(run.id).version
+    with pytest.raises(InvalidArgument) as info:
+        journal.write_checkpoint(run.id, CheckpointData(state={}, histories={"0": [object()]}))
+    assert info.value.code == "not_serializable"
+    assert journal.latest_checkpoint(run.id) is None
+    assert journal.get_run(run.id).version == version
+    call = journal.record_intent(
+        run.id, agent_no=0, seq=1, kind="model", name="chat", args={}, policy="hold"
+    )
+    bad = CheckpointData(state={}, histories={"0": [float("inf")]})
+    with pytest.raises(InvalidArgument):
+        journal.commit_result(call.id, "answer", checkpoint=bad)
+    assert journal.get_call(call.id).state == "open"  # nothing half-written
+    assert journal.commit_result(call.id, "answer").state == "completed"
