@@ -14,6 +14,7 @@ from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar
 
 from durability.errors import DurabilityError, JournalClosed
+from durability.faults import crash_point
 
 T = TypeVar("T")
 MAX_BATCH = 256
@@ -105,8 +106,10 @@ class GroupCommitWriter:
         try:
             for fn, _ in batch:
                 outcomes.append(self._run_one(fn))
+            crash_point("journal.batch_before_commit")
             self._control.commit()
             self.batches += 1
+            crash_point("journal.batch_after_commit")
         except BaseException as exc:
             try:
                 self._control.rollback()

@@ -1,0 +1,33 @@
+"""durability/ imports nothing from the agent (agent.py, python/)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+PACKAGE = Path(__file__).resolve().parents[2] / "durability"
+FORBIDDEN = ("agent", "python", "run_ui")
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_durability_does_not_import_the_agent():
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for name in imported_modules(path):
+            if name.split(".")[0] in FORBIDDEN:
+                offenders.append(f"{path.relative_to(PACKAGE.parent)}: {name}")
+    assert not offenders, offenders
