@@ -201,7 +201,7 @@ class SqliteTx(StoreTx):
         if states is not None:
             sql += f" AND state IN ({_placeholders(len(states))})"
             args.extend(states)
-        rows = self._all(sql + " ORDER BY created_at, rowid", args)
+        rows = self._all(sql + " ORDER BY rowid", args)
         return [self._call(r) for r in rows]
 
     # blobs
