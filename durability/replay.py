@@ -28,7 +28,14 @@ TOOLS_DIR = REPO_ROOT / "python" / "tools"
 INTENDED_SAFE_TOOLS: tuple[str, ...] = ("durable_plan", "response", "call_subordinate")
 
 #: tool name -> SHA-256 (hex) of python/tools/<name>.py as reviewed.
-SAFE_REPLAY: dict[str, str] = {}
+SAFE_REPLAY: dict[str, str] = {
+    # the final answer: logs and ends the monologue, no external effect
+    "response": "98907b1879d85517d6363f2b72100b74b1ee8ccec484015030bdb63d9edd6cee",
+    # the child workflow: the subordinate's own calls are journaled, so running the record
+    # again resumes the child instead of repeating its effects
+    "call_subordinate": "4067dfdbc284887d5c416d917daa60f5954ede87afb9fd322725fb4a3667ba9d",
+    # durable_plan: pin it once python/tools/durable_plan.py exists and has been reviewed
+}
 
 
 def tool_source_path(tool_name: str, root: Path = REPO_ROOT) -> Path:
