@@ -191,3 +191,11 @@ def test_masker_sees_a_new_secret_without_restart(tmp_path, monkeypatch):
     assert secrets.mask("value new-secret-1") == "value new-secret-1"
     (tmp_path / "secrets.env").write_text("NEW=new-secret-1\n")
     assert secrets.mask({"a": ["new-secret-1"]}) == {"a": ["§§secret(NEW)"]}
+
+
+def test_every_setting_is_documented():
+    from python.helpers.files import BASE_DIR
+
+    text = (BASE_DIR / "docs" / "configuration.md").read_text(encoding="utf-8")
+    missing = [name for name in settings.DEFAULTS if f"`{name}`" not in text]
+    assert missing == []
