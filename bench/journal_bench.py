@@ -55,16 +55,32 @@ def measure_floor(folder: Path, samples: int) -> dict[str, float]:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
-        times = []
+        times, wal = [], []
         for i in range(samples + samples // 10):
+            before = _wal_size(path)
             start = time.perf_counter_ns()
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("INSERT INTO t (v) VALUES (?)", (f"{i}:{MESSAGE}",))
             conn.execute("COMMIT")
             times.append(time.perf_counter_ns() - start)
-        return _stats(times[samples // 10 :])  # the first tenth warms the cache up
+            if _wal_size(path) > before:
+                wal.append(_wal_size(path) - before)
+        # the first tenth warms the cache up
+        return {**_stats(times[samples // 10 :]), "wal_pages_per_commit": _pages(wal)}
     finally:
         conn.close()
+
+
+def _wal_size(path: Path) -> int:
+    try:
+        return os.path.getsize(f"{path}-wal")
+    except OSError:
+        return 0
+
+
+def _pages(deltas: list[int]) -> float:
+    """Median WAL frames (pages) one commit appended."""
+    return statistics.median(deltas) / (4096 + 24) if deltas else 0.0
 
 
 def _stored_bytes(path: Path) -> int:
@@ -89,6 +105,8 @@ def measure_steps(
         run = journal.admit(f"bench-{name}", f"in-{name}", "0" * 64, message="bench").run
         warmup = steps // 10
         step_ns, intent_ns, result_ns = [], [], []
+        intent_wal: list[int] = []
+        result_wal: list[int] = []
         sizes: dict[int, int] = {}
         for seq in range(steps + warmup):
             if seq in (warmup, warmup + steps // 2):
@@ -96,6 +114,7 @@ def measure_steps(
             checkpoint = CheckpointData(
                 state={"iteration": seq, "agent": 0}, histories={"0": history_for(seq)}, seq=seq
             )
+            wal_before = _wal_size(path)
             start = time.perf_counter_ns()
             call = journal.record_intent(
                 run.id,
@@ -106,13 +125,20 @@ def measure_steps(
                 args={"n": seq},
                 policy="never",
             )
-            middle = time.perf_counter_ns()
+            intent_done = time.perf_counter_ns()
+            wal_middle = _wal_size(path)
+            result_start = time.perf_counter_ns()
             journal.commit_result(call.id, {"ok": True}, checkpoint=checkpoint)
             end = time.perf_counter_ns()
+            wal_after = _wal_size(path)
             if seq >= warmup:
-                step_ns.append(end - start)
-                intent_ns.append(middle - start)
-                result_ns.append(end - middle)
+                intent_ns.append(intent_done - start)
+                result_ns.append(end - result_start)
+                step_ns.append(intent_ns[-1] + result_ns[-1])
+                if wal_middle > wal_before:  # the WAL restarts after an auto-checkpoint
+                    intent_wal.append(wal_middle - wal_before)
+                if wal_after > wal_middle:
+                    result_wal.append(wal_after - wal_middle)
         batches = journal.store.batches  # type: ignore[attr-defined]
     finally:
         journal.close()
@@ -125,6 +151,8 @@ def measure_steps(
         "intent": _stats(intent_ns),
         "result_and_checkpoint": _stats(result_ns),
         "commits_per_step": batches / (steps + warmup + 1),
+        "wal_pages_per_intent_commit": _pages(intent_wal),
+        "wal_pages_per_result_commit": _pages(result_wal),
         "bytes_per_step": (final - sizes[warmup]) / steps,
         "bytes_per_step_first_half": first_half,
         "bytes_per_step_second_half": second_half,
@@ -166,7 +194,7 @@ def run_bench(folder: Path, steps: int) -> dict[str, Any]:
 
 def table(result: dict[str, Any]) -> str:
     floor = result["floor"]
-    rows = [("case", "median us", "p99 us", "steps/s", "x floor", "bytes/step")]
+    rows = [("case", "median us", "p99 us", "steps/s", "x floor", "bytes/step", "WAL pages")]
     rows.append(
         (
             "floor (1 insert/commit)",
@@ -175,8 +203,13 @@ def table(result: dict[str, Any]) -> str:
             f"{floor['per_s']:.0f}",
             "1.00",
             "-",
+            f"{floor['wal_pages_per_commit']:.1f}",
         )
     )
+    parts = {
+        "intent": "wal_pages_per_intent_commit",
+        "result_and_checkpoint": "wal_pages_per_result_commit",
+    }
     for key in ("constant_history", "growing_history"):
         case = result[key]
         rows.append(
@@ -187,9 +220,10 @@ def table(result: dict[str, Any]) -> str:
                 f"{case['step']['per_s']:.0f}",
                 f"{case['ratio_to_floor']:.2f}",
                 f"{case['bytes_per_step']:.0f}",
+                "",
             )
         )
-        for part in ("intent", "result_and_checkpoint"):
+        for part, pages in parts.items():
             rows.append(
                 (
                     f"  {part.replace('_', ' ')}",
@@ -198,6 +232,7 @@ def table(result: dict[str, Any]) -> str:
                     "",
                     "",
                     "",
+                    f"{case[pages]:.1f}",
                 )
             )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
