@@ -293,6 +293,12 @@ def parse_with_status(text: str) -> tuple[Any, bool]:
         value = reader.value()
         if value is _END:
             return None, False
+        if not isinstance(value, dict | list):
+            # prose that starts like a value ("None of this...", "2 options: {...}")
+            reader.skip_blank()
+            later = [i for i in (text.find("{", reader.pos), text.find("[", reader.pos)) if i >= 0]
+            if later:
+                return parse_with_status(text[min(later) :])
         return value, reader.complete
     except Exception:  # a tolerant reader never raises; the input is simply unusable
         return None, False

@@ -22,7 +22,7 @@ json_values = st.recursive(
 
 
 @given(st.text())
-@settings(max_examples=300)
+@settings(max_examples=300, database=None)
 def test_never_raises_on_arbitrary_text(text):
     _value, completed = parse_with_status(text)
     assert isinstance(completed, bool)
@@ -30,20 +30,21 @@ def test_never_raises_on_arbitrary_text(text):
 
 
 @given(st.text(alphabet="{}[]\"'`:,/*\\ntrue-0.5e ", max_size=60))
-@settings(max_examples=300)
+@settings(max_examples=300, database=None)
 def test_never_raises_on_json_shaped_noise(text):
     parse_with_status(text)
     json_parse_dirty(text)
 
 
 @given(json_values, st.booleans(), st.sampled_from([None, 2]))
+@settings(database=None)
 def test_round_trips_valid_json(value, ascii_only, indent):
     text = json.dumps(value, ensure_ascii=ascii_only, indent=indent)
     assert parse_with_status(text) == (value, True)
 
 
 @given(st.dictionaries(st.text(max_size=8), json_values, min_size=1, max_size=4))
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50, deadline=None, database=None)
 def test_truncated_object_is_a_partial_prefix(value):
     text = json.dumps(value)
     for cut in range(1, len(text), max(1, len(text) // 60)):
@@ -111,6 +112,13 @@ def test_json_parse_dirty_slices_first_brace_to_last():
     assert json_parse_dirty("[1, 2]") is None
     assert json_parse_dirty("nothing") is None
     assert json_parse_dirty(None) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "text", ['None of this is JSON: {"a": 1}', '2 options: {"a": 1}', 'True, here: {"a": 1}']
+)
+def test_prose_that_starts_like_a_value(text):
+    assert parse_with_status(text) == ({"a": 1}, True)
 
 
 def test_parse_stops_after_root_value():
