@@ -9,14 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from agent import AgentConfig, AgentContext, UserMessage
+from python.helpers import settings as settings_mod
 from tests.support.model_server import ScriptedFailure, ScriptedModel
 from tests.support.model_server import model_server as model_server
-from tests.unit import _loop_shims
-
-_loop_shims.install()  # stand-ins only for helper modules not in the tree yet
-
-from agent import AgentConfig, AgentContext, UserMessage  # noqa: E402
-from python.helpers import settings as settings_mod  # noqa: E402
 
 pytestmark = pytest.mark.unit
 
@@ -419,3 +415,25 @@ def test_config_from_settings_reads_profile_models_and_budget(tmp_path):
     assert config.prompts_dirs[-1].name == "prompts"
     assert any("developer" in str(d) for d in config.prompts_dirs)
     assert AgentConfig.from_settings(settings, profile="default").profile == "default"
+
+
+async def test_secrets_are_masked_in_the_log(model_server, make_context, _private_usr_dir):
+    secret = "supersecretvalue123"
+    (_private_usr_dir / "secrets.env").write_text(f"MY_TOKEN={secret}\n")
+    tools = _private_usr_dir / "agents" / "agent0" / "tools"
+    tools.mkdir(parents=True)
+    (tools / "leaky.py").write_text(
+        "from python.helpers.tool import Tool\n\n"
+        "class Leaky(Tool):\n"
+        "    async def execute(self, **kwargs):\n"
+        f"        raise RuntimeError('login failed for {secret}')\n"
+    )
+    model_server.tool("notify_user", {"message": f"token is {secret}"})
+    model_server.tool("leaky", {"password": secret})
+    ctx = make_context()
+    result = await _run(ctx, "go")
+    assert secret not in result
+    dumped = json.dumps(ctx.log.output(), ensure_ascii=False)
+    assert secret not in dumped
+    assert "§§secret(MY_TOKEN)" in dumped
+    assert len(_log_items(ctx, "error")) == 1
