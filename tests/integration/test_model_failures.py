@@ -12,6 +12,7 @@ from tests.integration._helpers import (
     request_text,
     wait_until,
 )
+from tests.support.model_server import ScriptedFailure
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +59,7 @@ def test_unknown_tool_is_reported_to_the_model_and_the_chat(running_ui, model_se
 
 
 def test_model_http_500_ends_with_an_error_in_the_chat(running_ui, model_server):
-    model_server.fail(500, "provider exploded", times=10)
+    model_server.respond_with(lambda body: ScriptedFailure(500, "provider exploded"))
 
     response = _send(running_ui, "hello")
 
@@ -74,7 +75,7 @@ def test_model_http_500_ends_with_an_error_in_the_chat(running_ui, model_server)
     assert items[0]["heading"] or items[0]["content"]
     assert_healthy(running_ui)
     # and the server still serves a normal turn afterwards
-    model_server.tool("response", {"text": "Back to normal."})
+    model_server.respond_with(lambda body: {"tool_name": "response", "tool_args": {"text": "ok"}})
     again = _send(running_ui, "try again")
     assert again.status_code == 200, again.text
-    assert again.json()["response"] == "Back to normal."
+    assert again.json()["response"] == "ok"

@@ -137,12 +137,14 @@ class UiServer:
             f"{self.url}/api/api_message", json=body, headers={"X-API-KEY": token}, timeout=120
         )
 
-    def ui_client(self) -> httpx.Client:
+    @contextlib.contextmanager
+    def ui_client(self) -> Iterator[httpx.Client]:
         """An httpx client with a session cookie and the CSRF header already set."""
-        client = httpx.Client(base_url=self.url, timeout=60)
-        token = client.get("/api/csrf_token").json()["token"]
-        client.headers["X-CSRF-Token"] = token
-        return client
+        with httpx.Client(base_url=self.url, timeout=60) as client:
+            response = client.get("/api/csrf_token")
+            assert response.status_code == 200, response.text
+            client.headers["X-CSRF-Token"] = response.json()["token"]
+            yield client
 
 
 @pytest.fixture
