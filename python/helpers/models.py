@@ -98,6 +98,7 @@ def load_providers() -> dict[str, dict]:
 
 
 _limiters: dict[tuple[str, str, str], RateLimiter] = {}
+_key_turns: dict[str, int] = {}
 
 
 def limiter_for(config: ModelConfig) -> RateLimiter:
@@ -178,9 +179,20 @@ class ChatModel:
         return f"ChatModel({self.config.provider}/{self.config.name})"
 
     def _mask(self, text: str) -> str:
-        if self._api_key and len(self._api_key) >= 4:
-            text = text.replace(self._api_key, "§§secret(API_KEY)")
+        keys = [self._api_key or "", *(self._api_key or "").split(",")]
+        for key in sorted({k.strip() for k in keys}, key=len, reverse=True):
+            if len(key) >= 4:
+                text = text.replace(key, "§§secret(API_KEY)")
         return text
+
+    def _next_key(self) -> str | None:
+        """The key for this request; comma-separated keys are used in turn."""
+        keys = [k.strip() for k in (self._api_key or "").split(",") if k.strip()]
+        if not keys:
+            return None
+        turn = _key_turns.get(self.config.provider, 0)
+        _key_turns[self.config.provider] = turn + 1
+        return keys[turn % len(keys)]
 
     def _endpoint(self) -> tuple[str, str]:
         base = self.config.api_base or str(self.provider.get("api_base") or "")
@@ -189,7 +201,7 @@ class ChatModel:
                 f"no API base URL for provider '{self.config.provider}': "
                 "set the model's api_base setting"
             )
-        key = self._api_key
+        key = self._next_key()
         if not key:
             if self.provider.get("key_required", True):
                 env = (

@@ -96,6 +96,7 @@ class ScriptedModel:
         self._queue: deque[Outcome] = deque()
         self._responder: Callable[[dict], str | dict | ScriptedFailure] | None = None
         self._requests: list[dict] = []
+        self._headers: list[dict[str, str]] = []
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
@@ -183,6 +184,12 @@ class ScriptedModel:
             return list(self._requests)
 
     @property
+    def headers(self) -> list[dict[str, str]]:
+        """The HTTP headers of every chat request (names lower-cased), in order."""
+        with self._cond:
+            return list(self._headers)
+
+    @property
     def calls(self) -> int:
         with self._cond:
             return len(self._requests)
@@ -206,8 +213,9 @@ class ScriptedModel:
                 self._cond.wait(left)
 
     # used by the handler -----------------------------------------------------
-    def _next_outcome(self, body: dict) -> Outcome:
+    def _next_outcome(self, body: dict, headers: dict[str, str] | None = None) -> Outcome:
         with self._cond:
+            self._headers.append(headers or {})
             self._requests.append(body)
             self._cond.notify_all()
             if self._queue:
@@ -305,7 +313,8 @@ def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
             if self.path.rstrip("/") != "/v1/chat/completions":
                 self._json(404, {"error": {"message": "not found", "code": "not_found"}})
                 return
-            outcome = model._next_outcome(body)
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            outcome = model._next_outcome(body, headers)
             if isinstance(outcome, ScriptedFailure):
                 error = {"message": outcome.message, "type": "scripted", "code": outcome.status}
                 self._json(outcome.status, {"error": error})

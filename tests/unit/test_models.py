@@ -145,6 +145,21 @@ async def test_401_is_final_and_masks_the_key(model_server):
     assert model_server.calls == 1
 
 
+async def test_comma_separated_keys_rotate(model_server):
+    model_server.reply("a")
+    model_server.reply("b")
+    model_server.fail(401, "bad key k-two-secret")
+    model = make_model(model_server, key="k-one-secret, k-two-secret")
+    await model.call(MESSAGES)
+    await model.call(MESSAGES)
+    with pytest.raises(ModelError) as info:
+        await model.call(MESSAGES)
+    assert "k-two-secret" not in info.value.message
+    used = [h.get("authorization") for h in model_server.headers]
+    assert used[0] != used[1] and used[0] == used[2]
+    assert {used[0], used[1]} == {"Bearer k-one-secret", "Bearer k-two-secret"}
+
+
 async def test_missing_key_or_base_fails_before_network(model_server):
     config = ModelConfig(provider="openai", name="gpt", api_base=model_server.url)
     with pytest.raises(ModelError, match="API_KEY_OPENAI"):
