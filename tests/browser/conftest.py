@@ -33,3 +33,9 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
             "--no-first-run",
         ],
     }
+
+
+@pytest.fixture(scope="session")
+def base_url() -> None:
+    """Replaces pytest-base-url's fixture (a deprecated instance-method fixture under pytest 9)."""
+    return None
