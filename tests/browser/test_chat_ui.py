@@ -68,3 +68,21 @@ def test_settings_dialog_never_shows_a_key_back(page: Page, running_ui):
     assert secret not in view.text
     assert view.json()["api_keys"][provider] is True
     assert httpx.get(f"{running_ui.url}/api/health").status_code == 200
+
+
+def test_pause_resume_and_stop_a_running_turn(page: Page, running_ui, model_server):
+    model_server.tool("code_execution_tool", {"runtime": "terminal", "code": "sleep 120"})
+    page.goto(running_ui.url)
+    page.get_by_test_id("send-input").fill("sleep a long time")
+    page.get_by_test_id("send-input").press("Enter")
+    status = page.get_by_test_id("chat-status")
+    expect(status).to_have_text("running", timeout=TIMEOUT_MS)
+    page.get_by_test_id("pause-chat").click()
+    expect(status).to_have_text("paused", timeout=TIMEOUT_MS)
+    expect(page.get_by_test_id("pause-chat")).to_have_text("Resume")
+    page.get_by_test_id("pause-chat").click()
+    expect(status).to_have_text("running", timeout=TIMEOUT_MS)
+    page.get_by_test_id("stop-chat").click()
+    expect(status).to_have_text("idle", timeout=TIMEOUT_MS)
+    expect(page.get_by_test_id("log-info").last).to_contain_text("Stopped by the user.")
+    expect(page.get_by_test_id("stop-chat")).to_be_disabled()
