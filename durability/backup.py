@@ -106,6 +106,13 @@ def restore_backup(backup: Path, db_path: Path) -> RestoreResult:
         if db_path.exists():
             replaced = _free_name(db_path.with_name(db_path.name + ".bak"))
             os.replace(db_path, replaced)
+            # WAL/SHM files of the old journal go with it: left here, SQLite would replay
+            # the old file's frames onto the restored one.
+            for side, suffix in zip(
+                sqlite_ops.sidecars(db_path), ("-wal", "-shm", "-journal"), strict=True
+            ):
+                if side.exists():
+                    os.replace(side, Path(str(replaced) + suffix))
         os.replace(staged, db_path)
     finally:
         staged.unlink(missing_ok=True)

@@ -146,3 +146,17 @@ def test_restore_refuses_while_the_journal_is_open(db: Path) -> None:
         journal.close()
     assert count(db, "runs") == 2
     assert sorted(p.name for p in db.parent.iterdir()) == ["backups", "journal.sqlite"]
+
+
+def test_restore_over_a_damaged_journal_moves_its_wal_away(db: Path) -> None:
+    backup = create_backup(db)
+    leftover_wal = b"\x37\x7f\x06\x82" + b"not a usable wal" * 500
+    db.write_bytes(b"garbage" * 5000)  # a damaged journal whose WAL SQLite cannot fold in
+    Path(str(db) + "-wal").write_bytes(leftover_wal)
+    result = restore_backup(backup, db)
+    assert result.replaced is not None
+    assert Path(str(result.replaced) + "-wal").read_bytes() == leftover_wal
+    assert not Path(str(db) + "-wal").exists()
+    assert verify_database(db).ok
+    with Journal.open_sqlite(db) as journal:
+        assert {r.context_id for r in journal.list_runs()} == {"chat-1", "chat-2"}
