@@ -45,3 +45,36 @@ def test_extra_key_value_arguments_are_accepted(ui_server):
     assert httpx.get(f"{ui_server.url}/api/health", timeout=5).status_code == 200
     assert ui_server.stop() == 0
     assert "dockerized" in ui_server.output()
+
+
+def test_sigterm_answers_a_waiting_api_message_and_exits_0(running_ui, model_server):
+    import threading
+
+    model_server.tool("code_execution_tool", {"runtime": "terminal", "code": "sleep 120"})
+    result: dict = {}
+
+    def call() -> None:
+        try:
+            result["response"] = running_ui.api_message("sleep please")
+        except httpx.HTTPError as exc:
+            result["error"] = exc
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    with running_ui.ui_client() as client:
+
+        def sleeping() -> bool:
+            contexts = client.post("/api/poll", json={}).json()["contexts"]
+            if not contexts:
+                return False
+            snapshot = client.post("/api/poll", json={"context": contexts[0]["id"]}).json()
+            return any(item["type"] == "tool" for item in snapshot["logs"])
+
+        wait_until(sleeping, what="the sleep command to start")
+    assert running_ui.stop(timeout=15) == 0, running_ui.output()[-3000:]
+    caller.join(10)
+    assert not caller.is_alive()
+    response = result.get("response")
+    assert response is not None, result
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "chat_stopped"

@@ -88,3 +88,23 @@ def test_validators_accept_good_values_and_defaults():
         api.get_int({"n": -1}, "n", minimum=0)
     with pytest.raises(api.ApiError):
         api.get_number({"h": 0}, "h", default=1.0)
+
+
+def test_secrets_are_masked_in_error_responses_and_the_server_log(monkeypatch, caplog):
+    secret = "sk-very-secret-value-123"
+    monkeypatch.setenv("API_KEY_OPENAI", secret)
+    try:
+        raise RuntimeError(f"provider rejected key {secret}")
+    except RuntimeError as exc:
+        response = api.exception_to_response(exc)
+    assert secret not in response.body.decode()
+    assert secret not in caplog.text
+    assert "§§secret(API_KEY_OPENAI)" in caplog.text
+
+    class Held(Exception):
+        code = "run_held"
+        http_status = 409
+
+    held = api.exception_to_response(Held(f"held while using {secret}"))
+    assert secret not in held.body.decode()
+    assert "§§secret(API_KEY_OPENAI)" in held.body.decode()
