@@ -256,10 +256,11 @@ def blob_problems(conn: sqlite3.Connection) -> list[str]:
     return bad
 
 
-def referenced_blobs(conn: sqlite3.Connection) -> set[str]:
-    """Every blob a remaining row can reach: history nodes, messages, spilled results."""
+def _reachable_from(conn: sqlite3.Connection, where: str, args: list[str]) -> set[str]:
+    """Blobs the selected checkpoints and calls reach: history nodes, messages, results."""
     walker = _HistoryWalker(conn, check_digests=False)
-    for (body,) in conn.execute("SELECT body FROM checkpoints").fetchall():
+    rows = conn.execute(f"SELECT body FROM checkpoints {where}", args).fetchall()
+    for (body,) in rows:
         try:
             histories = json.loads(body).get("histories", {})
         except (ValueError, AttributeError):
@@ -271,36 +272,52 @@ def referenced_blobs(conn: sqlite3.Connection) -> set[str]:
                 head = ref.get("head") if isinstance(ref, dict) else None
                 if isinstance(head, str):
                     walker.reachable.add(head)  # keep what a damaged chain still names
-    rows = conn.execute("SELECT result_blob FROM calls WHERE result_blob IS NOT NULL")
-    walker.reachable.update(str(r[0]) for r in rows.fetchall())
+    rows = conn.execute(
+        f"SELECT result_blob FROM calls {where or 'WHERE 1'} AND result_blob IS NOT NULL", args
+    ).fetchall()
+    walker.reachable.update(str(r[0]) for r in rows)
     return walker.reachable
+
+
+def referenced_blobs(conn: sqlite3.Connection) -> set[str]:
+    """Every blob a remaining checkpoint or call can reach."""
+    return _reachable_from(conn, "", [])
 
 
 def delete_runs_and_orphan_blobs(conn: sqlite3.Connection, run_ids: list[str]) -> tuple[int, int]:
     """Inside the caller's write transaction: delete finished runs (their inputs, calls,
-    checkpoints, decisions, grants and events cascade), then every blob nothing references.
-    Returns (runs removed, blobs removed).
+    checkpoints, decisions, grants and events cascade), then the blobs those runs reached
+    that no remaining checkpoint or call reaches. Blobs stored on their own (put_blob) are
+    never candidates. Returns (runs removed, blobs removed).
     """
+    candidates: set[str] = set()
     removed_runs = 0
     for start in range(0, len(run_ids), 500):
         chunk = run_ids[start : start + 500]
         marks = ",".join("?" * len(chunk))
-        cur = conn.execute(
-            f"DELETE FROM runs WHERE id IN ({marks})"
-            " AND status IN ('completed', 'stopped', 'failed')",
-            chunk,
-        )
+        chunk = [
+            str(r[0])
+            for r in conn.execute(
+                f"SELECT id FROM runs WHERE id IN ({marks})"
+                " AND status IN ('completed', 'stopped', 'failed')",
+                chunk,
+            ).fetchall()
+        ]
+        if not chunk:
+            continue
+        marks = ",".join("?" * len(chunk))
+        candidates |= _reachable_from(conn, f"WHERE run_id IN ({marks})", chunk)
+        cur = conn.execute(f"DELETE FROM runs WHERE id IN ({marks})", chunk)
         removed_runs += cur.rowcount
-    keep = referenced_blobs(conn)
-    orphans = [
-        str(r[0])
-        for r in conn.execute("SELECT hash FROM blobs").fetchall()
-        if str(r[0]) not in keep
-    ]
+    if not candidates:
+        return removed_runs, 0
+    orphans = sorted(candidates - referenced_blobs(conn))
+    removed_blobs = 0
     for start in range(0, len(orphans), 500):
         chunk = orphans[start : start + 500]
-        conn.execute(f"DELETE FROM blobs WHERE hash IN ({','.join('?' * len(chunk))})", chunk)
-    return removed_runs, len(orphans)
+        cur = conn.execute(f"DELETE FROM blobs WHERE hash IN ({','.join('?' * len(chunk))})", chunk)
+        removed_blobs += cur.rowcount
+    return removed_runs, removed_blobs
 
 
 def checkpoint_metadata(conn: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

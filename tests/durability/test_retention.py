@@ -125,3 +125,38 @@ def test_retention_while_the_agent_holds_the_journal_open(db: Path) -> None:
         checkpoint = journal.latest_checkpoint(new)
         assert checkpoint is not None and len(checkpoint.histories["0"]) == 6
     assert verify_database(db).ok
+
+
+def test_blob_sweep_is_precise(db: Path) -> None:
+    from durability.records import CheckpointData
+
+    clock = Clock(NOW - 60 * DAY)
+    shared = {"role": "user", "content": "the same words in two chats"}
+    with Journal.open_sqlite(db, clock=clock) as journal:
+        standalone = journal.put_blob(b"an attachment kept by its own reference")
+        old = journal.admit("chat-a", "in-a", sha("a")).run
+        call = journal.record_intent(
+            old.id, agent_no=0, seq=0, kind="tool", name="big", args={}, policy="never"
+        )
+        big = {"out": "z" * 300_000}  # spilled into a blob
+        journal.commit_result(
+            call.id,
+            big,
+            checkpoint=CheckpointData(
+                state={}, histories={"0": [shared, {"role": "assistant", "content": "only a"}]}
+            ),
+        )
+        journal.set_run_status(old.id, "completed")
+        clock.now = NOW
+        kept = journal.admit("chat-b", "in-b", sha("b")).run
+        journal.write_checkpoint(kept.id, CheckpointData(state={}, histories={"0": [shared]}))
+        journal.set_run_status(kept.id, "completed")
+    report = apply_retention(db, keep_runs=1, keep_days=30, now=NOW)
+    assert report.run_ids == [old.id]
+    # gone: the spilled result, the "only a" message, chat-a's history node
+    assert report.blobs_removed == 3
+    with Journal.open_sqlite(db) as journal:
+        assert journal.get_blob(standalone) == b"an attachment kept by its own reference"
+        checkpoint = journal.latest_checkpoint(kept.id)
+        assert checkpoint is not None and checkpoint.histories["0"] == [shared]
+    assert verify_database(db).ok
