@@ -9,7 +9,8 @@ LOG_ITEM_KEYS = ("type", "heading", "content", "kvps", "agentno")
 
 
 def _agents(ctx: Any) -> list[Any]:
-    chain, agent = [], getattr(ctx, "agent0", None)
+    chain: list[Any] = []
+    agent = getattr(ctx, "agent0", None)
     while agent is not None and len(chain) < 50:
         chain.append(agent)
         data = getattr(agent, "data", {}) or {}
@@ -62,7 +63,7 @@ def restore_chat(runtime: Any, chat: dict[str, Any]) -> Any:
     name = chat.get("name") if isinstance(chat.get("name"), str) else None
     ctx = runtime.create_context(wanted, name=name)
     log = chat.get("log", {})
-    items = log.get("items", log.get("logs", [])) if isinstance(log, dict) else []
+    items: list[Any] = (log.get("items") or log.get("logs") or []) if isinstance(log, dict) else []
     for item in items:
         fields = {k: item[k] for k in LOG_ITEM_KEYS if k in item and item[k] is not None}
         fields.setdefault("type", "info")

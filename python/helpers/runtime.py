@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import secrets
 import time
@@ -62,7 +63,7 @@ class Runtime:
     def apply_settings_to_chats(self) -> None:
         """New settings (models, keys) reach existing chats at their next model call."""
         for ctx in self.user_contexts():
-            config = getattr(ctx, "config", None)
+            config: Any = getattr(ctx, "config", None)
             if isinstance(getattr(config, "settings", None), dict):
                 config.settings.clear()
                 config.settings.update(self.settings)
@@ -134,7 +135,7 @@ class Runtime:
         tasks = self._tasks.setdefault(ctx_id, set())
         if task not in tasks:
             tasks.add(task)
-            task.add_done_callback(lambda t, cid=ctx_id: self._task_done(cid, t))
+            task.add_done_callback(functools.partial(self._task_done, ctx_id))
 
     def _task_done(self, ctx_id: str, task: asyncio.Task) -> None:
         self._tasks.get(ctx_id, set()).discard(task)
