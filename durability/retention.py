@@ -3,8 +3,8 @@
 A finished run (completed, stopped, failed) is kept while it is among the newest
 ``keep_runs`` finished runs OR finished less than ``keep_days`` days ago; every other
 finished run is deleted together with its input ids, calls, checkpoints, decisions,
-retry grants and events, and then every blob nothing references any more. Active and
-held (needs_attention) runs are never touched.
+retry grants and events, and then every blob those runs reached that nothing left
+reaches. Active and held (needs_attention) runs are never touched.
 """
 
 from __future__ import annotations

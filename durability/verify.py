@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from durability.store import sqlite_ops
+from durability.store.sqlite import migrations
 
 REQUIRED_TABLES = ("runs", "calls", "checkpoints", "blobs", "inputs", "events", "decisions")
 
@@ -81,6 +82,12 @@ def _check(conn: sqlite3.Connection, report: VerifyReport) -> None:
         report.problems.append(Problem("integrity", line))
     for line in sqlite_ops.foreign_key_problems(conn):
         report.problems.append(Problem("foreign_key", line))
+    schema = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    newest = max((number for number, _ in migrations()), default=0)
+    if schema > newest:
+        report.problems.append(
+            Problem("schema_too_new", f"schema version {schema}; this program knows {newest}")
+        )
     missing = [t for t in REQUIRED_TABLES if t not in sqlite_ops.table_names(conn)]
     if missing:
         report.problems.append(

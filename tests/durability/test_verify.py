@@ -90,3 +90,8 @@ def test_garbled_pages_are_reported(db: Path) -> None:
 def _fold_wal(db: Path) -> None:
     execute(db, "PRAGMA wal_checkpoint(TRUNCATE)")
     execute(db, "PRAGMA journal_mode=DELETE")
+
+
+def test_newer_schema_is_named(db: Path) -> None:
+    execute(db, "PRAGMA user_version = 999")
+    assert [p.code for p in verify_database(db).problems] == ["schema_too_new"]
