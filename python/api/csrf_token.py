@@ -19,4 +19,5 @@ class CsrfToken(ApiHandler):
             "ok": True,
             "token": auth.csrf_token_for(request),
             "runtime_id": self.runtime.runtime_id,
+            "login": self.runtime.auth.login_required,
         }

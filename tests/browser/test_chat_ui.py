@@ -86,3 +86,46 @@ def test_pause_resume_and_stop_a_running_turn(page: Page, running_ui, model_serv
     expect(status).to_have_text("idle", timeout=TIMEOUT_MS)
     expect(page.get_by_test_id("log-info").last).to_contain_text("Stopped by the user.")
     expect(page.get_by_test_id("stop-chat")).to_be_disabled()
+
+
+def test_attachment_is_uploaded_with_the_message(page: Page, running_ui, model_server, tmp_path):
+    model_server.tool("response", {"text": "Got your file."})
+    note = tmp_path / "notes.txt"
+    note.write_text("attached content")
+    page.goto(running_ui.url)
+    expect(page.get_by_test_id("logout-link")).to_be_hidden()
+    page.get_by_test_id("attach-input").set_input_files(str(note))
+    expect(page.get_by_test_id("attach-count")).to_have_text("1 file")
+    page.get_by_test_id("send-input").fill("see the attachment")
+    page.get_by_test_id("send-button").click()
+    expect(page.get_by_test_id("log-response")).to_contain_text(
+        "Got your file.", timeout=TIMEOUT_MS
+    )
+    expect(page.get_by_test_id("log-user")).to_contain_text("notes.txt")
+    uploads = list((running_ui.usr_dir / "uploads").iterdir())
+    assert [p.read_text() for p in uploads] == ["attached content"]
+    assert "notes.txt" in model_server.requests[0]["messages"][-1]["content"]
+
+
+def test_login_page_then_chat(page: Page, ui_server, model_server):
+    from tests.support.ui_server import ui_env_for
+
+    ui_server.env.update(ui_env_for(model_server))
+    ui_server.env.update({"AUTH_LOGIN": "ann", "AUTH_PASSWORD": "pw-123456"})
+    ui_server.start()
+    page.goto(ui_server.url)
+    expect(page).to_have_url(f"{ui_server.url}/login")
+    page.fill("#login-user", "ann")
+    page.fill("#login-password", "wrong")
+    page.click("#login-submit")
+    expect(page.locator("#login-error")).to_be_visible()
+    page.fill("#login-user", "ann")
+    page.fill("#login-password", "pw-123456")
+    page.click("#login-submit")
+    expect(page.get_by_test_id("new-chat")).to_be_visible()
+    expect(page.get_by_test_id("logout-link")).to_be_visible(timeout=TIMEOUT_MS)
+    page.get_by_test_id("new-chat").click()
+    expect(page.get_by_test_id("chat-item")).to_have_count(1, timeout=TIMEOUT_MS)
+    page.get_by_test_id("logout-link").click()
+    expect(page).to_have_url(f"{ui_server.url}/login")
+    assert ui_server.stop() == 0

@@ -1,6 +1,7 @@
 // Calls to /api/<name> with the session's CSRF token; errors become ApiCallError.
 
 let csrfToken = null;
+export const session = { login: false };
 
 export class ApiCallError extends Error {
   constructor(code, message, status) {
@@ -18,6 +19,8 @@ async function fetchToken() {
     throw new ApiCallError(body.error?.code || "csrf_failed", body.error?.message || "No CSRF token", response.status);
   }
   csrfToken = body.token;
+  session.login = Boolean(body.login);
+  document.getElementById("logout-link")?.toggleAttribute("hidden", !session.login);
   return csrfToken;
 }
 

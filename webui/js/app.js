@@ -126,11 +126,21 @@ async function act(fn) {
 async function sendMessage(event) {
   event.preventDefault();
   const input = $("send-input");
+  const files = $("attach-input").files;
   const text = input.value.trim();
-  if (!text) return;
+  if (!text && !files.length) return;
+  let payload = { text, context: state.context || "" };
+  if (files.length) {
+    payload = new FormData();
+    payload.append("text", text);
+    payload.append("context", state.context || "");
+    for (const file of files) payload.append("attachments", file);
+  }
   await act(async () => {
-    const result = await callApi("message_async", { text, context: state.context || "" });
+    const result = await callApi("message_async", payload);
     input.value = "";
+    $("attach-input").value = "";
+    $("attach-count").textContent = "";
     if (result.context !== state.context) selectChat(result.context);
   });
 }
@@ -161,6 +171,10 @@ function init() {
   $("nudge-chat").addEventListener("click", () => act(() => callApi("nudge", { ctxid: state.context })));
   $("stop-chat").addEventListener("click", () => act(() => callApi("chat_stop", { context: state.context })));
   $("settings-open").addEventListener("click", openSettings);
+  $("attach-input").addEventListener("change", () => {
+    const count = $("attach-input").files.length;
+    $("attach-count").textContent = count ? `${count} file${count > 1 ? "s" : ""}` : "";
+  });
   initSettings(showError);
   schedulePoll(0);
 }
