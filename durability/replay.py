@@ -34,7 +34,9 @@ SAFE_REPLAY: dict[str, str] = {
     # the child workflow: the subordinate's own calls are journaled, so running the record
     # again resumes the child instead of repeating its effects
     "call_subordinate": "4067dfdbc284887d5c416d917daa60f5954ede87afb9fd322725fb4a3667ba9d",
-    # durable_plan: pin it once python/tools/durable_plan.py exists and has been reviewed
+    # durable_plan: reads or replaces the chat's plan document only; a replace sent again
+    # with the same content is a no-op in the journal, so a replay gives the same answer
+    "durable_plan": "9cf907b7cd6f37ae41789fea5fc4fa4d77f2937448c728de2c63c169a4a5915e",
 }
 
 
