@@ -186,11 +186,19 @@ class Runtime:
     async def _sweep_api_chats(self) -> None:
         while True:
             await asyncio.sleep(API_CHAT_SWEEP_SECONDS)
-            now = time.time()
-            for ctx_id, expiry in list(self._api_expiry.items()):
-                if expiry <= now and not self.is_running(ctx_id):
-                    with contextlib.suppress(ApiError):
-                        self.remove_context(ctx_id)
+            self.sweep_expired_api_chats()
+
+    def sweep_expired_api_chats(self, now: float | None = None) -> list[str]:
+        """Remove idle external-API chats whose lifetime_hours ran out; returns their ids."""
+        now = time.time() if now is None else now
+        removed = []
+        for ctx_id, expiry in list(self._api_expiry.items()):
+            if expiry <= now and not self.is_running(ctx_id):
+                with contextlib.suppress(ApiError):
+                    self.remove_context(ctx_id)
+                self._api_expiry.pop(ctx_id, None)
+                removed.append(ctx_id)
+        return removed
 
     def begin_shutdown(self) -> None:
         """Called from the signal handler: cancel every running chat task right away."""

@@ -230,3 +230,17 @@ def test_external_api(client, tmp_path):
     gone = client.post("/api/api_terminate_chat", json={"context_id": ctx}, headers=headers)
     assert gone.json()["success"] is True
     assert FakeContext.get(ctx) is None
+
+
+def test_external_api_chats_expire_after_their_lifetime(client):
+    import time
+
+    headers = {"X-API-KEY": "tok"}
+    body = {"message": "short-lived", "lifetime_hours": 1}
+    ctx = client.post("/api/api_message", json=body, headers=headers).json()["context_id"]
+    kept = client.post("/api/api_message", json={"message": "default"}, headers=headers).json()
+    runtime = client.runtime
+    assert runtime.sweep_expired_api_chats(now=time.time() + 1800) == []
+    assert runtime.sweep_expired_api_chats(now=time.time() + 3700) == [ctx]
+    assert FakeContext.get(ctx) is None
+    assert FakeContext.get(kept["context_id"]) is not None  # 24 h by default
