@@ -1,0 +1,45 @@
+"""Shared pieces of the durable_plan_* endpoints: the journal, the chat id, conflict rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from python.api._chat import context_id_of
+from python.helpers.api import ApiError, bad_request
+from python.helpers.runtime import Runtime
+
+PLAN_KIND = "plan"
+
+
+def require_journal(runtime: Runtime) -> Any:
+    """The server's journal, or 503 journal_unavailable when durability is off."""
+    journal = getattr(runtime, "journal", None)
+    if journal is None:
+        raise ApiError("journal_unavailable", "Durability is off: this server has no journal.", 503)
+    return journal
+
+
+def require_chat_id(runtime: Runtime, input: dict[str, Any]) -> str:
+    """The ``context_id`` of an existing chat (400 when missing, 404 when unknown)."""
+    ctx_id = context_id_of(input, "context_id", "context", "ctxid")
+    if not ctx_id:
+        raise bad_request("'context_id' is required")
+    runtime.get_context(ctx_id)
+    return ctx_id
+
+
+def conflict_row(conflict: Any) -> dict[str, Any]:
+    return {
+        "id": conflict.id,
+        "expected_revision": conflict.expected_revision,
+        "actual_revision": conflict.actual_revision,
+        "proposed": conflict.proposed,
+        "actor": conflict.actor,
+        "created_at": conflict.created_at,
+    }
+
+
+async def plan_conflicts(journal: Any, ctx_id: str) -> list[dict[str, Any]]:
+    """The chat's unresolved plan conflicts, oldest first."""
+    conflicts = await journal.aio.list_conflicts(ctx_id)
+    return [conflict_row(c) for c in conflicts if c.kind == PLAN_KIND]
