@@ -4,6 +4,12 @@ Each command is written to a private script file and sourced by the session's ba
 one line followed by a sentinel `printf` carrying `$?`. The sentinel tells when the
 command finished and with which exit code; sourcing keeps the shell's state (cwd,
 variables) between commands and survives syntax errors in the command itself.
+
+With a receipt context (`run(..., receipt=(receipts, call_id, args_digest))`) the line is
+`ShellReceipts.wrap(...)` instead of the plain `. <file>`: the shell writes start and exit
+markers itself and the command's output goes to a file in the receipts folder, which the
+session tails. The command therefore never writes to the agent's pipe and keeps running
+(and gets its exit marker) if the agent process dies.
 """
 
 from __future__ import annotations
@@ -21,12 +27,18 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from durability.adapters.shell import ReceiptError
 
 READ_CHUNK = 65536
 POLL_INTERVAL = 0.5  # on_poll is called at least this often while waiting
+TAIL_INTERVAL = 0.1  # how often a receipt's output file is read while waiting
 SECRET_ENV = re.compile(r"(API_KEY|API_TOKEN|PASSWORD|SECRET|_TOKEN$)", re.IGNORECASE)
 
 OnPoll = Callable[[str], Awaitable[None]]
+#: (ShellReceipts, call_id, args_digest): the call a command's receipt names.
+Receipt = tuple[Any, str, str]
 
 
 @dataclass
@@ -59,6 +71,31 @@ class ShellError(Exception):
     code = "shell_error"
 
 
+class _OutputTail:
+    """Reads what the shell appends to a command's output file (opened once it exists)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: Any = None
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def read(self, final: bool = False) -> str:
+        if self._file is None:
+            try:
+                self._file = open(self.path, "rb")  # noqa: SIM115 - kept open while tailing
+            except FileNotFoundError:
+                return self._decoder.decode(b"", final=True) if final else ""
+        chunks = []
+        while chunk := self._file.read(READ_CHUNK):
+            chunks.append(chunk)
+        return self._decoder.decode(b"".join(chunks), final=final)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
 class ShellSession:
     """One long-lived bash process with merged stdout/stderr."""
 
@@ -73,6 +110,7 @@ class ShellSession:
         self._reader: asyncio.Task | None = None
         self._marker = ""
         self._count = 0
+        self._tail: _OutputTail | None = None
         self.running = False
 
     # -- lifecycle ------------------------------------------------------------
@@ -110,6 +148,7 @@ class ShellSession:
             with contextlib.suppress(BaseException):
                 await self._reader
         self.running = False
+        self._close_tail()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     async def _read_loop(self, proc: asyncio.subprocess.Process) -> None:
@@ -133,9 +172,16 @@ class ShellSession:
         return path
 
     async def run(
-        self, command: str, timeouts: Timeouts, on_poll: OnPoll | None = None
+        self,
+        command: str,
+        timeouts: Timeouts,
+        on_poll: OnPoll | None = None,
+        receipt: Receipt | None = None,
     ) -> CommandResult:
-        """Run `command` and wait for its end or a time-out (it then keeps running)."""
+        """Run `command` and wait for its end or a time-out (it then keeps running).
+
+        With `receipt`, the shell proves the command's start and end in the receipts folder.
+        """
         if self.running:
             raise ShellError("a command is still running in this session")
         if not self.alive:
@@ -147,7 +193,16 @@ class ShellSession:
         token = f"__A0_DONE_{secrets.token_hex(8)}__"
         self._marker = "\x1e" + token + ":"  # ASCII record separator: never typical output
         self._buf = ""
-        line = f". {shlex.quote(str(script))}; printf '\\036%s:%d\\n' {token} \"$?\"\n"
+        self._close_tail()
+        body = f". {shlex.quote(str(script))}"
+        if receipt is not None:
+            receipts, call_id, args_digest = receipt
+            try:
+                body = receipts.wrap(call_id, args_digest, script)
+            except ReceiptError as e:
+                raise ShellError(f"no receipt can be written for this call ({e.code})") from e
+            self._tail = _OutputTail(receipts.output_path(call_id))
+        line = f"{body}; printf '\\036%s:%d\\n' {token} \"$?\"\n"
         await self._write(line)
         self.running = True
         return await self._wait(timeouts, on_poll)
@@ -174,7 +229,7 @@ class ShellSession:
 
     async def _wait(self, timeouts: Timeouts, on_poll: OnPoll | None) -> CommandResult:
         loop = asyncio.get_running_loop()
-        start = last = loop.time()
+        start = last = polled = loop.time()
         got_output = False
         pending = ""
         while True:
@@ -205,9 +260,13 @@ class ShellSession:
             self._data.clear()
             if self._eof:
                 continue
+            interval = TAIL_INTERVAL if self._tail is not None else POLL_INTERVAL
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._data.wait(), min(deadline - now, POLL_INTERVAL))
-            if on_poll is not None and not self._data.is_set():
+                await asyncio.wait_for(self._data.wait(), min(deadline - now, interval))
+            quiet = not self._data.is_set()
+            due = self._tail is None or loop.time() - polled >= POLL_INTERVAL
+            if on_poll is not None and quiet and due:
+                polled = loop.time()
                 await on_poll(pending)
 
     def _finished(self) -> tuple[str, int] | None:
@@ -216,7 +275,8 @@ class ShellSession:
         m = re.search(re.escape(self._marker) + r"(\d+)\n", self._buf)
         if m is None:
             return None
-        out = self._buf[: m.start()]
+        out = self._read_tail(final=True) + self._buf[: m.start()]
+        self._close_tail()
         self._buf = self._buf[m.end() :]
         self.running = False
         self._marker = ""
@@ -233,11 +293,20 @@ class ShellSession:
                 hold = k
                 break
         out, self._buf = self._buf[: len(self._buf) - hold], self._buf[len(self._buf) - hold :]
-        return out
+        return self._read_tail() + out
 
     def _take_all(self) -> str:
-        out, self._buf = self._buf, ""
+        out, self._buf = self._read_tail(final=True) + self._buf, ""
+        self._close_tail()
         return out
+
+    def _read_tail(self, final: bool = False) -> str:
+        return self._tail.read(final) if self._tail is not None else ""
+
+    def _close_tail(self) -> None:
+        if self._tail is not None:
+            self._tail.close()
+            self._tail = None
 
     async def _returncode(self) -> int | None:
         if self.proc is None:

@@ -21,6 +21,10 @@ class Response:
 class Tool:
     """Lifecycle: before_execution -> execute -> after_execution (see Agent.execute_tool)."""
 
+    #: (journal call id, args digest) set by the durable loop before execute; None without a
+    #: journal. Tools with a receipt adapter (code_execution_tool) name their receipts by it.
+    call_identity: tuple[str, str] | None = None
+
     def __init__(
         self,
         agent: Agent,

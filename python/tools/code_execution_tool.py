@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from python.helpers.history import truncate_text
-from python.helpers.shell import CommandResult, ShellError, ShellSession, Timeouts
+from python.helpers.shell import CommandResult, Receipt, ShellError, ShellSession, Timeouts
 from python.helpers.tool import Response, Tool
 
 RUNTIMES = ("terminal", "python", "nodejs", "output", "reset")
@@ -39,12 +39,24 @@ class CodeExecution(Tool):
                 if not code.strip():
                     return Response("'code' is empty: nothing to run.", break_loop=False)
                 result = await session.run(
-                    self._command(session, runtime, code), timeouts, self._on_poll
+                    self._command(session, runtime, code),
+                    timeouts,
+                    self._on_poll,
+                    receipt=self._receipt(),
                 )
         except ShellError as e:
             return Response(self._busy_text(number, str(e)), break_loop=False)
         self.set_progress("")
         return Response(self._result_text(result, number), break_loop=False)
+
+    def _receipt(self) -> Receipt | None:
+        """The receipt context when the loop journals this call and receipts are enabled."""
+        receipts = getattr(self.agent.context, "receipts", None)
+        identity = self.call_identity
+        if receipts is None or identity is None:
+            return None
+        call_id, args_digest = identity
+        return (receipts, call_id, args_digest)
 
     def _command(self, session: ShellSession, runtime: str, code: str) -> str:
         if runtime == "terminal":
@@ -67,6 +79,12 @@ class CodeExecution(Tool):
             f"Session {number}: {reason}. Read more with runtime 'output', type into it with "
             f"the input tool, or use runtime 'reset' to kill it."
         )
+
+    @classmethod
+    def receipt_response(cls, output: str, exit_code: int, number: int = 0) -> Response:
+        """The response a completed shell receipt stands for (used by recovery to reuse it)."""
+        result = CommandResult(output=output, exit_code=exit_code, running=False)
+        return Response(cls._result_text(result, number), break_loop=False)
 
     @staticmethod
     def _result_text(result: CommandResult, number: int) -> str:

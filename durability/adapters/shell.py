@@ -1,0 +1,332 @@
+"""Shell receipts: the shell itself proves whether a command started and how it ended.
+
+``ShellReceipts.wrap`` returns one line of bash that the session runs instead of plainly
+sourcing the command's script. That line, executed by the shell (not by the agent):
+
+1. creates ``<call_id>.out`` and writes the start marker ``<call_id>.start`` atomically
+   (temporary file, ``sync FILE``, ``mv``, ``sync DIR``) *before* the command runs;
+2. sources the script in the current shell (state such as cwd and variables persists) with
+   stdout and stderr going to ``<call_id>.out`` only, never to the agent's pipe, so the
+   command keeps running and finishing if the agent process dies;
+3. writes the exit marker ``<call_id>.exit`` (exit code, SHA-256 and length of the output)
+   the same atomic way, and leaves ``$?`` equal to the command's exit code.
+
+``inspect`` reads the markers back into a ``ReceiptVerdict``; ``classify`` turns a journal
+call into the recovery registry's classification. A receipt proves something only for the
+call it names: the same call id, the same argument digest and well-formed files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from durability.canonical import digest, is_digest
+from durability.errors import DurabilityError
+
+SHELL_POLICY = "adapter:shell"
+
+NEVER_STARTED = "never_started"
+COMPLETED = "completed"
+UNKNOWN = "unknown"
+REJECTED = "rejected"
+
+#: Stable rejection reasons.
+REASONS = (
+    "invalid_call_id",
+    "wrong_call_id",
+    "wrong_args_digest",
+    "malformed_receipt",
+    "exit_without_start",
+    "missing_output",
+    "output_digest_mismatch",
+)
+
+_CALL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_MAX_MARKER_BYTES = 64 * 1024
+
+_START_FORMAT = '{"call_id":"%s","args_digest":"%s","started_at":%s,"shell_pid":%d}\\n'
+_EXIT_FORMAT = (
+    '{"call_id":"%s","args_digest":"%s","exit_code":%d,"output_sha256":"%s",'
+    '"output_bytes":%d,"output_file":"%s","finished_at":%s}\\n'
+)
+_START_FAILED = "[receipt: the start marker could not be written; the command was not run]"
+_EXIT_FAILED = "[receipt: the exit marker could not be written]"
+
+
+class ReceiptError(DurabilityError):
+    """A receipt cannot be written for this call (bad identity, or evidence already exists)."""
+
+    code = "invalid_receipt"
+    http_status = 400
+
+
+class ReceiptExists(ReceiptError):
+    code = "receipt_exists"
+    http_status = 409
+
+
+def call_args_digest(masked_args: Any) -> str:
+    """The argument digest a receipt names: SHA-256 of the call's canonical masked args."""
+    return digest(masked_args)
+
+
+@dataclass(frozen=True)
+class ReceiptVerdict:
+    """What the receipt files prove about one call."""
+
+    status: str  # never_started | completed | unknown | rejected
+    call_id: str
+    reason: str | None = None  # set when rejected (one of REASONS)
+    exit_code: int | None = None
+    output: str | None = None  # the recorded output, when completed
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ShellReceipts:
+    """A private folder (0700) of receipt files (0600), one set per call id."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.folder, 0o700)
+
+    def __repr__(self) -> str:
+        return f"ShellReceipts({str(self.folder)!r})"
+
+    # -- paths ----------------------------------------------------------------
+    def start_path(self, call_id: str) -> Path:
+        return self.folder / f"{call_id}.start"
+
+    def exit_path(self, call_id: str) -> Path:
+        return self.folder / f"{call_id}.exit"
+
+    def output_path(self, call_id: str) -> Path:
+        return self.folder / f"{call_id}.out"
+
+    # -- writing (done by the shell) ------------------------------------------
+    def wrap(self, call_id: str, args_digest: str, script_path: Path) -> str:
+        """One line of bash: start marker, the sourced script (output to file), exit marker."""
+        _check_identity(call_id, args_digest)
+        if self.start_path(call_id).exists() or self.exit_path(call_id).exists():
+            raise ReceiptExists("a receipt for this call already exists", call_id=call_id)
+        q = shlex.quote
+        folder = q(str(self.folder))
+        out = q(str(self.output_path(call_id)))
+        start, start_tmp = q(str(self.start_path(call_id))), q(f"{self.start_path(call_id)}.tmp")
+        done, done_tmp = q(str(self.exit_path(call_id))), q(f"{self.exit_path(call_id)}.tmp")
+        ids = f"{q(call_id)} {q(args_digest)}"
+        now = '"$(command -p date +%s.%N)"'
+        guard = "set +eu +o pipefail; umask 077"
+        write_start = (
+            f"( {guard}; : > {out}"
+            f' && command -p printf {q(_START_FORMAT)} {ids} {now} "$$" > {start_tmp}'
+            f" && command -p sync {start_tmp} && command -p mv -f {start_tmp} {start}"
+            f" && command -p sync {folder} )"
+        )
+        write_exit = (
+            f'( rc=$?; {guard}; n=$(command -p stat -c %s {out} 2>/dev/null); n="${{n:-0}}"'
+            f'; h=$(command -p head -c "$n" {out} 2>/dev/null | command -p sha256sum)'
+            f'; h="${{h%% *}}"'
+            f' ; {{ command -p printf {q(_EXIT_FORMAT)} {ids} "$rc" "$h" "$n"'
+            f" {q(call_id + '.out')} {now} > {done_tmp}"
+            f" && command -p sync {done_tmp} && command -p mv -f {done_tmp} {done}"
+            f" && command -p sync {folder}; }} || command -p printf '%s\\n' {q(_EXIT_FAILED)}"
+            f'; exit "$rc" )'
+        )
+        return (
+            f"if {write_start}; then . {q(str(script_path))} > {out} 2>&1; {write_exit}; "
+            f"else command -p printf '%s\\n' {q(_START_FAILED)}; (exit 125); fi"
+        )
+
+    # -- reading --------------------------------------------------------------
+    def inspect(self, call_id: str, args_digest: str) -> ReceiptVerdict:
+        """What the files prove for this call id and argument digest."""
+        if not isinstance(call_id, str) or not _CALL_ID.match(call_id):
+            return ReceiptVerdict(REJECTED, str(call_id)[:128], reason="invalid_call_id")
+        start_file, exit_file = self.start_path(call_id), self.exit_path(call_id)
+        if not start_file.exists():
+            if exit_file.exists():
+                return _rejected(call_id, "exit_without_start")
+            return ReceiptVerdict(NEVER_STARTED, call_id)
+        start = _read_marker(start_file, _START_FIELDS)
+        if start is None:
+            return _rejected(call_id, "malformed_receipt", marker="start")
+        problem = _identity_problem(start, call_id, args_digest)
+        if problem:
+            return _rejected(call_id, problem, marker="start")
+        detail: dict[str, Any] = {
+            "started_at": start["started_at"],
+            "shell_pid": start["shell_pid"],
+            "output_file": str(self.output_path(call_id)),
+        }
+        if not exit_file.exists():
+            detail["shell_alive"] = _pid_alive(start["shell_pid"])
+            return ReceiptVerdict(UNKNOWN, call_id, detail=detail)
+        end = _read_marker(exit_file, _EXIT_FIELDS)
+        if end is None or end["output_file"] != f"{call_id}.out" or end["output_bytes"] < 0:
+            return _rejected(call_id, "malformed_receipt", marker="exit")
+        problem = _identity_problem(end, call_id, args_digest)
+        if problem:
+            return _rejected(call_id, problem, marker="exit")
+        detail["finished_at"] = end["finished_at"]
+        try:
+            with open(self.output_path(call_id), "rb") as f:
+                data = f.read(end["output_bytes"])
+        except FileNotFoundError:
+            return _rejected(call_id, "missing_output")
+        except OSError as exc:
+            return _rejected(call_id, "missing_output", error=type(exc).__name__)
+        if (
+            len(data) != end["output_bytes"]
+            or hashlib.sha256(data).hexdigest() != end["output_sha256"]
+        ):
+            return _rejected(call_id, "output_digest_mismatch")
+        output = data.decode("utf-8", errors="replace")
+        return ReceiptVerdict(
+            COMPLETED, call_id, exit_code=end["exit_code"], output=output, detail=detail
+        )
+
+    def classify(self, call: Any) -> dict[str, Any]:
+        """Recovery registry entry: a journal call -> its classification dict.
+
+        ``classification`` is ``completed`` (with ``output`` and ``exit_code``),
+        ``not_started``, ``unknown`` or ``rejected:<reason>``.
+        """
+        call_id, args = _call_fields(call)
+        if call_id is None:
+            return {"classification": "rejected:invalid_call_id", "reason": "invalid_call_id"}
+        try:
+            args_digest = call_args_digest(args)
+        except DurabilityError:
+            return {"classification": "rejected:malformed_args", "reason": "malformed_args"}
+        verdict = self.inspect(call_id, args_digest)
+        if verdict.status == COMPLETED:
+            return {
+                "classification": "completed",
+                "exit_code": verdict.exit_code,
+                "output": verdict.output,
+                "result": completed_result_text(verdict.output or "", verdict.exit_code),
+                "detail": verdict.detail,
+            }
+        if verdict.status == NEVER_STARTED:
+            return {"classification": "not_started"}
+        if verdict.status == UNKNOWN:
+            return {"classification": "unknown", "detail": verdict.detail}
+        return {
+            "classification": f"rejected:{verdict.reason}",
+            "reason": verdict.reason,
+            "detail": verdict.detail,
+        }
+
+    def discard(self, call_id: str) -> None:
+        """Remove one call's receipt files (after its result is committed, or by retention)."""
+        if not isinstance(call_id, str) or not _CALL_ID.match(call_id):
+            return
+        for suffix in (".start", ".exit", ".out", ".start.tmp", ".exit.tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                (self.folder / f"{call_id}{suffix}").unlink()
+
+    def clear(self) -> None:
+        """Remove every receipt (tests and full resets only)."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def completed_result_text(output: str, exit_code: int | None) -> str:
+    """The tool result a completed receipt stands for (the code_execution_tool format)."""
+    return f"{output or '(no output)'}\n[exit code {exit_code}]"
+
+
+# -- helpers -------------------------------------------------------------------
+
+_START_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "call_id": str,
+    "args_digest": str,
+    "started_at": (int, float),
+    "shell_pid": int,
+}
+_EXIT_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "call_id": str,
+    "args_digest": str,
+    "exit_code": int,
+    "output_sha256": str,
+    "output_bytes": int,
+    "output_file": str,
+    "finished_at": (int, float),
+}
+
+
+def _check_identity(call_id: str, args_digest: str) -> None:
+    if not isinstance(call_id, str) or not _CALL_ID.match(call_id):
+        raise ReceiptError("call id must be 1-128 letters, digits, '_', '.' or '-'")
+    if not is_digest(args_digest):
+        raise ReceiptError("args digest must be a lowercase hex SHA-256")
+
+
+def _read_marker(path: Path, fields: dict[str, Any]) -> dict[str, Any] | None:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(_MAX_MARKER_BYTES + 1)
+        if len(raw) > _MAX_MARKER_BYTES:
+            return None
+        value = json.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    for name, kind in fields.items():
+        item = value.get(name)
+        if not isinstance(item, kind) or isinstance(item, bool):
+            return None
+    if "output_sha256" in fields and not is_digest(value["output_sha256"]):
+        return None
+    return value
+
+
+def _identity_problem(marker: dict[str, Any], call_id: str, args_digest: str) -> str | None:
+    if marker["call_id"] != call_id:
+        return "wrong_call_id"
+    if marker["args_digest"] != args_digest:
+        return "wrong_args_digest"
+    return None
+
+
+def _rejected(call_id: str, reason: str, **detail: Any) -> ReceiptVerdict:
+    return ReceiptVerdict(REJECTED, call_id, reason=reason, detail=detail)
+
+
+def _pid_alive(pid: int) -> bool:
+    """Informational only: a pid can be reused, so this never proves anything."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _call_fields(call: Any) -> tuple[str | None, Any]:
+    if isinstance(call, dict):
+        call_id = call.get("id", call.get("call_id"))
+        args = call.get("args")
+    else:
+        call_id = getattr(call, "id", None)
+        args = getattr(call, "args", None)
+    if not isinstance(call_id, str) or not _CALL_ID.match(call_id):
+        return None, args
+    return call_id, args
