@@ -48,6 +48,7 @@ REASONS = (
     "exit_without_start",
     "missing_output",
     "output_digest_mismatch",
+    "malformed_args",  # classify/explain only: the call's args have no canonical digest
 )
 
 _CALL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -198,12 +199,21 @@ class ShellReceipts:
             COMPLETED, call_id, exit_code=end["exit_code"], output=output, detail=detail
         )
 
-    def classify(self, call: Any) -> dict[str, Any]:
-        """Recovery registry entry: a journal call -> its classification dict.
+    def classify(self, call: Any) -> str | tuple[str, dict[str, Any]]:
+        """Recovery registry entry (``durability.recovery.Adapter``) for ``adapter:shell``.
 
-        ``classification`` is ``completed`` (with ``output`` and ``exit_code``),
-        ``not_started``, ``unknown`` or ``rejected:<reason>``.
+        Returns ``("completed", {"message", "output", "exit_code"})`` (``message`` is the
+        tool result the receipt stands for), ``"not_started"``, ``"unknown"`` or
+        ``"rejected:<reason>"``.
         """
+        found = self.explain(call)
+        if found["classification"] == "completed":
+            keys = ("message", "output", "exit_code")
+            return "completed", {key: found[key] for key in keys}
+        return found["classification"]
+
+    def explain(self, call: Any) -> dict[str, Any]:
+        """The same classification as a dict with details (for hold details and the UI)."""
         call_id, args = _call_fields(call)
         if call_id is None:
             return {"classification": "rejected:invalid_call_id", "reason": "invalid_call_id"}
@@ -217,7 +227,7 @@ class ShellReceipts:
                 "classification": "completed",
                 "exit_code": verdict.exit_code,
                 "output": verdict.output,
-                "result": completed_result_text(verdict.output or "", verdict.exit_code),
+                "message": completed_result_text(verdict.output or "", verdict.exit_code),
                 "detail": verdict.detail,
             }
         if verdict.status == NEVER_STARTED:
@@ -317,6 +327,9 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
+    with contextlib.suppress(OSError, IndexError):  # Linux: a zombie is not running
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
     return True
 
 

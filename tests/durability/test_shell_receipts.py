@@ -101,7 +101,8 @@ async def test_shell_state_persists_through_receipts(session, receipts, tmp_path
 async def test_never_started_without_a_start_marker(receipts):
     verdict = receipts.inspect("never-ran", DIGEST)
     assert verdict.status == "never_started"
-    assert receipts.classify({"id": "never-ran", "args": ARGS}) == {"classification": "not_started"}
+    assert receipts.classify({"id": "never-ran", "args": ARGS}) == "not_started"
+    assert receipts.explain({"id": "never-ran", "args": ARGS}) == {"classification": "not_started"}
 
 
 async def test_unknown_when_the_shell_dies_between_start_and_exit(session, receipts):
@@ -113,16 +114,20 @@ async def test_unknown_when_the_shell_dies_between_start_and_exit(session, recei
     verdict = receipts.inspect("slow", DIGEST)
     assert verdict.status == "unknown"
     assert verdict.detail["shell_pid"] == session.proc.pid
-    assert receipts.classify({"id": "slow", "args": ARGS})["classification"] == "unknown"
+    assert receipts.classify({"id": "slow", "args": ARGS}) == "unknown"
+    assert receipts.explain({"id": "slow", "args": ARGS})["detail"]["shell_pid"] > 0
 
 
 async def test_classify_completed_carries_output_and_result_text(session, receipts):
     await completed_call(session, receipts, command="echo hello")
     call = SimpleNamespace(id="call-a", args=ARGS)  # the shape of durability.records.Call
-    got = receipts.classify(call)
+    outcome, recorded = receipts.classify(call)
+    assert outcome == "completed"
+    assert recorded == {"message": "hello\n\n[exit code 0]", "output": "hello\n", "exit_code": 0}
+    got = receipts.explain(call)
     assert got["classification"] == "completed"
     assert got["exit_code"] == 0 and got["output"] == "hello\n"
-    assert got["result"] == completed_result_text("hello\n", 0) == "hello\n\n[exit code 0]"
+    assert got["message"] == completed_result_text("hello\n", 0) == recorded["message"]
 
 
 # -- rejections -----------------------------------------------------------------
@@ -134,7 +139,8 @@ async def test_wrong_args_digest_is_rejected(session, receipts):
     assert (verdict.status, verdict.reason) == ("rejected", "wrong_args_digest")
     other_args = {"runtime": "terminal", "code": "echo bye"}
     got = receipts.classify({"id": "call-a", "args": other_args})
-    assert got["classification"] == "rejected:wrong_args_digest"
+    assert got == "rejected:wrong_args_digest"
+    assert receipts.explain({"id": "call-a", "args": other_args})["reason"] == "wrong_args_digest"
 
 
 async def test_a_receipt_copied_to_another_call_is_rejected(session, receipts):
@@ -215,8 +221,12 @@ async def test_exit_without_start_is_rejected(session, receipts):
 async def test_invalid_call_ids_are_rejected_not_raised(receipts, call_id):
     verdict = receipts.inspect(call_id, DIGEST)
     assert (verdict.status, verdict.reason) == ("rejected", "invalid_call_id")
-    got = receipts.classify({"id": call_id, "args": ARGS})
-    assert got["classification"] == "rejected:invalid_call_id"
+    assert receipts.classify({"id": call_id, "args": ARGS}) == "rejected:invalid_call_id"
+
+
+async def test_args_without_a_canonical_digest_are_rejected(receipts):
+    got = receipts.classify({"id": "call-a", "args": {"x": float("nan")}})
+    assert got == "rejected:malformed_args"
 
 
 # -- writing --------------------------------------------------------------------
@@ -335,9 +345,9 @@ async def test_code_execution_tool_writes_a_receipt_for_a_journaled_call(tmp_pat
     finally:
         await tool.agent.context.shells.close_all()
     assert response.message == "from-tool\n\n[exit code 0]"
-    got = receipts.classify({"id": "tool-call-1", "args": args})
-    assert got["classification"] == "completed"
-    assert got["result"] == response.message  # recovery can reuse the exact tool result
+    outcome, got = receipts.classify({"id": "tool-call-1", "args": args})
+    assert outcome == "completed"
+    assert got["message"] == response.message  # recovery can reuse the exact tool result
     again = CodeExecution.receipt_response(got["output"], got["exit_code"])
     assert again.message == response.message and again.break_loop is False
 
