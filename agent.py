@@ -20,7 +20,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from python.helpers import files
+from python.helpers import durable, files
 from python.helpers.history import History, Message
 from python.helpers.shell import ShellSessions
 from python.helpers.tool import Response, Tool
@@ -141,6 +141,7 @@ class AgentContext:
         id: str | None = None,
         name: str | None = None,
         type: AgentContextType = AgentContextType.USER,
+        journal: Any = None,
     ) -> None:
         from python.helpers.log import Log
 
@@ -162,6 +163,9 @@ class AgentContext:
         self.model_calls = 0  # per-run counters; the journal assigns sequence numbers
         self.tool_calls = 0
         self.shells = ShellSessions(config.workdir_path())
+        # durability: the journal (durability.Journal) or None, and the current run's state
+        self.journal = journal
+        self.durable_run: Any = None
         AgentContext._contexts[self.id] = self
         self.agent0 = Agent(0, config, self)
 
@@ -210,16 +214,26 @@ class AgentContext:
         self.last_message = datetime.now(UTC)
         if self.is_running():
             assert self.task is not None
+            if self.journal is not None:
+                durable.journal_intervention_later(self, msg)
             self.get_agent().intervention = msg
+            return self.task
+        if self.journal is not None:
+            self.task = durable.start_new_input(self, self.agent0, msg)
             return self.task
         return self._start(self.agent0, msg)
 
     def nudge(self) -> asyncio.Task:
         """Cancel the running task and continue with a nudge message."""
         agent = self.get_agent()
+        previous = self.task
         self.kill_process()
         self.paused = False
-        return self._start(agent, UserMessage(agent.read_prompt("fw.msg_nudge.md")))
+        msg = UserMessage(agent.read_prompt("fw.msg_nudge.md"))
+        if self.journal is not None:
+            self.task = durable.start_new_input(self, agent, msg, after=previous)
+            return self.task
+        return self._start(agent, msg)
 
     def kill_process(self) -> None:
         if self.task is not None and not self.task.done():
@@ -250,24 +264,8 @@ class AgentContext:
 
     async def _process_chain(self, agent: Agent, msg: UserMessage | str, user: bool = True) -> str:
         """Run the agent's monologue, then hand the answer up to its superiors."""
-        from python.helpers.extensions import call_extensions
-
         try:
-            if user:
-                assert isinstance(msg, UserMessage)
-                agent.hist_add_user_message(msg)
-            else:
-                agent.hist_add_tool_result("call_subordinate", str(msg))
-            response = await agent.monologue()
-            while agent.intervention is not None:  # arrived after the last check
-                pending, agent.intervention = agent.intervention, None
-                agent.hist_add_user_message(pending)
-                response = await agent.monologue()
-            superior = agent.data.get("_superior")
-            if superior is not None:
-                response = await self._process_chain(superior, response, user=False)
-            await call_extensions("process_chain_end", agent, data={"response": response})
-            return response
+            return await self._chain(agent, msg, user)
         except HandledException as e:
             return str(e)
         except Exception as e:
@@ -276,6 +274,28 @@ class AgentContext:
             except HandledException as handled:
                 return str(handled)
             return "Error"
+
+    async def _chain(
+        self, agent: Agent, msg: UserMessage | str | None, user: bool = True, resume: bool = False
+    ) -> str:
+        """The chain without error handling. ``msg`` None: it is already in history;
+        ``resume``: continue the restored loop state instead of starting a new monologue."""
+        from python.helpers.extensions import call_extensions
+
+        if isinstance(msg, UserMessage):
+            agent.hist_add_user_message(msg)
+        elif msg is not None:
+            agent.hist_add_tool_result("call_subordinate", str(msg))
+        response = await agent.monologue(resume=resume)
+        while agent.intervention is not None:  # arrived after the last check
+            pending, agent.intervention = agent.intervention, None
+            agent.hist_add_user_message(pending)
+            response = await agent.monologue()
+        superior = agent.data.get("_superior")
+        if superior is not None:
+            response = await self._chain(superior, response, user=False)
+        await call_extensions("process_chain_end", agent, data={"response": response})
+        return response
 
     def output(self) -> dict[str, Any]:
         """The chat's row in the poll snapshot."""
@@ -313,9 +333,11 @@ class Agent:
         call_extensions_sync("agent_init", self)
 
     # -- the monologue --------------------------------------------------------
-    async def monologue(self) -> str:
-        """Think, call tools and repeat until a tool ends the loop with an answer."""
-        self.loop_data = LoopData(user_message=self.last_user_message)
+    async def monologue(self, resume: bool = False) -> str:
+        """Think, call tools and repeat until a tool ends the loop with an answer.
+        ``resume``: keep the restored loop data (a journaled run continuing after a crash)."""
+        if not resume:
+            self.loop_data = LoopData(user_message=self.last_user_message)
         await self.extensions("monologue_start")
         try:
             while True:
@@ -323,10 +345,9 @@ class Agent:
                 self.loop_data.iteration += 1
                 self.loop_data.params_temporary = {}
                 await self.extensions("message_loop_start")
+                result = None
                 try:
                     result = await self._iteration()
-                    if result is not None:
-                        return result
                 except InterventionException:
                     pass  # the message is in history; continue with a new iteration
                 except RepairableException as e:
@@ -338,6 +359,10 @@ class Agent:
                 finally:
                     if not _current_task_cancelling():
                         await self.extensions("message_loop_end")
+                if self.context.durable_run is not None:
+                    await durable.iteration_end(self)
+                if result is not None:
+                    return result
         finally:
             self.context.streaming_agent = None
             if not _current_task_cancelling():
@@ -424,13 +449,20 @@ class Agent:
         if kind == "utility":
             await self.extensions("util_model_call_before", messages=messages)
         model = self._model(kind)
-        return await model.call(messages, on_reasoning=on_reasoning, on_response=on_response)
+
+        def effect() -> Any:
+            return model.call(messages, on_reasoning=on_reasoning, on_response=on_response)
+
+        if self.context.durable_run is not None:
+            return await durable.model_call(
+                self, messages, kind, effect, on_reasoning=on_reasoning, on_response=on_response
+            )
+        return await effect()
 
     def _model(self, kind: str) -> Any:
         if kind not in self._models:
-            from python.helpers.models import ChatModel
-
             from python.helpers import settings as settings_mod
+            from python.helpers.models import ChatModel
 
             config = self.config.model_config(kind)
             key = settings_mod.get_api_key(config.provider)
@@ -463,7 +495,10 @@ class Agent:
         await tool.before_execution(**kwargs)
         await self.handle_intervention()
         await self.extensions("tool_execute_before", tool_args=tool.args, tool_name=tool.name)
-        response = await tool.execute(**kwargs)
+        if self.context.durable_run is not None:
+            response = await durable.tool_call(self, tool, lambda: tool.execute(**kwargs))
+        else:
+            response = await tool.execute(**kwargs)
         await self.extensions("tool_execute_after", response=response, tool_name=tool.name)
         await tool.after_execution(response)
         await self.handle_intervention()

@@ -1,0 +1,509 @@
+"""The glue between the agent loop and the journal: admission, the two seams, run end.
+
+A chat with ``context.journal`` set journals every run (docs/durability-loop.md):
+admission gives each message an input id and digest; every model call and tool call
+takes the next sequence number of its agent in the run, commits its intent before the
+effect and its result after; every loop iteration ends with a checkpoint. A call whose
+result is already in the journal is reused, never run again. What cannot be proven is
+held for a person (``DurableHold``). Without a journal none of this runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from durability import failpoints, replay
+from durability.canonical import canonical_json, digest, digest_bytes
+from durability.errors import (
+    ActiveRunExists,
+    DurabilityError,
+    InvalidTransition,
+    OpenIntents,
+    ReplayDivergence,
+    RunHeld,
+    RunNotActive,
+)
+from python.helpers import files
+from python.helpers.tool import Response
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent import Agent, AgentContext, UserMessage
+    from durability import Journal
+    from durability.records import Call, Run
+
+logger = logging.getLogger("a0.durable")
+
+MODEL_CALL_NAME = "model"
+CHILD_POLICY = "child"
+
+
+class DurableHold(BaseException):
+    """The run was held for a person: unwind the whole chain (not an agent error)."""
+
+    def __init__(self, reason: str, detail: Any = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class DurableRun:
+    """In-memory state of the journaled run a chat is working on."""
+
+    run_id: str
+    input_id: str
+    start_agent: int = 0
+    seq: dict[int, int] = field(default_factory=dict)  # next sequence number per agent
+    known_calls: set[str] = field(default_factory=set)  # call ids journaled before a resume
+    permits: dict[str, str] = field(default_factory=dict)  # call id -> replay | run
+    resume_base: tuple[dict, dict] | None = None  # (state, histories) to resume from
+    last_call: dict[int, str] = field(default_factory=dict)
+
+    def take_seq(self, agent_no: int) -> int:
+        seq = self.seq.get(agent_no, 0)
+        self.seq[agent_no] = seq + 1
+        return seq
+
+
+@dataclass
+class Submission:
+    """What happened to a submitted message."""
+
+    kind: str  # started | duplicate | intervention
+    run_id: str
+    input_id: str
+    status: str
+    task: asyncio.Task | None = None
+    response: str | None = None
+
+
+def state_dir() -> Path:
+    """The journal's folder (failpoint marks live there)."""
+    return files.usr_dir() / "durability"
+
+
+def fire(boundary: str, name: str) -> None:
+    failpoints.failpoint(boundary, name, state_dir())
+
+
+# admission ----------------------------------------------------------------------------
+def _file_digest(path: str) -> str | None:
+    try:
+        return digest_bytes(Path(path).read_bytes())
+    except OSError:
+        return None
+
+
+def input_payload(msg: UserMessage) -> dict[str, Any]:
+    """What identifies a message's content: text, attachments (name + digest), system text."""
+    return {
+        "message": msg.message,
+        "attachments": [{"name": Path(a).name, "digest": _file_digest(a)} for a in msg.attachments],
+        "system_message": list(msg.system_message),
+    }
+
+
+def input_digest(journal: Journal, payload: dict[str, Any]) -> str:
+    """SHA-256 of the masked canonical JSON of the payload."""
+    return digest(journal.masker.mask(payload))
+
+
+def _ensure_input_id(msg: UserMessage) -> str:
+    if not msg.id:
+        msg.id = uuid.uuid4().hex
+    return msg.id
+
+
+def recorded_response(journal: Journal, run_id: str) -> str | None:
+    """The final answer journaled for a run, if it ended with one."""
+    events = journal.list_events(run_id=run_id, limit=100_000)
+    for event in reversed(events):
+        if event.type == "run_result" and isinstance(event.payload, dict):
+            response = event.payload.get("response")
+            return response if isinstance(response, str) else None
+    return None
+
+
+def _locks(context: AgentContext) -> asyncio.Lock:
+    lock = context.data.get("_durable_admit_lock")
+    if lock is None:
+        lock = context.data["_durable_admit_lock"] = asyncio.Lock()
+    return lock
+
+
+async def submit(context: AgentContext, msg: UserMessage) -> Submission:
+    """Admit a message through the journal and act on it (the server's entry point).
+
+    Raises InputConflict (same id, other content), RunHeld (the chat waits for a
+    decision) and ActiveRunExists (a run is open but not running in this process)."""
+    journal = context.journal
+    input_id = _ensure_input_id(msg)
+    payload = await asyncio.to_thread(input_payload, msg)
+    content_digest = input_digest(journal, payload)
+    async with _locks(context):
+        context.paused = False
+        if context.is_running():
+            adm = await journal.aio.admit_intervention(
+                context.id, input_id, content_digest, message=payload
+            )
+            if adm.created:
+                context.get_agent().intervention = msg
+                kind = "intervention"
+            else:
+                kind = "duplicate"
+            return Submission(kind, adm.run.id, input_id, adm.run.status, context.task)
+        adm = await journal.aio.admit(context.id, input_id, content_digest, message=payload)
+        if not adm.created:
+            response = await asyncio.to_thread(recorded_response, journal, adm.run.id)
+            return Submission("duplicate", adm.run.id, input_id, adm.run.status, None, response)
+        context.task = asyncio.get_running_loop().create_task(
+            run_admitted(context, context.agent0, adm.run, msg), name=f"chat-{context.id}"
+        )
+        return Submission("started", adm.run.id, input_id, "active", context.task)
+
+
+def start_new_input(
+    context: AgentContext, agent: Agent, msg: UserMessage, after: asyncio.Task | None = None
+) -> asyncio.Task:
+    """``communicate`` with a journal: a task that admits ``msg`` and runs it."""
+
+    async def admit_and_run() -> str:
+        if after is not None and not after.done():
+            with contextlib.suppress(BaseException):
+                await asyncio.wait([after])
+        journal = context.journal
+        input_id = _ensure_input_id(msg)
+        payload = await asyncio.to_thread(input_payload, msg)
+        adm = await journal.aio.admit(
+            context.id, input_id, input_digest(journal, payload), message=payload
+        )
+        if not adm.created:
+            return await asyncio.to_thread(recorded_response, journal, adm.run.id) or ""
+        return await run_admitted(context, agent, adm.run, msg)
+
+    return asyncio.get_running_loop().create_task(admit_and_run(), name=f"chat-{context.id}")
+
+
+def journal_intervention_later(context: AgentContext, msg: UserMessage) -> None:
+    """Journal an intervention handed over synchronously (``communicate``)."""
+    journal = context.journal
+    input_id = _ensure_input_id(msg)
+
+    async def admit() -> None:
+        try:
+            payload = await asyncio.to_thread(input_payload, msg)
+            await journal.aio.admit_intervention(
+                context.id, input_id, input_digest(journal, payload), message=payload
+            )
+        except DurabilityError as exc:
+            context.log.log(type="warning", content=f"intervention not journaled: {exc.code}")
+
+    asyncio.get_running_loop().create_task(admit())
+
+
+# running a run ------------------------------------------------------------------------
+async def run_admitted(context: AgentContext, agent: Agent, run: Run, msg: UserMessage) -> str:
+    """Run a freshly admitted input: history, base checkpoint, then the chain."""
+    from python.helpers import durable_checkpoint
+
+    context.durable_run = DurableRun(run.id, run.input_id, start_agent=agent.number)
+    context.model_calls = context.tool_calls = 0
+    agent.hist_add_user_message(msg)
+    durable_checkpoint.set_resume_base(context, agent, phase="start")
+    await durable_checkpoint.write(context)
+    return await drive(context, agent, resume=False)
+
+
+async def drive(context: AgentContext, agent: Agent, *, resume: bool) -> str:
+    """Run the chain of a journaled run to its end: completed, failed, held or stopped."""
+    from agent import HandledException
+
+    state: DurableRun = context.durable_run
+    journal = context.journal
+    try:
+        response = await context._chain(agent, None, resume=resume)
+    except DurableHold as hold:
+        context.log.log(
+            type="warning",
+            heading="Run held for a decision",
+            content=f"This run waits for a person's decision (reason: {hold.reason}).",
+            kvps={"run_id": state.run_id, "reason": hold.reason},
+        )
+        return ""
+    except asyncio.CancelledError:
+        await asyncio.shield(asyncio.to_thread(_stop_quietly, journal, state.run_id))
+        raise
+    except HandledException as e:
+        await _finish(context, str(e), failed=True)
+        return str(e)
+    except failpoints.SimulatedCrash:
+        raise
+    except Exception as e:
+        try:
+            agent.log_error(e)
+        except HandledException as handled:
+            await _finish(context, str(handled), failed=True)
+            return str(handled)
+        return "Error"
+    await _finish(context, response, failed=False)
+    return response
+
+
+async def _finish(context: AgentContext, response: str, *, failed: bool) -> None:
+    state: DurableRun = context.durable_run
+    journal = context.journal
+    await journal.aio.append_event(
+        context.id, "run_result", {"response": response, "failed": failed}, run_id=state.run_id
+    )
+    try:
+        await journal.aio.set_run_status(state.run_id, "failed" if failed else "completed")
+    except (OpenIntents, InvalidTransition, RunNotActive) as exc:
+        logger.warning("run %s could not be closed: %s", state.run_id, exc.code)
+
+
+def _stop_quietly(journal: Journal, run_id: str) -> None:
+    """The chat was stopped (Stop, reset, nudge): end the run, abandoning open calls."""
+    try:
+        run = journal.get_run(run_id)
+        if run.is_open:
+            journal.decide(run_id, "stop", version=run.version, actor="user:stop")
+    except DurabilityError as exc:
+        logger.warning("run %s could not be stopped: %s", run_id, exc.code)
+
+
+async def hold(context: AgentContext, reason: str, detail: Any = None) -> NoReturn:
+    """Hold the run for a person and unwind the chain."""
+    state: DurableRun = context.durable_run
+    with contextlib.suppress(InvalidTransition):
+        await context.journal.aio.mark_needs_attention(state.run_id, reason, detail)
+    raise DurableHold(reason, detail)
+
+
+async def _intent(agent: Agent, seq: int, kind: str, name: str, args: Any, policy: str) -> Call:
+    context = agent.context
+    state: DurableRun = context.durable_run
+    try:
+        return await context.journal.aio.record_intent(
+            state.run_id, agent_no=agent.number, seq=seq, kind=kind, name=name, args=args,
+            policy=policy,
+        )  # fmt: skip
+    except ReplayDivergence as exc:  # the engine already held the run
+        raise DurableHold("replay_divergence", exc.to_dict()) from None
+
+
+def _position(call: Call) -> dict[str, Any]:
+    return {"call_id": call.id, "agent_no": call.agent_no, "seq": call.seq,
+            "kind": call.kind, "name": call.name}  # fmt: skip
+
+
+# seam 1: model calls ---------------------------------------------------------------------
+def _model_args(agent: Agent, messages: list[dict], kind: str) -> dict[str, Any]:
+    config = agent.config.model_config(kind)
+    masked = agent.context.journal.masker.mask(messages)
+    return {"provider": config.provider, "model": config.name, "kind": kind,
+            "messages_digest": digest(masked)}  # fmt: skip
+
+
+async def model_call(
+    agent: Agent, messages: list[dict], kind: str, effect: Any, *,
+    on_reasoning: Any = None, on_response: Any = None,
+) -> Any:  # fmt: skip
+    """Journal one model call; reuse a committed reply instead of calling the model."""
+    from agent import InterventionException
+    from python.helpers.models import ModelError, ModelResult
+
+    context = agent.context
+    state: DurableRun = context.durable_run
+    journal = context.journal
+    args = _model_args(agent, messages, kind)
+    while True:
+        seq = state.take_seq(agent.number)
+        fire("before_intent", MODEL_CALL_NAME)
+        call = await _intent(agent, seq, "model", MODEL_CALL_NAME, args, "hold")
+        fire("after_intent", MODEL_CALL_NAME)
+        state.last_call[agent.number] = MODEL_CALL_NAME
+        if call.state == "completed":
+            result = call.result if isinstance(call.result, dict) else {}
+            if result.get("interrupted"):
+                await hold(context, "replay_divergence", {**_position(call), "why": "interrupted"})
+            if isinstance(result.get("response"), str):
+                reply = ModelResult(result["response"], str(result.get("reasoning") or ""))
+                if on_reasoning is not None and reply.reasoning:
+                    await on_reasoning(reply.reasoning, reply.reasoning)
+                if on_response is not None and reply.response:
+                    await on_response(reply.response, reply.response)
+                return reply
+            continue  # confirmed by a person: no reply to reuse, ask at the next position
+        if call.state == "abandoned":
+            continue  # outcome unknown and left behind: ask again at the next position
+        if call.state == "failed":
+            if await journal.aio.consume_retry(state.run_id, call_id=call.id):
+                state.seq[agent.number] = seq  # same position, attempt + 1
+                continue
+            await hold(context, "model_failed", {**_position(call), "error": call.result})
+        if call.id in state.known_calls:  # open before the crash: the outcome is unknown
+            await hold(context, "uncertain_call", {**_position(call), "why": "model_call"})
+        try:
+            reply = await effect()
+        except ModelError as exc:
+            error = {"error": "model_error", "status": exc.status, "message": str(exc)[:2000]}
+            await journal.aio.commit_result(call.id, error, failed=True)
+            if await journal.aio.consume_retry(state.run_id, call_id=call.id):
+                state.seq[agent.number] = seq
+                continue
+            await hold(context, "model_failed", {**_position(call), "error": error})
+        except InterventionException:
+            await journal.aio.commit_result(call.id, {"interrupted": True})
+            raise
+        fire("after_effect", MODEL_CALL_NAME)
+        await journal.aio.commit_result(
+            call.id, {"response": reply.response, "reasoning": reply.reasoning}
+        )
+        fire("after_result", MODEL_CALL_NAME)
+        return reply
+
+
+# seam 2: tool calls ----------------------------------------------------------------------
+def _tool_source(tool: Any) -> Path | None:
+    try:
+        return Path(inspect.getfile(type(tool)))
+    except (TypeError, OSError):
+        return None
+
+
+def tool_policy(tool: Any) -> str:
+    """Replay policy from the engine's table, never from the model's output."""
+    source = _tool_source(tool)
+    safe = source is not None and replay.is_safe(tool.name, source)
+    if tool.name == "call_subordinate":
+        return CHILD_POLICY if safe else "hold"
+    if safe:
+        return "safe_replay"
+    if tool.name == "code_execution_tool":
+        return "adapter:shell"
+    return "hold"
+
+
+def _json_safe(value: Any) -> Any:
+    try:
+        canonical_json(value)
+        return value
+    except DurabilityError:
+        return None
+
+
+def _recorded_response(agent: Agent, result: Any) -> Response:
+    if isinstance(result, dict) and result.get("confirmed_completed"):
+        note = str(result.get("note") or "")
+        return Response(agent.read_prompt("fw.call_confirmed.md", note=note), False)
+    if isinstance(result, dict) and "receipt" in result:
+        output = result["receipt"]
+        if isinstance(output, dict):
+            text = output.get("message", output.get("output"))
+            output = text if isinstance(text, str) else canonical_json(output)
+        return Response(str(output), False)
+    if isinstance(result, dict) and isinstance(result.get("message"), str):
+        additional = result.get("additional")
+        return Response(result["message"], bool(result.get("break_loop")),
+                        additional if isinstance(additional, dict) else None)  # fmt: skip
+    return Response(str(result), False)
+
+
+async def tool_call(agent: Agent, tool: Any, effect: Any) -> Response:
+    """Journal one tool execution; reuse a committed result instead of running the tool."""
+    from agent import InterventionException, RepairableException
+
+    context = agent.context
+    state: DurableRun = context.durable_run
+    journal = context.journal
+    kind = "subordinate" if tool.name == "call_subordinate" else "tool"
+    policy = tool_policy(tool)
+    args = {"method": tool.method, "args": tool.args}
+    seq = state.take_seq(agent.number)
+    fire("before_intent", tool.name)
+    call = await _intent(agent, seq, kind, tool.name, args, policy)
+    fire("after_intent", tool.name)
+    state.last_call[agent.number] = tool.name
+    child = kind == "subordinate" and policy == CHILD_POLICY
+    if call.state == "completed" and not child:
+        if isinstance(call.result, dict) and call.result.get("interrupted"):
+            await hold(context, "replay_divergence", {**_position(call), "why": "interrupted"})
+        return _recorded_response(agent, call.result)
+    if call.state == "failed":
+        error = call.result if isinstance(call.result, dict) else {}
+        message = str(error.get("message") or "the tool failed")
+        if error.get("error") == "repairable":
+            raise RepairableException(message)
+        raise RecordedToolError(message)
+    if call.state == "abandoned":
+        return Response(agent.read_prompt("fw.call_abandoned.md", tool_name=tool.name), False)
+    uncertain = call.state == "open" and call.id in state.known_calls and not child
+    if uncertain and state.permits.get(call.id) not in ("replay", "run"):
+        await hold(context, "uncertain_call", {**_position(call), "why": "not_proven"})
+    try:
+        response = await effect()
+    except InterventionException:
+        await journal.aio.commit_result(call.id, {"interrupted": True, "progress": tool.progress})
+        raise
+    except Exception as exc:
+        kind_of = "repairable" if isinstance(exc, RepairableException) else "error"
+        error = {"error": kind_of, "type": type(exc).__name__, "message": str(exc)[:4000]}
+        await journal.aio.commit_result(call.id, error, failed=True)
+        raise
+    fire("after_effect", tool.name)
+    result = {"message": response.message, "break_loop": bool(response.break_loop),
+              "additional": _json_safe(response.additional)}  # fmt: skip
+    if call.state == "completed":  # a child workflow ran again: its answer must match
+        if digest(journal.masker.mask(result)) != call.result_digest:
+            await hold(context, "replay_divergence", {**_position(call), "why": "child_result"})
+        return response
+    await journal.aio.commit_result(call.id, result)
+    fire("after_result", tool.name)
+    return response
+
+
+class RecordedToolError(Exception):
+    """A tool failure replayed from the journal (the tool is not run again)."""
+
+    code = "tool_failed"
+
+
+# iteration end -----------------------------------------------------------------------------
+async def iteration_end(agent: Agent) -> None:
+    """Checkpoint after each loop iteration (agent 0's also move the resume base)."""
+    from python.helpers import durable_checkpoint
+
+    context = agent.context
+    state: DurableRun = context.durable_run
+    if agent.number == 0 and state.start_agent == 0:
+        durable_checkpoint.set_resume_base(context, agent, phase="iteration")
+    await durable_checkpoint.write(context)
+    fire("after_checkpoint", state.last_call.get(agent.number, MODEL_CALL_NAME))
+
+
+__all__ = [
+    "ActiveRunExists",
+    "DurableHold",
+    "DurableRun",
+    "RunHeld",
+    "Submission",
+    "drive",
+    "hold",
+    "input_digest",
+    "input_payload",
+    "iteration_end",
+    "model_call",
+    "recorded_response",
+    "run_admitted",
+    "start_new_input",
+    "submit",
+    "tool_call",
+    "tool_policy",
+]

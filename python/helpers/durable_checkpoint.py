@@ -1,0 +1,179 @@
+"""Checkpoints of a chat: the masked projection the journal stores, and the rebuild.
+
+A checkpoint holds two projections of the agent chain: ``current`` (the state after this
+iteration; chats are rebuilt from it at start-up) and ``resume`` (the resume base: the
+state at admission or at the end of agent 0's latest iteration; a resumed run continues
+from it and replays forward). Each projection has, per agent, its number, profile,
+history metadata, loop state and the JSON-safe ``data`` without ``_`` keys; plus the
+per-agent sequence counters. The histories (one flat list per agent, and the log items)
+go into the journal's content-addressed history chains, so bytes per step track the step.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from durability.canonical import canonical_json
+from durability.errors import DurabilityError
+from durability.records import CheckpointData
+from python.helpers.history import Bulk, History, Message, Topic
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent import Agent, AgentContext
+
+STATE_VERSION = 1
+SKIP_DATA_KEYS = frozenset({"ctx_window"})  # the last prompt: large and rebuilt every turn
+RESUME_PREFIX = "resume:"
+LOG_KEY = "log"
+
+
+def flatten_history(history: History) -> list[dict[str, Any]]:
+    """Bulks, then each topic as a header entry followed by its messages (append-friendly)."""
+    entries: list[dict[str, Any]] = [{"bulk": b.to_dict()} for b in history.bulks]
+    for topic in history.topics:
+        entries.append({"topic": topic.summary})
+        entries.extend({"m": m.to_dict()} for m in topic.messages)
+    entries.append({"current": history.current.summary})
+    entries.extend({"m": m.to_dict()} for m in history.current.messages)
+    return entries
+
+
+def unflatten_history(entries: list[dict[str, Any]], meta: dict[str, Any]) -> History:
+    history = History(max_tokens=int(meta.get("max_tokens", 0)))
+    history.counter = int(meta.get("counter", 0))
+    topic: Topic | None = None
+    for entry in entries:
+        if "bulk" in entry:
+            history.bulks.append(Bulk.from_dict(entry["bulk"]))
+        elif "topic" in entry or "current" in entry:
+            if topic is not None:
+                history.topics.append(topic)
+            topic = Topic(summary=str(entry.get("topic", entry.get("current")) or ""))
+        elif "m" in entry and topic is not None:
+            topic.messages.append(Message.from_dict(entry["m"]))
+    history.current = topic if topic is not None else Topic()
+    return history
+
+
+def chain(context: AgentContext) -> list[Agent]:
+    """Agent 0 and its subordinates, in order."""
+    agents = []
+    agent = context.agent0
+    while agent is not None and len(agents) < 100:
+        agents.append(agent)
+        agent = agent.data.get("_subordinate")
+    return agents
+
+
+def _json_data(data: dict[str, Any]) -> dict[str, Any]:
+    kept = {}
+    for key, value in data.items():
+        if not isinstance(key, str) or key.startswith("_") or key in SKIP_DATA_KEYS:
+            continue
+        try:
+            canonical_json(value)
+        except DurabilityError:
+            continue
+        kept[key] = value
+    return kept
+
+
+def project(context: AgentContext) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """The chat's state (small dict) and its histories (lists), unmasked."""
+    state_obj = context.durable_run
+    agents, histories = [], {}
+    for agent in chain(context):
+        agents.append({
+            "number": agent.number,
+            "profile": agent.config.profile,
+            "history": {"counter": agent.history.counter, "max_tokens": agent.history.max_tokens},
+            "loop": {"iteration": agent.loop_data.iteration,
+                     "last_response": agent.loop_data.last_response},
+            "data": _json_data(agent.data),
+        })  # fmt: skip
+        histories[f"agent:{agent.number}"] = flatten_history(agent.history)
+    histories[LOG_KEY] = [item.output() for item in context.log.items]
+    streaming = context.streaming_agent
+    state = {
+        "v": STATE_VERSION,
+        "agents": agents,
+        "seq": {str(k): v for k, v in (state_obj.seq if state_obj else {}).items()},
+        "start_agent": state_obj.start_agent if state_obj else 0,
+        "streaming_agent": streaming.number if streaming is not None else None,
+    }
+    return state, histories
+
+
+def set_resume_base(context: AgentContext, agent: Agent, *, phase: str) -> None:
+    """Remember the current state as the point a resumed run continues from."""
+    state, histories = project(context)
+    state["phase"] = phase  # start: monologue not begun; iteration: continue agent 0's loop
+    state["resume_agent"] = agent.number
+    context.durable_run.resume_base = (state, histories)
+
+
+def checkpoint_data(context: AgentContext) -> CheckpointData:
+    state, histories = project(context)
+    base_state, base_histories = context.durable_run.resume_base or (state, histories)
+    all_histories = dict(histories)
+    all_histories.update({RESUME_PREFIX + k: v for k, v in base_histories.items()})
+    return CheckpointData({"current": state, "resume": base_state}, all_histories)
+
+
+async def write(context: AgentContext) -> None:
+    await context.journal.aio.write_checkpoint(context.durable_run.run_id, checkpoint_data(context))
+
+
+def restore_log(context: AgentContext, items: list[dict[str, Any]]) -> None:
+    from python.helpers.log import Log
+
+    log = Log()
+    for item in items:
+        try:
+            log.log(
+                type=str(item.get("type") or "info"), heading=str(item.get("heading") or ""),
+                content=str(item.get("content") or ""), kvps=item.get("kvps") or {},
+                agentno=int(item.get("agentno") or 0), id=item.get("id"),
+            )  # fmt: skip
+        except (ValueError, TypeError):
+            continue
+    context.log = log
+
+
+def restore_chain(
+    context: AgentContext, state: dict[str, Any], histories: dict[str, list[Any]], prefix: str = ""
+) -> None:
+    """Rebuild agent 0, its subordinates and the log from a projection."""
+    from agent import Agent, AgentConfig, LoopData
+
+    parent: Agent | None = None
+    for spec in state.get("agents") or [{"number": 0}]:
+        number = int(spec.get("number", 0))
+        if number == 0:
+            agent = Agent(0, context.config, context)
+            context.agent0 = agent
+        else:
+            config = AgentConfig.from_settings(context.config.settings, profile=spec.get("profile"))
+            config.workdir = context.config.workdir
+            agent = Agent(number, config, context)
+        key = f"{prefix}agent:{number}"
+        agent.history = unflatten_history(histories.get(key, []), spec.get("history") or {})
+        loop = spec.get("loop") or {}
+        agent.loop_data = LoopData(
+            iteration=int(loop.get("iteration", -1)),
+            last_response=str(loop.get("last_response") or ""),
+        )
+        agent.data.update(spec.get("data") or {})
+        if parent is not None:
+            agent.data["_superior"] = parent
+            parent.data["_subordinate"] = agent
+        parent = agent
+    restore_log(context, histories.get(prefix + LOG_KEY, []))
+    context.streaming_agent = None
+
+
+def agent_by_number(context: AgentContext, number: int) -> Agent:
+    for agent in chain(context):
+        if agent.number == number:
+            return agent
+    return context.agent0

@@ -1,0 +1,192 @@
+"""Start-up and decisions: rebuild chats from the journal, recover runs, act on decisions.
+
+What run_ui.py needs at start-up::
+
+    journal = Journal.open_sqlite(usr / "durability" / "journal.sqlite", masker=...)
+    contexts = restore_contexts(journal, runtime.agent_config)
+    plans = await recover(journal)          # holds what it cannot prove, resumes the rest
+    ... AgentContext(config, journal=journal) for new chats; durable.submit(ctx, msg) ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from durability import recovery
+from durability.errors import CorruptCheckpoint, DurabilityError
+from durability.records import DecisionOutcome, RetryGrant
+from python.helpers import durable, durable_checkpoint
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent import AgentContext
+    from durability import Journal
+
+MAX_PARALLEL_RESUMES = 2
+_slots: dict[int, asyncio.Semaphore] = {}
+
+
+def resume_slots() -> asyncio.Semaphore:
+    """At most two runs resume at a time (per event loop)."""
+    loop = asyncio.get_running_loop()
+    slot = _slots.get(id(loop))
+    if slot is None:
+        _slots.clear()
+        slot = _slots[id(loop)] = asyncio.Semaphore(MAX_PARALLEL_RESUMES)
+    return slot
+
+
+def _warn(context: AgentContext | None, heading: str, content: str, **kvps: Any) -> None:
+    if context is not None:
+        context.log.log(type="warning", heading=heading, content=content, kvps=kvps)
+
+
+def restore_contexts(journal: Journal, config_factory: Callable[[], Any]) -> list[AgentContext]:
+    """One chat per journaled context, rebuilt from its latest checkpoint (newest first)."""
+    from agent import AgentContext
+
+    context_ids: list[str] = []
+    for run in journal.list_runs(limit=1_000_000):
+        if run.context_id not in context_ids:
+            context_ids.append(run.context_id)
+    restored = []
+    for context_id in context_ids:
+        context = AgentContext.get(context_id)
+        if context is None:
+            context = AgentContext(config_factory(), id=context_id, journal=journal)
+        context.journal = journal
+        try:
+            checkpoint = journal.latest_context_checkpoint(context_id)
+        except CorruptCheckpoint as exc:
+            checkpoint = None
+            reason = exc.fields.get("reason")
+            text = "The chat's latest checkpoint failed validation; it could not be rebuilt."
+            _warn(context, "Checkpoint damaged", text, reason=reason)
+        if checkpoint is not None:
+            state = checkpoint.state.get("current") or {}
+            durable_checkpoint.restore_chain(context, state, checkpoint.histories)
+        restored.append(context)
+    return restored
+
+
+async def recover(
+    journal: Journal, *, adapters: Mapping[str, recovery.Adapter] | None = None
+) -> list[recovery.RecoveryPlan]:
+    """Classify every open run; hold what cannot be proven, resume the rest (two at a time)."""
+    from agent import AgentContext
+
+    plans = await asyncio.to_thread(recovery.scan, journal, adapters=adapters)
+    for plan in plans:
+        context = AgentContext.get(plan.run.context_id)
+        if plan.action in ("hold", "skip"):
+            _warn(context, "Run held for a decision",
+                  f"This chat's run waits for a person's decision (reason: {plan.run.reason}).",
+                  run_id=plan.run.id, reason=plan.run.reason)  # fmt: skip
+        elif plan.action == "resume" and context is not None:
+            resume_run(context, plan.run.id, plan.permits)
+    return plans
+
+
+def resume_run(
+    context: AgentContext, run_id: str, permits: Mapping[str, str] | None = None
+) -> asyncio.Task:
+    """Continue a journaled run from its resume base, replaying committed calls."""
+    task = asyncio.get_running_loop().create_task(
+        _resume(context, run_id, dict(permits or {})), name=f"chat-{context.id}"
+    )
+    context.task = task
+    return task
+
+
+async def _resume(context: AgentContext, run_id: str, permits: dict[str, str]) -> str:
+    journal = context.journal
+    async with resume_slots():
+        run = await journal.aio.get_run(run_id)
+        if run.status != "active":
+            return ""
+        calls = await journal.aio.list_calls(run_id)
+        state = durable.DurableRun(run_id, run.input_id, permits=permits,
+                                   known_calls={c.id for c in calls})  # fmt: skip
+        try:
+            checkpoint = await journal.aio.latest_checkpoint(run_id)
+        except CorruptCheckpoint as exc:
+            await journal.aio.mark_needs_attention(run_id, "corrupt_checkpoint", exc.to_dict())
+            return ""
+        context.model_calls = context.tool_calls = 0
+        if checkpoint is None:
+            return await _restart_from_input(context, state, run)
+        base = checkpoint.state.get("resume") or {}
+        prefix = durable_checkpoint.RESUME_PREFIX
+        histories = {
+            k[len(prefix) :]: v for k, v in checkpoint.histories.items() if k.startswith(prefix)
+        }
+        durable_checkpoint.restore_chain(context, base, histories)
+        state.seq = {int(k): int(v) for k, v in (base.get("seq") or {}).items()}
+        state.start_agent = int(base.get("start_agent", 0))
+        state.resume_base = (base, histories)
+        context.durable_run = state
+        agent = durable_checkpoint.agent_by_number(context, int(base.get("resume_agent", 0)))
+        return await durable.drive(context, agent, resume=base.get("phase") == "iteration")
+
+
+async def _restart_from_input(context: AgentContext, state: durable.DurableRun, run: Any) -> str:
+    """Admitted but no checkpoint yet: the chat's last state plus the journaled input."""
+    from agent import UserMessage
+
+    journal = context.journal
+    previous = await journal.aio.latest_context_checkpoint(context.id)
+    if previous is not None:
+        current = previous.state.get("current") or {}
+        durable_checkpoint.restore_chain(context, current, previous.histories)
+    events = await journal.aio.list_events(run_id=run.id, limit=1000)
+    payload = next((e.payload for e in events if e.type == "input"), None) or {}
+    message = payload.get("message") if isinstance(payload, dict) else None
+    message = message if isinstance(message, dict) else {}
+    msg = UserMessage(
+        str(message.get("message") or ""),
+        system_message=[str(s) for s in message.get("system_message") or []],
+        id=run.input_id,
+    )
+    context.durable_run = state
+    agent = context.agent0
+    agent.hist_add_user_message(msg)
+    durable_checkpoint.set_resume_base(context, agent, phase="start")
+    await durable_checkpoint.write(context)
+    return await durable.drive(context, agent, resume=False)
+
+
+async def apply_decision(
+    journal: Journal, run_id: str, decision: str, *, version: int, actor: str,
+    note: str | None = None, call_id: str | None = None,
+) -> DecisionOutcome:  # fmt: skip
+    """Record a person's decision (StaleVersion, NoteRequired, ... propagate) and act on it:
+    a run that becomes active again is resumed in its chat."""
+    from agent import AgentContext
+
+    outcome = await journal.aio.decide(
+        run_id, decision, version=version, actor=actor, note=note, call_id=call_id
+    )
+    context = AgentContext.get(outcome.run.context_id)
+    if outcome.applied and context is not None:
+        context.log.log(
+            type="info", heading=f"Decision: {decision}",
+            content=f"{actor} decided '{decision}' for the held run.",
+            kvps={"run_id": run_id, "decision": decision},
+        )  # fmt: skip
+        if outcome.run.status == "active" and not context.is_running():
+            context.journal = journal
+            resume_run(context, run_id)
+    return outcome
+
+
+async def grant_retries(journal: Journal, run_id: str, attempts: int, *, actor: str) -> RetryGrant:
+    """Grant retries of failed model calls; a run held for one (model_failed) resumes."""
+    grant = await journal.aio.grant_retries(run_id, attempts, actor=actor)
+    run = await journal.aio.get_run(run_id)
+    if run.status == "needs_attention" and run.reason == "model_failed":
+        try:
+            await apply_decision(journal, run_id, "resume", version=run.version, actor=actor)
+        except DurabilityError:
+            pass  # someone decided first; the grant stays for the next attempt
+    return grant

@@ -1,0 +1,144 @@
+"""A journaled turn: admission, intents and results at the two seams, checkpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+
+import pytest
+
+from agent import AgentConfig, AgentContext, UserMessage
+from durability import InputConflict, RunHeld
+from python.helpers import durable
+from tests.durable.conftest import TIMEOUT, make_settings, prompt_text, side_effects
+
+pytestmark = pytest.mark.unit
+
+
+async def test_a_journaled_turn_records_every_call_and_a_checkpoint_per_iteration(harness):
+    harness.model.tool("side_effect", {"label": "one"})
+    harness.model.tool("response", {"text": "all done"})
+    ctx = harness.chat()
+    assert await harness.send(ctx, "do it") == "all done"
+    assert side_effects() == ["one"]
+    run = harness.run_of(ctx.id)
+    assert run.status == "completed"
+    calls = harness.journal.list_calls(run.id)
+    shape = [(c.agent_no, c.seq, c.kind, c.name, c.policy, c.state) for c in calls]
+    assert shape == [
+        (0, 0, "model", "model", "hold", "completed"),
+        (0, 1, "tool", "side_effect", "hold", "completed"),
+        (0, 2, "model", "model", "hold", "completed"),
+        (0, 3, "tool", "response", "safe_replay", "completed"),
+    ]
+    assert calls[1].args == {"method": None, "args": {"label": "one"}}
+    assert set(calls[0].args) == {"provider", "model", "kind", "messages_digest"}
+    assert calls[3].result == {"message": "all done", "break_loop": True, "additional": None}
+    assert durable.recorded_response(harness.journal, run.id) == "all done"
+    checkpoint = harness.journal.latest_checkpoint(run.id)
+    current = checkpoint.state["current"]
+    assert current["seq"] == {"0": 4}
+    assert [a["number"] for a in current["agents"]] == [0]
+    history = checkpoint.histories["agent:0"]
+    assert any("all done" in str(e.get("m", {}).get("content")) for e in history)
+    # one base checkpoint at admission + one per iteration (two iterations)
+    with contextlib.closing(sqlite3.connect(harness.db)) as db:
+        (count,) = db.execute(
+            "SELECT count(*) FROM checkpoints WHERE run_id = ?", (run.id,)
+        ).fetchone()
+    assert count == 3
+
+
+async def test_duplicate_input_returns_the_recorded_answer_without_a_model_call(harness):
+    harness.model.tool("response", {"text": "first answer"})
+    ctx = harness.chat()
+    first = await durable.submit(ctx, UserMessage("question", id="input-1"))
+    assert first.kind == "started" and first.input_id == "input-1"
+    assert await asyncio.wait_for(first.task, TIMEOUT) == "first answer"
+    calls = harness.model.calls
+    again = await durable.submit(ctx, UserMessage("question", id="input-1"))
+    assert (again.kind, again.run_id, again.status) == ("duplicate", first.run_id, "completed")
+    assert again.response == "first answer" and again.task is None
+    assert harness.model.calls == calls, "a duplicate input never calls the model"
+    # communicate() follows the same rule
+    assert await harness.send(ctx, "question", input_id="input-1") == "first answer"
+    assert harness.model.calls == calls
+    with pytest.raises(InputConflict) as err:
+        await durable.submit(ctx, UserMessage("another question", id="input-1"))
+    assert err.value.code == "input_conflict"
+    assert len(harness.journal.list_runs(context_id=ctx.id)) == 1
+
+
+async def test_generated_input_ids_and_attachment_digests(harness, tmp_path):
+    attachment = tmp_path / "a.txt"
+    attachment.write_text("v1")
+    msg = UserMessage("look", attachments=[str(attachment)])
+    payload = durable.input_payload(msg)
+    before = durable.input_digest(harness.journal, payload)
+    attachment.write_text("v2")
+    after = durable.input_digest(harness.journal, durable.input_payload(msg))
+    assert before != after, "the attachment's content is part of the digest"
+    harness.model.tool("response", {"text": "ok"})
+    ctx = harness.chat()
+    submission = await durable.submit(ctx, msg)
+    assert len(submission.input_id) == 32 and msg.id == submission.input_id
+    await asyncio.wait_for(submission.task, TIMEOUT)
+
+
+async def test_a_message_during_a_run_is_a_journaled_intervention(harness):
+    harness.model.tool("wait", {"seconds": 60})
+    harness.model.tool("response", {"text": "stopped waiting"})
+    ctx = harness.chat()
+    started = await durable.submit(ctx, UserMessage("wait a minute", id="in-a"))
+
+    async def tool_logged() -> None:
+        while not any("wait" in str(i.get("heading")) for i in ctx.log.output()):
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(tool_logged(), TIMEOUT)
+    second = await durable.submit(ctx, UserMessage("answer now", id="in-b"))
+    assert second.kind == "intervention" and second.run_id == started.run_id
+    assert await asyncio.wait_for(started.task, TIMEOUT) == "stopped waiting"
+    assert "answer now" in prompt_text(harness.model.requests[1])
+    events = harness.journal.list_events(run_id=started.run_id)
+    assert [e.type for e in events if e.type in ("input", "intervention")] == [
+        "input",
+        "intervention",
+    ]
+    wait_call = harness.journal.list_calls(started.run_id)[1]
+    assert wait_call.name == "wait" and wait_call.result.get("interrupted") is True
+
+
+async def test_a_chat_without_a_journal_behaves_as_before(model_server, tmp_path):
+    ctx = AgentContext(AgentConfig.from_settings(make_settings(model_server.url, tmp_path)))
+    try:
+        model_server.tool("response", {"text": "plain"})
+        assert await asyncio.wait_for(ctx.communicate(UserMessage("hi")), TIMEOUT) == "plain"
+        assert ctx.durable_run is None
+    finally:
+        AgentContext.remove(ctx.id)
+
+
+async def test_a_failed_model_call_holds_until_a_retry_grant(harness):
+    from python.helpers.durable_resume import grant_retries
+
+    harness.model.fail(400, "bad request from provider")
+    ctx = harness.chat()
+    assert await harness.send(ctx, "go") == ""
+    run = harness.run_of(ctx.id)
+    assert (run.status, run.reason) == ("needs_attention", "model_failed")
+    assert [c.state for c in harness.journal.list_calls(run.id)] == ["failed"]
+    assert any(i["type"] == "warning" for i in ctx.log.output())
+    with pytest.raises(RunHeld):
+        await durable.submit(ctx, UserMessage("another"))
+    harness.model.tool("response", {"text": "recovered"})
+    await grant_retries(harness.journal, run.id, 1, actor="tester")
+    assert await harness.settle(ctx.id) == "recovered"
+    run = harness.journal.get_run(run.id)
+    assert run.status == "completed"
+    calls = harness.journal.list_calls(run.id)
+    assert [(c.seq, c.attempt, c.state) for c in calls[:2]] == [
+        (0, 1, "superseded"),
+        (0, 2, "completed"),
+    ]
