@@ -71,6 +71,12 @@ class ShellError(Exception):
     code = "shell_error"
 
 
+class ReceiptRefused(ShellError):
+    """No receipt can be written for this call (bad identity or one exists): nothing ran."""
+
+    code = "receipt_refused"
+
+
 class _OutputTail:
     """Reads what the shell appends to a command's output file (opened once it exists)."""
 
@@ -200,7 +206,7 @@ class ShellSession:
             try:
                 body = receipts.wrap(call_id, args_digest, script)
             except ReceiptError as e:
-                raise ShellError(f"no receipt can be written for this call ({e.code})") from e
+                raise ReceiptRefused(f"no receipt can be written for this call ({e.code})") from e
             self._tail = _OutputTail(receipts.output_path(call_id))
         line = f"{body}; printf '\\036%s:%d\\n' {token} \"$?\"\n"
         await self._write(line)

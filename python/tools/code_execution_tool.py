@@ -8,7 +8,14 @@ import sys
 from typing import Any
 
 from python.helpers.history import truncate_text
-from python.helpers.shell import CommandResult, Receipt, ShellError, ShellSession, Timeouts
+from python.helpers.shell import (
+    CommandResult,
+    Receipt,
+    ReceiptRefused,
+    ShellError,
+    ShellSession,
+    Timeouts,
+)
 from python.helpers.tool import Response, Tool
 
 RUNTIMES = ("terminal", "python", "nodejs", "output", "reset")
@@ -44,6 +51,8 @@ class CodeExecution(Tool):
                     self._on_poll,
                     receipt=self._receipt(),
                 )
+        except ReceiptRefused as e:
+            return Response(f"Session {number}: {e}; nothing was run.", break_loop=False)
         except ShellError as e:
             return Response(self._busy_text(number, str(e)), break_loop=False)
         self.set_progress("")

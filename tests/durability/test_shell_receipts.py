@@ -363,3 +363,18 @@ async def test_code_execution_tool_without_journal_writes_no_receipt(tmp_path, r
             await tool.agent.context.shells.close_all()
         assert response.message == "42\n\n[exit code 0]"
     assert list(receipts.folder.iterdir()) == []
+
+
+async def test_code_execution_tool_never_reruns_a_call_that_has_a_receipt(tmp_path, receipts):
+    args = {"runtime": "terminal", "code": "echo once >> count.txt"}
+    responses = []
+    for _ in range(2):
+        tool = make_tool(tmp_path, receipts, args)
+        tool.call_identity = ("same-call", call_args_digest(args))
+        try:
+            responses.append(await tool.execute(**args))
+        finally:
+            await tool.agent.context.shells.close_all()
+    assert responses[0].message == "(no output)\n[exit code 0]"
+    assert "receipt_exists" in responses[1].message and "nothing was run" in responses[1].message
+    assert (tmp_path / "work" / "count.txt").read_text() == "once\n"
