@@ -88,7 +88,7 @@ async def save_base64_files(runtime: Runtime, input: dict[str, Any]) -> list[str
 def log_user_message(ctx: Any, text: str, attachments: list[str], message_id: str | None) -> None:
     """Show the user's message in the chat log (as upstream's message endpoints do)."""
     kvps = {"attachments": [Path(p).name for p in attachments]} if attachments else None
-    ctx.log.log(type="user", heading="User message", content=text, kvps=kvps)
+    ctx.log.log(type="user", heading="User message", content=text, kvps=kvps, id=message_id)
 
 
 async def start_user_message(runtime: Runtime, input: dict[str, Any]) -> tuple[Any, Any]:

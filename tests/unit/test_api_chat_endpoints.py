@@ -28,9 +28,9 @@ class FakeLog:
         self.items: list[dict[str, Any]] = []
         self.version = 0
 
-    def log(self, type: str, heading: str = "", content: str = "", kvps=None, agentno: int = 0):
+    def log(self, type: str, heading: str = "", content: str = "", kvps=None, agentno=0, id=None):
         item = {"no": len(self.items), "type": type, "heading": heading, "content": content}
-        item.update({"kvps": kvps, "agentno": agentno})
+        item.update({"kvps": kvps, "agentno": agentno, "id": id})
         self.items.append(item)
         self.version += 1
         return item
@@ -142,6 +142,7 @@ def test_message_creates_a_chat_and_poll_shows_it(client):
     snapshot = client.post("/api/poll", json={"context": ctx, "log_from": 0}).json()
     assert [c["id"] for c in snapshot["contexts"]] == [ctx]
     assert [item["type"] for item in snapshot["logs"]] == ["user", "response"]
+    assert snapshot["logs"][0]["id"] == body["message_id"]
     assert snapshot["context"] == ctx and snapshot["running"] is False
     later = client.post("/api/poll", json={"context": ctx, "log_from": snapshot["log_version"]})
     assert later.json()["logs"] == []

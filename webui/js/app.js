@@ -97,6 +97,7 @@ async function poll() {
     }
     renderChatList(snapshot.contexts);
     if (snapshot.context) applyLogs(snapshot);
+    $("chat-progress").textContent = snapshot.log_progress_active ? snapshot.log_progress : "";
     state.running = Boolean(snapshot.running);
     state.paused = Boolean(snapshot.paused);
     applyControls();
