@@ -1,13 +1,20 @@
-"""One writer thread per store: batches the writes of concurrent callers into one transaction.
+"""Group commit: the writes of concurrent callers share one transaction.
 
-Each caller's function runs inside its own savepoint, so a refusal rolls back only that
-caller's writes. Callers are woken only after COMMIT returned (with synchronous=FULL, once
-the WAL is on disk); if COMMIT fails, every caller in the batch gets the error.
+There is no writer thread. A caller queues its write; if no transaction is in flight, the
+caller becomes the *leader*: it takes every queued write (its own included), runs them in
+one transaction on the store's single writer connection, commits, and answers each caller.
+Callers that queue while a leader commits wait; the next leader takes them all together.
+A lone caller therefore runs its own write in its own thread, with no hand-off.
+
+With more than one write in a batch, each runs inside its own savepoint so a refusal rolls
+back only that caller's writes; a lone write needs no savepoint (a refusal rolls back the
+transaction, or commits it when the refusal keeps its writes). Callers are answered only
+after COMMIT returned (with synchronous=FULL, once the WAL is on disk); if COMMIT fails,
+every caller in the batch gets the error.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -18,6 +25,8 @@ from durability.faults import crash_point
 
 T = TypeVar("T")
 MAX_BATCH = 256
+
+_Item = tuple[Callable[[Any], Any], "Future[Any]"]
 
 
 class TransactionControl(Protocol):
@@ -31,9 +40,6 @@ class TransactionControl(Protocol):
     def rollback(self) -> None: ...
 
 
-_STOP = object()
-
-
 class GroupCommitWriter:
     def __init__(
         self,
@@ -42,90 +48,100 @@ class GroupCommitWriter:
         translate: Callable[[BaseException], BaseException],
         name: str = "journal-writer",
     ) -> None:
+        self.name = name
         self._control = control
         self._tx = tx
         self._translate = translate
-        self._queue: queue.Queue[Any] = queue.Queue()
+        self._pending: list[_Item] = []
+        self._cond = threading.Condition()
+        self._leader: int | None = None  # thread id of the caller running a batch
         self._closed = False
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
         self.batches = 0  # committed transactions, for tests and measurements
 
+    @property
+    def pending(self) -> int:
+        """Writes queued behind the batch in flight."""
+        with self._cond:
+            return len(self._pending)
+
     def submit(self, fn: Callable[[Any], T]) -> T:
-        if threading.current_thread() is self._thread:
-            raise RuntimeError("a journal write may not start another write")
+        """Run ``fn(tx)`` in a transaction; return once that transaction is durable."""
         future: Future[T] = Future()
-        with self._lock:
+        with self._cond:
+            if self._leader == threading.get_ident():
+                raise RuntimeError("a journal write may not start another write")
             if self._closed:
                 raise JournalClosed("the journal is closed")
-            self._queue.put((fn, future))
-        return future.result()
+            self._pending.append((fn, future))
+        while True:
+            with self._cond:
+                while not future.done() and self._leader is not None:
+                    self._cond.wait()
+                if future.done():
+                    return future.result()
+                self._leader = threading.get_ident()
+                batch = self._pending[:MAX_BATCH]
+                del self._pending[:MAX_BATCH]
+            try:
+                self._commit_batch(batch)
+            finally:
+                with self._cond:
+                    self._leader = None
+                    self._cond.notify_all()
 
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
+        """Refuse new writes; wait until every queued write is answered."""
+        with self._cond:
             self._closed = True
-            self._queue.put(_STOP)
-        self._thread.join()
+            while self._leader is not None or self._pending:
+                self._cond.wait()
 
-    def _next_batch(self) -> tuple[list[tuple[Callable[[Any], Any], Future[Any]]], bool]:
-        first = self._queue.get()
-        if first is _STOP:
-            return [], True
-        batch = [first]
-        stop = False
-        while len(batch) < MAX_BATCH:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is _STOP:
-                stop = True
-                break
-            batch.append(item)
-        return batch, stop
+    def _fail_all(self, batch: list[_Item], exc: BaseException) -> None:
+        error = self._translate(exc)
+        for _, future in batch:
+            future.set_exception(error)
 
-    def _run(self) -> None:
-        stop = False
-        while not stop:
-            batch, stop = self._next_batch()
-            if batch:
-                self._commit_batch(batch)
-
-    def _commit_batch(self, batch: list[tuple[Callable[[Any], Any], Future[Any]]]) -> None:
-        outcomes: list[tuple[bool, Any]] = []
+    def _commit_batch(self, batch: list[_Item]) -> None:
         try:
             self._control.begin()
         except BaseException as exc:  # the database refused to start a transaction
-            error = self._translate(exc)
-            for _, future in batch:
-                future.set_exception(error)
+            self._fail_all(batch, exc)
             return
         try:
-            for fn, _ in batch:
-                outcomes.append(self._run_one(fn))
-            crash_point("journal.batch_before_commit")
-            self._control.commit()
-            self.batches += 1
-            crash_point("journal.batch_after_commit")
+            if len(batch) == 1:
+                outcomes = [self._run_alone(batch[0][0])]
+            else:
+                outcomes = [self._run_one(fn) for fn, _ in batch]
+            if any(keep for _, _, keep in outcomes):
+                crash_point("journal.batch_before_commit")
+                self._control.commit()
+                self.batches += 1
+                crash_point("journal.batch_after_commit")
+            else:  # nothing to keep: every write in the batch was refused
+                self._control.rollback()
         except BaseException as exc:
             try:
                 self._control.rollback()
             except BaseException:
                 pass
-            error = self._translate(exc)
-            for _, future in batch:
-                future.set_exception(error)
+            self._fail_all(batch, exc)
             return
-        for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
+        for (_, future), (ok, value, _) in zip(batch, outcomes, strict=True):
             if ok:
                 future.set_result(value)
             else:
                 future.set_exception(value)
 
-    def _run_one(self, fn: Callable[[Any], Any]) -> tuple[bool, Any]:
+    def _run_alone(self, fn: Callable[[Any], Any]) -> tuple[bool, Any, bool]:
+        """A lone write: the transaction itself is its savepoint."""
+        try:
+            return True, fn(self._tx), True
+        except DurabilityError as exc:
+            return False, exc, exc.keeps_writes
+        except BaseException as exc:
+            return False, self._translate(exc), False
+
+    def _run_one(self, fn: Callable[[Any], Any]) -> tuple[bool, Any, bool]:
         self._control.savepoint()
         try:
             value = fn(self._tx)
@@ -134,9 +150,9 @@ class GroupCommitWriter:
                 self._control.release()
             else:
                 self._control.rollback_to_savepoint()
-            return False, exc
+            return False, exc, exc.keeps_writes
         except BaseException as exc:
             self._control.rollback_to_savepoint()
-            return False, self._translate(exc)
+            return False, self._translate(exc), False
         self._control.release()
-        return True, value
+        return True, value, True

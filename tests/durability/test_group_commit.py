@@ -45,7 +45,7 @@ def test_queued_writes_commit_in_one_transaction(journal):
         futures = [pool.submit(journal.admit, f"c{i}", f"in-{i}", sha(str(i))) for i in range(18)]
         # one refusal in the same batch: a second input for chat c0
         futures.append(pool.submit(journal.admit, "c0", "in-x", sha("x")))
-        wait_for(lambda: store._writer._queue.qsize() == 19)
+        wait_for(lambda: store._writer.pending == 19)
         gate.set()
         first.result(timeout=10)
         results = [f.exception(timeout=30) or f.result() for f in futures]
@@ -81,3 +81,30 @@ def test_a_bug_in_one_write_does_not_poison_the_writer(journal):
         )
         == 0
     )
+
+
+def test_a_lone_write_runs_in_the_callers_thread(journal):
+    """No hand-off: with no batch in flight the caller leads its own transaction."""
+    seen = []
+    journal.store.write(lambda tx: seen.append(threading.get_ident()))
+    assert seen == [threading.get_ident()]
+
+
+def test_a_write_may_not_start_another(journal):
+    def nested(tx):
+        journal.store.write(lambda inner: None)
+
+    with pytest.raises(RuntimeError, match="may not start another write"):
+        journal.store.write(nested)
+    assert journal.admit("c", "in-1", sha("x")).created  # the writer is still usable
+
+
+def test_concurrent_callers_each_get_their_own_answer(journal):
+    def admit(i):
+        return journal.admit(f"c{i}", f"in-{i}", sha(str(i))).run.context_id
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(admit, range(200)))
+    assert answers == [f"c{i}" for i in range(200)]
+    assert len(journal.list_runs(limit=500)) == 200
+    assert journal.store.batches <= 200
