@@ -64,7 +64,10 @@ class DurableRun:
     known_calls: set[str] = field(default_factory=set)  # call ids journaled before a resume
     permits: dict[str, str] = field(default_factory=dict)  # call id -> replay | run
     resume_base: tuple[dict, dict] | None = None  # (state, histories) to resume from
-    last_call: dict[int, str] = field(default_factory=dict)
+    iteration_calls: dict[int, list[str]] = field(default_factory=dict)  # names, per agent
+
+    def note_call(self, agent_no: int, name: str) -> None:
+        self.iteration_calls.setdefault(agent_no, []).append(name)
 
     def take_seq(self, agent_no: int) -> int:
         seq = self.seq.get(agent_no, 0)
@@ -328,7 +331,7 @@ async def model_call(
         fire("before_intent", MODEL_CALL_NAME)
         call = await _intent(agent, seq, "model", MODEL_CALL_NAME, args, "hold")
         fire("after_intent", MODEL_CALL_NAME)
-        state.last_call[agent.number] = MODEL_CALL_NAME
+        state.note_call(agent.number, MODEL_CALL_NAME)
         if call.state == "completed":
             result = call.result if isinstance(call.result, dict) else {}
             if result.get("interrupted"):
@@ -430,7 +433,7 @@ async def tool_call(agent: Agent, tool: Any, effect: Any) -> Response:
     fire("before_intent", tool.name)
     call = await _intent(agent, seq, kind, tool.name, args, policy)
     fire("after_intent", tool.name)
-    state.last_call[agent.number] = tool.name
+    state.note_call(agent.number, tool.name)
     child = kind == "subordinate" and policy == CHILD_POLICY
     if call.state == "completed" and not child:
         if isinstance(call.result, dict) and call.result.get("interrupted"):
@@ -485,7 +488,8 @@ async def iteration_end(agent: Agent) -> None:
     if agent.number == 0 and state.start_agent == 0:
         durable_checkpoint.set_resume_base(context, agent, phase="iteration")
     await durable_checkpoint.write(context)
-    fire("after_checkpoint", state.last_call.get(agent.number, MODEL_CALL_NAME))
+    for name in dict.fromkeys(state.iteration_calls.pop(agent.number, [])):
+        fire("after_checkpoint", name)
 
 
 __all__ = [

@@ -1,0 +1,302 @@
+"""Crash at each loop boundary (in-process stand-in for SIGKILL), restart, recover."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+
+import pytest
+
+from agent import UserMessage
+from durability import RunHeld
+from python.helpers import durable
+from tests.durable.conftest import prompt_text, side_effects
+
+pytestmark = pytest.mark.unit
+
+BOUNDARIES = ("before_intent", "after_intent", "after_effect", "after_result", "after_checkpoint")
+
+
+def script_side_effect_turn(model) -> None:
+    model.tool("side_effect", {"label": "pay"})
+    model.tool("response", {"text": "paid"})
+
+
+# (boundary) -> the run's outcome after restart when the side-effect tool was interrupted
+SIDE_EFFECT_OUTCOMES = {
+    "before_intent": ("completed", ["pay"]),  # nothing journaled: it runs once, after restart
+    "after_intent": ("needs_attention", []),  # intent on disk, outcome unknown: held
+    "after_effect": ("needs_attention", ["pay"]),  # it ran, no result: held, never re-run
+    "after_result": ("completed", ["pay"]),  # result committed: reused
+    "after_checkpoint": ("completed", ["pay"]),
+}
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+async def test_side_effect_tool_without_adapter(harness, monkeypatch, boundary):
+    script_side_effect_turn(harness.model)
+    ctx = harness.chat()
+    await harness.crash(ctx, "pay the bill", monkeypatch, boundary, "side_effect")
+    plans = await harness.restart()
+    await harness.settle(ctx.id)
+    status, effects = SIDE_EFFECT_OUTCOMES[boundary]
+    run = harness.run_of(ctx.id)
+    assert run.status == status
+    assert side_effects() == effects, "a non-allowlisted action never runs twice"
+    restored = harness.get(ctx.id)
+    if status == "needs_attention":
+        assert run.reason == "uncertain_call"
+        assert run.reason_detail["name"] == "side_effect"
+        assert [p.action for p in plans] == ["hold"]
+        assert any(i["type"] == "warning" for i in restored.log.output())
+        with pytest.raises(RunHeld):
+            await durable.submit(restored, UserMessage("anything else?"))
+    else:
+        assert durable.recorded_response(harness.journal, run.id) == "paid"
+        assert harness.model.calls == 2, "committed model replies are reused"
+
+
+MODEL_OUTCOMES = {
+    "before_intent": ("completed", 2),
+    "after_intent": ("needs_attention", 0),
+    "after_effect": ("needs_attention", 1),
+    "after_result": ("completed", 2),
+    "after_checkpoint": ("completed", 2),
+}
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+async def test_model_call(harness, monkeypatch, boundary):
+    harness.model.tool("notify_user", {"message": "hello"})
+    harness.model.tool("response", {"text": "answered"})
+    ctx = harness.chat()
+    await harness.crash(ctx, "say hello", monkeypatch, boundary, "model")
+    await harness.restart()
+    await harness.settle(ctx.id)
+    status, model_calls = MODEL_OUTCOMES[boundary]
+    run = harness.run_of(ctx.id)
+    assert run.status == status
+    assert harness.model.calls == model_calls, "the model is asked once per position"
+    if status == "needs_attention":
+        assert (run.reason, run.reason_detail["kind"]) == ("uncertain_call", "model")
+
+
+async def test_response_tool_replays_from_the_allowlist(harness, monkeypatch):
+    harness.model.tool("response", {"text": "final words"})
+    ctx = harness.chat()
+    await harness.crash(ctx, "answer", monkeypatch, "after_effect", "response")
+    plans = await harness.restart()
+    assert plans[0].action == "resume" and list(plans[0].permits.values()) == ["replay"]
+    assert await harness.settle(ctx.id) == "final words"
+    assert harness.run_of(ctx.id).status == "completed"
+    assert harness.model.calls == 1
+    responses = [i for i in harness.get(ctx.id).log.output() if i["type"] == "response"]
+    assert [r["content"] for r in responses] == ["final words"]
+
+
+async def test_restored_chat_shows_history_and_log(harness, monkeypatch):
+    script_side_effect_turn(harness.model)
+    ctx = harness.chat()
+    ctx.log.log(type="user", heading="User message", content="pay the bill")
+    await harness.crash(ctx, "pay the bill", monkeypatch, "after_effect", "side_effect")
+    await harness.restart()
+    restored = harness.get(ctx.id)
+    assert restored is not ctx and restored.journal is harness.journal
+    assert "pay the bill" in restored.agent0.history.output_text()
+    assert any(i["type"] == "user" for i in restored.log.output())
+
+
+def _held(harness, ctx_id):
+    run = harness.run_of(ctx_id)
+    assert run.status == "needs_attention"
+    return run
+
+
+async def _held_side_effect(harness, monkeypatch):
+    script_side_effect_turn(harness.model)
+    ctx = harness.chat()
+    await harness.crash(ctx, "pay the bill", monkeypatch, "after_effect", "side_effect")
+    await harness.restart()
+    assert side_effects() == ["pay"]
+    return ctx.id, _held(harness, ctx.id)
+
+
+async def _decide(harness, run, decision, note=None):
+    from python.helpers.durable_resume import apply_decision
+
+    return await apply_decision(
+        harness.journal, run.id, decision, version=run.version, actor="tester", note=note
+    )
+
+
+async def test_decision_resume_abandons_the_call_and_warns_the_agent(harness, monkeypatch):
+    ctx_id, run = await _held_side_effect(harness, monkeypatch)
+    await _decide(harness, run, "resume")
+    assert await harness.settle(ctx_id) == "paid"
+    assert side_effects() == ["pay"], "resume never repeats the uncertain call"
+    assert "Do not repeat it blindly" in prompt_text(harness.model.requests[-1])
+    states = [c.state for c in harness.journal.list_calls(run.id)]
+    assert states[1] == "abandoned" and harness.run_of(ctx_id).status == "completed"
+
+
+async def test_decision_stop_ends_the_run(harness, monkeypatch):
+    ctx_id, run = await _held_side_effect(harness, monkeypatch)
+    outcome = await _decide(harness, run, "stop")
+    assert outcome.run.status == "stopped"
+    assert harness.get(ctx_id).task is None
+    assert side_effects() == ["pay"]
+
+
+async def test_decision_new_attempt_runs_the_step_again(harness, monkeypatch):
+    ctx_id, run = await _held_side_effect(harness, monkeypatch)
+    await _decide(harness, run, "new_attempt")
+    assert await harness.settle(ctx_id) == "paid"
+    assert side_effects() == ["pay", "pay"], "run again on purpose"
+    calls = harness.journal.list_calls(run.id)
+    assert [(c.seq, c.attempt, c.state) for c in calls if c.name == "side_effect"] == [
+        (1, 1, "superseded"),
+        (1, 2, "completed"),
+    ]
+
+
+async def test_decision_confirmed_completed_uses_the_note(harness, monkeypatch):
+    ctx_id, run = await _held_side_effect(harness, monkeypatch)
+    await _decide(harness, run, "confirmed_completed", note="bank shows the payment")
+    assert await harness.settle(ctx_id) == "paid"
+    assert side_effects() == ["pay"]
+    assert "bank shows the payment" in prompt_text(harness.model.requests[-1])
+
+
+async def test_decision_confirmed_not_completed_runs_it_for_the_first_time(harness, monkeypatch):
+    ctx_id, run = await _held_side_effect(harness, monkeypatch)
+    await _decide(harness, run, "confirmed_not_completed", note="no payment at the bank")
+    assert await harness.settle(ctx_id) == "paid"
+    assert side_effects() == ["pay", "pay"]
+
+
+async def test_replay_divergence_holds(harness, monkeypatch):
+    script_side_effect_turn(harness.model)
+    ctx = harness.chat()
+    await harness.crash(ctx, "pay the bill", monkeypatch, "after_result", "side_effect")
+    harness.settings_extra["chat_model_name"] = "another-model"  # the prompt identity changed
+    await harness.restart()
+    await harness.settle(ctx.id)
+    run = harness.run_of(ctx.id)
+    assert (run.status, run.reason) == ("needs_attention", "replay_divergence")
+    assert (run.reason_detail["agent_no"], run.reason_detail["seq"]) == (0, 0)
+    assert harness.model.calls == 1 and side_effects() == ["pay"]
+
+
+async def test_corrupt_checkpoint_holds_and_the_chat_refuses_messages(harness, monkeypatch):
+    script_side_effect_turn(harness.model)
+    ctx = harness.chat()
+    await harness.crash(ctx, "pay the bill", monkeypatch, "after_checkpoint", "side_effect")
+    harness.journal.close()
+    with contextlib.closing(sqlite3.connect(harness.db)) as db:
+        db.execute(
+            "UPDATE checkpoints SET body = replace(body, 'pay', 'PAY') WHERE id = "
+            "(SELECT max(id) FROM checkpoints)"
+        )
+        db.commit()
+    harness.journal = type(harness.journal).open_sqlite(harness.db)
+    plans = await harness.restart()
+    run = harness.run_of(ctx.id)
+    assert [p.action for p in plans] == ["hold"]
+    assert (run.status, run.reason) == ("needs_attention", "corrupt_checkpoint")
+    with pytest.raises(RunHeld):
+        await durable.submit(harness.get(ctx.id), UserMessage("hello?"))
+    version = run.version
+    await harness.restart()
+    assert harness.run_of(ctx.id).version == version, "held runs are not touched by restarts"
+
+
+async def test_subordinate_resumes_without_rerunning_completed_child_calls(harness, monkeypatch):
+    harness.model.tool("call_subordinate", {"message": "pay it"})
+    harness.model.tool("side_effect", {"label": "child-pay"})  # agent 1
+    harness.model.tool("response", {"text": "child paid"})  # agent 1
+    harness.model.tool("response", {"text": "the child paid"})  # agent 0
+    ctx = harness.chat()
+    await harness.crash(ctx, "delegate", monkeypatch, "after_result", "side_effect")
+    assert harness.model.calls == 2
+    plans = await harness.restart()
+    assert plans[0].action == "resume"
+    assert await harness.settle(ctx.id) == "the child paid"
+    assert side_effects() == ["child-pay"]
+    assert harness.model.calls == 4, "the child's committed model replies were reused"
+    calls = harness.journal.list_calls(harness.run_of(ctx.id).id)
+    assert [(c.agent_no, c.kind, c.name) for c in calls] == [
+        (0, "model", "model"),
+        (0, "subordinate", "call_subordinate"),
+        (1, "model", "model"),
+        (1, "tool", "side_effect"),
+        (1, "model", "model"),
+        (1, "tool", "response"),
+        (0, "model", "model"),
+        (0, "tool", "response"),
+    ]
+    assert all(c.state == "completed" for c in calls)
+
+
+async def test_shell_adapter_receipt_completed_is_reused(harness, monkeypatch):
+    harness.model.tool("code_execution_tool", {"runtime": "terminal", "code": "echo hi >> f"})
+    harness.model.tool("response", {"text": "ran"})
+    ctx = harness.chat()
+    await harness.crash(ctx, "run it", monkeypatch, "after_intent", "code_execution_tool")
+    seen = []
+
+    def shell_adapter(call):
+        seen.append(call.name)
+        return ("completed", "hi (from the receipt)")
+
+    await harness.restart(adapters={"adapter:shell": shell_adapter})
+    assert await harness.settle(ctx.id) == "ran"
+    assert seen == ["code_execution_tool"]
+    assert not (harness.workdir / "f").exists(), "the command was not run again"
+    assert "hi (from the receipt)" in prompt_text(harness.model.requests[-1])
+
+
+async def test_shell_adapter_not_started_runs_it(harness, monkeypatch):
+    harness.model.tool("code_execution_tool", {"runtime": "terminal", "code": "echo hi >> f"})
+    harness.model.tool("response", {"text": "ran"})
+    ctx = harness.chat()
+    await harness.crash(ctx, "run it", monkeypatch, "after_intent", "code_execution_tool")
+    await harness.restart(adapters={"adapter:shell": lambda call: "not_started"})
+    assert await harness.settle(ctx.id) == "ran"
+    assert (harness.workdir / "f").read_text() == "hi\n"
+
+
+@pytest.mark.parametrize("verdict", ["unknown", "rejected:digest_mismatch", None])
+async def test_shell_without_proof_holds(harness, monkeypatch, verdict):
+    harness.model.tool("code_execution_tool", {"runtime": "terminal", "code": "echo hi >> f"})
+    ctx = harness.chat()
+    await harness.crash(ctx, "run it", monkeypatch, "after_intent", "code_execution_tool")
+    adapters = {"adapter:shell": lambda call: verdict} if verdict else None
+    await harness.restart(adapters=adapters)
+    run = harness.run_of(ctx.id)
+    assert (run.status, run.reason) == ("needs_attention", "uncertain_call")
+    if verdict and verdict.startswith("rejected"):
+        assert run.reason_detail["receipt_reason"] == "digest_mismatch"
+        events = harness.journal.list_events(run_id=run.id)
+        assert any(e.type == "receipt_rejected" for e in events)
+
+
+async def test_a_run_that_keeps_crashing_is_parked(harness, monkeypatch):
+    from durability import failpoints
+
+    harness.model.tool("notify_user", {"message": "x"})
+    ctx = harness.chat()
+    await harness.crash(ctx, "go", monkeypatch, "before_intent", "model")
+    for _ in range(3):  # every restart dies again before making progress
+        (harness.usr / "durability" / failpoints.FIRED_FILE).unlink()
+        monkeypatch.setenv(failpoints.CRASH_AT_ENV, "before_intent")
+        monkeypatch.setenv(failpoints.CRASH_MATCH_ENV, "model")
+        with failpoints.raise_instead():
+            plans = await harness.restart()
+            assert plans[0].action == "resume"
+            with pytest.raises(failpoints.SimulatedCrash):
+                await harness.settle(ctx.id)
+    monkeypatch.delenv(failpoints.CRASH_AT_ENV)
+    plans = await harness.restart()
+    run = harness.run_of(ctx.id)
+    assert (run.status, run.reason) == ("needs_attention", "recovery_attempts_exceeded")
+    assert plans[0].action == "hold"
