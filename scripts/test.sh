@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything the test suite needs (idempotently) and runs it.
-# Usage: bash scripts/test.sh [extra pytest args]
+# Usage: bash scripts/test.sh            the whole suite
+#        bash scripts/test.sh ARGS...    pytest ARGS (e.g. a path or -m integration)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/_setup.sh
@@ -11,12 +12,26 @@ apt_install "${apt_need[@]}"
 
 ensure_venv requirements-dev.txt
 
-set +e
-"$VENV/bin/python" -m pytest -n "${A0_TEST_WORKERS:-2}" --dist loadgroup "$@"
-rc=$?
-set -e
-if [ "$rc" -eq 5 ]; then
-  echo "pytest collected no tests: failing on purpose" >&2
-  exit 1
+# pytest's exit code 5 (no test collected) must never pass silently.
+run_pytest() {
+  local rc=0
+  "$VENV/bin/python" -m pytest "$@" || rc=$?
+  if [ "$rc" -eq 5 ]; then
+    echo "pytest collected no tests for: $* (failing on purpose)" >&2
+    return 1
+  fi
+  return "$rc"
+}
+
+if [ "$#" -gt 0 ]; then
+  run_pytest "$@"
+  exit $?
 fi
+
+# Playwright's sync API leaves an event loop running in its worker process, which breaks
+# the asyncio tests that would follow it there: browser tests get a pytest session of
+# their own.
+rc=0
+run_pytest -n "${A0_TEST_WORKERS:-2}" --dist loadgroup -m "not browser" || rc=$?
+run_pytest -n "${A0_TEST_WORKERS:-2}" -m browser || rc=$?
 exit "$rc"
