@@ -20,7 +20,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from python.helpers import durable, files
+from python.helpers import durable, durable_admission, files
 from python.helpers.history import History, Message
 from python.helpers.shell import ShellSessions
 from python.helpers.tool import Response, Tool
@@ -215,11 +215,11 @@ class AgentContext:
         if self.is_running():
             assert self.task is not None
             if self.journal is not None:
-                durable.journal_intervention_later(self, msg)
+                durable_admission.journal_intervention_later(self, msg)
             self.get_agent().intervention = msg
             return self.task
         if self.journal is not None:
-            self.task = durable.start_new_input(self, self.agent0, msg)
+            self.task = durable_admission.start_new_input(self, self.agent0, msg)
             return self.task
         return self._start(self.agent0, msg)
 
@@ -231,7 +231,7 @@ class AgentContext:
         self.paused = False
         msg = UserMessage(agent.read_prompt("fw.msg_nudge.md"))
         if self.journal is not None:
-            self.task = durable.start_new_input(self, agent, msg, after=previous)
+            self.task = durable_admission.start_new_input(self, agent, msg, after=previous)
             return self.task
         return self._start(agent, msg)
 

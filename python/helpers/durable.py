@@ -14,20 +14,17 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from durability import failpoints, replay
-from durability.canonical import canonical_json, digest, digest_bytes
+from durability.canonical import canonical_json, digest
 from durability.errors import (
-    ActiveRunExists,
     DurabilityError,
     InvalidTransition,
     OpenIntents,
     ReplayDivergence,
-    RunHeld,
     RunNotActive,
 )
 from python.helpers import files
@@ -75,18 +72,6 @@ class DurableRun:
         return seq
 
 
-@dataclass
-class Submission:
-    """What happened to a submitted message."""
-
-    kind: str  # started | duplicate | intervention
-    run_id: str
-    input_id: str
-    status: str
-    task: asyncio.Task | None = None
-    response: str | None = None
-
-
 def state_dir() -> Path:
     """The journal's folder (failpoint marks live there)."""
     return files.usr_dir() / "durability"
@@ -94,121 +79,6 @@ def state_dir() -> Path:
 
 def fire(boundary: str, name: str) -> None:
     failpoints.failpoint(boundary, name, state_dir())
-
-
-# admission ----------------------------------------------------------------------------
-def _file_digest(path: str) -> str | None:
-    try:
-        return digest_bytes(Path(path).read_bytes())
-    except OSError:
-        return None
-
-
-def input_payload(msg: UserMessage) -> dict[str, Any]:
-    """What identifies a message's content: text, attachments (name + digest), system text."""
-    return {
-        "message": msg.message,
-        "attachments": [{"name": Path(a).name, "digest": _file_digest(a)} for a in msg.attachments],
-        "system_message": list(msg.system_message),
-    }
-
-
-def input_digest(journal: Journal, payload: dict[str, Any]) -> str:
-    """SHA-256 of the masked canonical JSON of the payload."""
-    return digest(journal.masker.mask(payload))
-
-
-def _ensure_input_id(msg: UserMessage) -> str:
-    if not msg.id:
-        msg.id = uuid.uuid4().hex
-    return msg.id
-
-
-def recorded_response(journal: Journal, run_id: str) -> str | None:
-    """The final answer journaled for a run, if it ended with one."""
-    events = journal.list_events(run_id=run_id, limit=100_000)
-    for event in reversed(events):
-        if event.type == "run_result" and isinstance(event.payload, dict):
-            response = event.payload.get("response")
-            return response if isinstance(response, str) else None
-    return None
-
-
-def _locks(context: AgentContext) -> asyncio.Lock:
-    lock = context.data.get("_durable_admit_lock")
-    if lock is None:
-        lock = context.data["_durable_admit_lock"] = asyncio.Lock()
-    return lock
-
-
-async def submit(context: AgentContext, msg: UserMessage) -> Submission:
-    """Admit a message through the journal and act on it (the server's entry point).
-
-    Raises InputConflict (same id, other content), RunHeld (the chat waits for a
-    decision) and ActiveRunExists (a run is open but not running in this process)."""
-    journal = context.journal
-    input_id = _ensure_input_id(msg)
-    payload = await asyncio.to_thread(input_payload, msg)
-    content_digest = input_digest(journal, payload)
-    async with _locks(context):
-        context.paused = False
-        if context.is_running():
-            adm = await journal.aio.admit_intervention(
-                context.id, input_id, content_digest, message=payload
-            )
-            if adm.created:
-                context.get_agent().intervention = msg
-                kind = "intervention"
-            else:
-                kind = "duplicate"
-            return Submission(kind, adm.run.id, input_id, adm.run.status, context.task)
-        adm = await journal.aio.admit(context.id, input_id, content_digest, message=payload)
-        if not adm.created:
-            response = await asyncio.to_thread(recorded_response, journal, adm.run.id)
-            return Submission("duplicate", adm.run.id, input_id, adm.run.status, None, response)
-        context.task = asyncio.get_running_loop().create_task(
-            run_admitted(context, context.agent0, adm.run, msg), name=f"chat-{context.id}"
-        )
-        return Submission("started", adm.run.id, input_id, "active", context.task)
-
-
-def start_new_input(
-    context: AgentContext, agent: Agent, msg: UserMessage, after: asyncio.Task | None = None
-) -> asyncio.Task:
-    """``communicate`` with a journal: a task that admits ``msg`` and runs it."""
-
-    async def admit_and_run() -> str:
-        if after is not None and not after.done():
-            with contextlib.suppress(BaseException):
-                await asyncio.wait([after])
-        journal = context.journal
-        input_id = _ensure_input_id(msg)
-        payload = await asyncio.to_thread(input_payload, msg)
-        adm = await journal.aio.admit(
-            context.id, input_id, input_digest(journal, payload), message=payload
-        )
-        if not adm.created:
-            return await asyncio.to_thread(recorded_response, journal, adm.run.id) or ""
-        return await run_admitted(context, agent, adm.run, msg)
-
-    return asyncio.get_running_loop().create_task(admit_and_run(), name=f"chat-{context.id}")
-
-
-def journal_intervention_later(context: AgentContext, msg: UserMessage) -> None:
-    """Journal an intervention handed over synchronously (``communicate``)."""
-    journal = context.journal
-    input_id = _ensure_input_id(msg)
-
-    async def admit() -> None:
-        try:
-            payload = await asyncio.to_thread(input_payload, msg)
-            await journal.aio.admit_intervention(
-                context.id, input_id, input_digest(journal, payload), message=payload
-            )
-        except DurabilityError as exc:
-            context.log.log(type="warning", content=f"intervention not journaled: {exc.code}")
-
-    asyncio.get_running_loop().create_task(admit())
 
 
 # running a run ------------------------------------------------------------------------
@@ -493,21 +363,13 @@ async def iteration_end(agent: Agent) -> None:
 
 
 __all__ = [
-    "ActiveRunExists",
     "DurableHold",
     "DurableRun",
-    "RunHeld",
-    "Submission",
     "drive",
     "hold",
-    "input_digest",
-    "input_payload",
     "iteration_end",
     "model_call",
-    "recorded_response",
     "run_admitted",
-    "start_new_input",
-    "submit",
     "tool_call",
     "tool_policy",
 ]

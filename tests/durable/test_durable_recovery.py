@@ -9,7 +9,7 @@ import pytest
 
 from agent import UserMessage
 from durability import RunHeld
-from python.helpers import durable
+from python.helpers import durable_admission
 from tests.durable.conftest import prompt_text, side_effects
 
 pytestmark = pytest.mark.unit
@@ -50,9 +50,9 @@ async def test_side_effect_tool_without_adapter(harness, monkeypatch, boundary):
         assert [p.action for p in plans] == ["hold"]
         assert any(i["type"] == "warning" for i in restored.log.output())
         with pytest.raises(RunHeld):
-            await durable.submit(restored, UserMessage("anything else?"))
+            await durable_admission.submit(restored, UserMessage("anything else?"))
     else:
-        assert durable.recorded_response(harness.journal, run.id) == "paid"
+        assert durable_admission.recorded_response(harness.journal, run.id) == "paid"
         assert harness.model.calls == 2, "committed model replies are reused"
 
 
@@ -204,7 +204,7 @@ async def test_corrupt_checkpoint_holds_and_the_chat_refuses_messages(harness, m
     assert [p.action for p in plans] == ["hold"]
     assert (run.status, run.reason) == ("needs_attention", "corrupt_checkpoint")
     with pytest.raises(RunHeld):
-        await durable.submit(harness.get(ctx.id), UserMessage("hello?"))
+        await durable_admission.submit(harness.get(ctx.id), UserMessage("hello?"))
     version = run.version
     await harness.restart()
     assert harness.run_of(ctx.id).version == version, "held runs are not touched by restarts"

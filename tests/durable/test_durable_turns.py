@@ -10,7 +10,7 @@ import pytest
 
 from agent import AgentConfig, AgentContext, UserMessage
 from durability import InputConflict, RunHeld
-from python.helpers import durable
+from python.helpers import durable_admission
 from tests.durable.conftest import TIMEOUT, make_settings, prompt_text, side_effects
 
 pytestmark = pytest.mark.unit
@@ -35,7 +35,7 @@ async def test_a_journaled_turn_records_every_call_and_a_checkpoint_per_iteratio
     assert calls[1].args == {"method": None, "args": {"label": "one"}}
     assert set(calls[0].args) == {"provider", "model", "kind", "messages_digest"}
     assert calls[3].result == {"message": "all done", "break_loop": True, "additional": None}
-    assert durable.recorded_response(harness.journal, run.id) == "all done"
+    assert durable_admission.recorded_response(harness.journal, run.id) == "all done"
     checkpoint = harness.journal.latest_checkpoint(run.id)
     current = checkpoint.state["current"]
     assert current["seq"] == {"0": 4}
@@ -53,11 +53,11 @@ async def test_a_journaled_turn_records_every_call_and_a_checkpoint_per_iteratio
 async def test_duplicate_input_returns_the_recorded_answer_without_a_model_call(harness):
     harness.model.tool("response", {"text": "first answer"})
     ctx = harness.chat()
-    first = await durable.submit(ctx, UserMessage("question", id="input-1"))
+    first = await durable_admission.submit(ctx, UserMessage("question", id="input-1"))
     assert first.kind == "started" and first.input_id == "input-1"
     assert await asyncio.wait_for(first.task, TIMEOUT) == "first answer"
     calls = harness.model.calls
-    again = await durable.submit(ctx, UserMessage("question", id="input-1"))
+    again = await durable_admission.submit(ctx, UserMessage("question", id="input-1"))
     assert (again.kind, again.run_id, again.status) == ("duplicate", first.run_id, "completed")
     assert again.response == "first answer" and again.task is None
     assert harness.model.calls == calls, "a duplicate input never calls the model"
@@ -65,7 +65,7 @@ async def test_duplicate_input_returns_the_recorded_answer_without_a_model_call(
     assert await harness.send(ctx, "question", input_id="input-1") == "first answer"
     assert harness.model.calls == calls
     with pytest.raises(InputConflict) as err:
-        await durable.submit(ctx, UserMessage("another question", id="input-1"))
+        await durable_admission.submit(ctx, UserMessage("another question", id="input-1"))
     assert err.value.code == "input_conflict"
     assert len(harness.journal.list_runs(context_id=ctx.id)) == 1
 
@@ -74,14 +74,14 @@ async def test_generated_input_ids_and_attachment_digests(harness, tmp_path):
     attachment = tmp_path / "a.txt"
     attachment.write_text("v1")
     msg = UserMessage("look", attachments=[str(attachment)])
-    payload = durable.input_payload(msg)
-    before = durable.input_digest(harness.journal, payload)
+    payload = durable_admission.input_payload(msg)
+    before = durable_admission.input_digest(harness.journal, payload)
     attachment.write_text("v2")
-    after = durable.input_digest(harness.journal, durable.input_payload(msg))
+    after = durable_admission.input_digest(harness.journal, durable_admission.input_payload(msg))
     assert before != after, "the attachment's content is part of the digest"
     harness.model.tool("response", {"text": "ok"})
     ctx = harness.chat()
-    submission = await durable.submit(ctx, msg)
+    submission = await durable_admission.submit(ctx, msg)
     assert len(submission.input_id) == 32 and msg.id == submission.input_id
     await asyncio.wait_for(submission.task, TIMEOUT)
 
@@ -90,14 +90,14 @@ async def test_a_message_during_a_run_is_a_journaled_intervention(harness):
     harness.model.tool("wait", {"seconds": 60})
     harness.model.tool("response", {"text": "stopped waiting"})
     ctx = harness.chat()
-    started = await durable.submit(ctx, UserMessage("wait a minute", id="in-a"))
+    started = await durable_admission.submit(ctx, UserMessage("wait a minute", id="in-a"))
 
     async def tool_logged() -> None:
         while not any("wait" in str(i.get("heading")) for i in ctx.log.output()):
             await asyncio.sleep(0.02)
 
     await asyncio.wait_for(tool_logged(), TIMEOUT)
-    second = await durable.submit(ctx, UserMessage("answer now", id="in-b"))
+    second = await durable_admission.submit(ctx, UserMessage("answer now", id="in-b"))
     assert second.kind == "intervention" and second.run_id == started.run_id
     assert await asyncio.wait_for(started.task, TIMEOUT) == "stopped waiting"
     assert "answer now" in prompt_text(harness.model.requests[1])
@@ -131,7 +131,7 @@ async def test_a_failed_model_call_holds_until_a_retry_grant(harness):
     assert [c.state for c in harness.journal.list_calls(run.id)] == ["failed"]
     assert any(i["type"] == "warning" for i in ctx.log.output())
     with pytest.raises(RunHeld):
-        await durable.submit(ctx, UserMessage("another"))
+        await durable_admission.submit(ctx, UserMessage("another"))
     harness.model.tool("response", {"text": "recovered"})
     await grant_retries(harness.journal, run.id, 1, actor="tester")
     assert await harness.settle(ctx.id) == "recovered"
