@@ -9,6 +9,7 @@ and, per history key, the head node hash and length; its digest covers that body
 from __future__ import annotations
 
 import json
+import marshal
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,12 @@ MAX_CHAIN = 10_000_000
 class _HistoryHead:
     head: str | None
     hashes: tuple[str, ...]  # blob hash of each masked message
-    plain: str | None  # canonical JSON of the unmasked list (fast append detection)
+    # The messages as the caller passed them, packed with marshal (format 2: no
+    # back-references): equal bytes mean the same types and values, hence the same
+    # canonical JSON. ``ends[i]`` is where message i ends in ``packed``. None when unknown
+    # (first checkpoint after a restart) or when a message cannot be packed.
+    packed: bytes | None
+    ends: tuple[int, ...] | None
 
 
 @dataclass(frozen=True)
@@ -150,7 +156,7 @@ def _previous_heads(tx: StoreTx, context_id: str, cache: HistoryCache) -> dict[s
     try:
         body = _decode_body(row)
         return {
-            key: _HistoryHead(ref["head"], tuple(_resolve_hashes(tx, row, ref["head"])), None)
+            key: _HistoryHead(ref["head"], tuple(_resolve_hashes(tx, row, ref["head"])), None, None)
             for key, ref in body["histories"].items()
         }
     except (CorruptCheckpoint, KeyError, TypeError):
@@ -162,49 +168,81 @@ def _masked_blob(masker: Masker, message: Any) -> tuple[str, bytes]:
     return digest_bytes(data), data
 
 
-def _common_prefix(
-    masker: Masker, messages: list[Any], prev: _HistoryHead
-) -> tuple[int, str | None]:
-    """How many leading messages are unchanged, and their canonical JSON when known."""
-    n = len(prev.hashes)
-    if prev.plain is not None and len(messages) >= n:
-        prefix_plain = canonical_json(messages[:n])
-        if prefix_plain == prev.plain:
-            return n, prefix_plain  # the common case: the history only grew
-    keep = 0
-    while (
-        keep < min(n, len(messages))
-        and _masked_blob(masker, messages[keep])[0] == prev.hashes[keep]
-    ):
+_PACK_VERSION = 2  # marshal format without back-references: bytes depend only on the value
+_LIST_HEADER = 5  # marshal list: type byte + 4-byte length, then the items' bytes
+
+
+def _pack(value: Any) -> bytes | None:
+    try:
+        return marshal.dumps(value, _PACK_VERSION)
+    except ValueError:  # a type marshal does not know (e.g. a str subclass)
+        return None
+
+
+def _packed_prefix(messages: list[Any], prev: _HistoryHead, limit: int) -> int:
+    """How many leading messages are byte-for-byte what the previous checkpoint saw.
+
+    One C-level pass over the messages (no JSON, no hashing); 0 when unknown.
+    """
+    if prev.packed is None or prev.ends is None or limit == 0:
+        return 0
+    packed = _pack(messages[:limit])
+    if packed is None:
+        return 0
+    if packed[_LIST_HEADER:] == prev.packed[: prev.ends[limit - 1]]:
+        return limit
+    keep, start = 0, 0
+    while keep < limit:
+        one = _pack(messages[keep])
+        if one is None or one != prev.packed[start : prev.ends[keep]]:
+            break
+        start = prev.ends[keep]
         keep += 1
-    return keep, None
+    return keep
 
 
 def _store_history(
     tx: StoreTx, masker: Masker, messages: list[Any], prev: _HistoryHead | None, now: float
 ) -> _HistoryHead:
-    keep, prefix_plain = (0, "[]") if prev is None else _common_prefix(masker, messages, prev)
+    """Store the messages not already in ``prev``'s chain; return the new head.
+
+    The unchanged prefix is found from the packed bytes; past it (or without them) each
+    message is masked and hashed, and a message whose hash still matches the previous
+    one at its position extends the prefix.
+    """
+    limit = 0 if prev is None else min(len(prev.hashes), len(messages))
+    keep = 0 if prev is None else _packed_prefix(messages, prev, limit)
     hashes = list(prev.hashes[:keep]) if prev is not None else []
-    parts = []
-    for message in messages[keep:]:
-        h, data = _masked_blob(masker, message)
-        tx.put_blob(h, data, now)
-        hashes.append(h)
-        parts.append(canonical_json(message))
-    if prefix_plain is None:
-        plain = canonical_json(messages)
-    elif keep == 0:
-        plain = "[" + ",".join(parts) + "]"
+    parts: list[bytes] | None = []
+    if keep and prev is not None and prev.packed is not None and prev.ends is not None:
+        parts = [prev.packed[: prev.ends[keep - 1]]]
+        ends = list(prev.ends[:keep])
     else:
-        plain = prefix_plain[:-1] + "".join("," + part for part in parts) + "]"
+        ends = []
+    for index in range(keep, len(messages)):
+        message = messages[index]
+        h, data = _masked_blob(masker, message)
+        if index == keep and index < limit and prev is not None and h == prev.hashes[index]:
+            keep += 1  # unchanged after all (e.g. no packed bytes after a restart)
+        else:
+            tx.put_blob(h, data, now)
+        hashes.append(h)
+        one = _pack(message) if parts is not None else None
+        if one is None:
+            parts = None
+        elif parts is not None:
+            parts.append(one)
+            ends.append((ends[-1] if ends else 0) + len(one))
+    packed = b"".join(parts) if parts is not None else None
+    done = (packed, tuple(ends)) if packed is not None else (None, None)
     if prev is not None and keep == len(prev.hashes) == len(messages):
-        return _HistoryHead(prev.head, tuple(hashes), plain)
+        return _HistoryHead(prev.head, tuple(hashes), *done)
     base = prev.head if (prev is not None and keep > 0) else None
     node = canonical_json({"base": base, "keep": keep if base else 0, "add": hashes[keep:]})
     node_data = node.encode("utf-8")
     head = digest_bytes(node_data)
     tx.put_blob(head, node_data, now)
-    return _HistoryHead(head, tuple(hashes), plain)
+    return _HistoryHead(head, tuple(hashes), *done)
 
 
 def store_checkpoint(
