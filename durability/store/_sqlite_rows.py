@@ -105,19 +105,23 @@ class SqliteTx(StoreTx):
         return self._run(row) if row else None
 
     def update_run(self, run: Run) -> None:
+        detail = None if run.reason_detail is None else _dump(run.reason_detail)
+        # The common change is a version bump alone (every intent, result, checkpoint):
+        # set only version and updated_at, which no index covers, so one page is written.
+        cur = self.conn.execute(
+            "UPDATE runs SET version = ?, updated_at = ? WHERE id = ? AND status = ?"
+            " AND reason IS ? AND reason_detail IS ? AND recovery_attempts = ?",
+            (run.version, run.updated_at, run.id, run.status, run.reason, detail,
+             run.recovery_attempts),
+        )  # fmt: skip
+        if cur.rowcount:
+            return
         self.conn.execute(
             "UPDATE runs SET status = ?, version = ?, reason = ?, reason_detail = ?,"
             " recovery_attempts = ?, updated_at = ? WHERE id = ?",
-            (
-                run.status,
-                run.version,
-                run.reason,
-                None if run.reason_detail is None else _dump(run.reason_detail),
-                run.recovery_attempts,
-                run.updated_at,
-                run.id,
-            ),
-        )
+            (run.status, run.version, run.reason, detail, run.recovery_attempts,
+             run.updated_at, run.id),
+        )  # fmt: skip
 
     def list_runs(
         self, statuses: Sequence[str] | None, context_id: str | None, limit: int

@@ -1,0 +1,76 @@
+"""Schema 2: upgrading a schema-1 file, and a version bump that rewrites one page."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import replace
+
+import pytest
+
+from durability import Journal
+from durability.store.sqlite import migrations
+from tests.durability.conftest import sha
+
+pytestmark = pytest.mark.unit
+
+FRAME = 4096 + 24  # one WAL frame: a page and its header
+
+
+def index_columns(path, name):
+    conn = sqlite3.connect(path)
+    try:
+        return [r[2] for r in conn.execute(f"PRAGMA index_info({name})")]
+    finally:
+        conn.close()
+
+
+def test_a_schema_1_file_is_upgraded_with_its_data(tmp_path):
+    path = tmp_path / "journal.sqlite"
+    first = dict(migrations())[1].read_text(encoding="utf-8")
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(f"BEGIN;\n{first}\nPRAGMA user_version=1;\nCOMMIT;")
+    conn.execute("INSERT INTO contexts (id, created_at) VALUES ('chat', 1.0)")
+    conn.execute(
+        "INSERT INTO runs (id, context_id, input_id, input_digest, status, version,"
+        " created_at, updated_at) VALUES ('r1', 'chat', 'in-1', ?, 'active', 7, 1.0, 2.0)",
+        (sha("x"),),
+    )
+    conn.close()
+    assert index_columns(path, "runs_by_status") == ["status", "updated_at"]
+    with Journal.open_sqlite(path) as journal:
+        assert journal.store.schema_version == migrations()[-1][0] >= 2
+        run = journal.get_run("r1")
+        assert (run.status, run.version) == ("active", 7)
+        journal.record_intent("r1", agent_no=0, seq=0, kind="tool", name="t", args={},
+                              policy="p")  # fmt: skip
+        assert journal.get_run("r1").version == 8
+    assert index_columns(path, "runs_by_status") == ["status"]
+
+
+def test_a_version_bump_rewrites_only_the_runs_page(tmp_path):
+    path = tmp_path / "journal.sqlite"
+    with Journal.open_sqlite(path) as journal:
+        run = journal.admit("chat", "in-1", sha("x")).run
+        for i in range(3):  # other runs in other chats share the table and indexes
+            journal.admit(f"other{i}", f"in-o{i}", sha(str(i)))
+        wal = f"{path}-wal"
+
+        def bump(tx):
+            current = tx.get_run(run.id)
+            tx.update_run(
+                replace(current, version=current.version + 1, updated_at=current.updated_at + 1)
+            )
+
+        before = os.path.getsize(wal)
+        journal.store.write(bump)
+        assert os.path.getsize(wal) - before == FRAME  # the runs leaf, no index page
+        assert journal.get_run(run.id).version == run.version + 1
+
+        def hold(tx):
+            current = tx.get_run(run.id)
+            tx.update_run(replace(current, status="needs_attention", reason="test"))
+
+        journal.store.write(hold)  # a real change still updates the indexes it touches
+        assert [r.id for r in journal.list_runs("needs_attention")] == [run.id]
+        assert journal.active_run("chat").status == "needs_attention"
