@@ -172,6 +172,17 @@ class _Server(uvicorn.Server):
             asyncio.get_running_loop().call_soon_threadsafe(self.runtime.begin_shutdown)
 
 
+def _preload() -> None:
+    """Import the loop and the model transport before serving, so first requests are fast."""
+    import importlib
+
+    for name in ("agent", "python.helpers.models"):
+        try:
+            importlib.import_module(name)
+        except Exception:
+            logger.exception("could not preload %s", name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args, extras = parse_args(argv)
     log_format = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -182,6 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runtime = Runtime(usr, settings.load(usr), auth.AuthConfig.load(usr), overrides=extras)
     if extras:
         logger.info("extra arguments kept as overrides: %s", ", ".join(sorted(extras)))
+    _preload()
     app = build_app(runtime, secret_key=_secret_key(usr), cookie_suffix=f"_{args.port}")
     config = uvicorn.Config(
         app,

@@ -6,12 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.support.model_server import model_server as model_server
 from tests.support.ui_server import running_ui as running_ui
 from tests.support.ui_server import ui_server as ui_server
 
 CHROMIUM = Path("/usr/bin/chromium")
+expect.set_options(timeout=30_000)  # CI machines can be slow; a real failure still fails
 
 
 @pytest.fixture(scope="session")

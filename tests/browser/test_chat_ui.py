@@ -8,7 +8,7 @@ from playwright.sync_api import Page, expect
 
 pytestmark = pytest.mark.browser
 
-TIMEOUT_MS = 30_000
+TIMEOUT_MS = 60_000
 
 
 def test_message_shows_tool_call_and_answer(page: Page, running_ui, model_server):
@@ -49,17 +49,19 @@ def test_settings_dialog_never_shows_a_key_back(page: Page, running_ui):
     page.goto(running_ui.url)
     page.get_by_test_id("settings-open").click()
     dialog = page.get_by_test_id("settings-dialog")
-    expect(dialog).to_be_visible()
+    expect(dialog).to_be_visible(timeout=TIMEOUT_MS)
     expect(dialog.get_by_test_id("chat_model_name")).to_have_value("scripted")
     key_inputs = dialog.locator("input[data-testid^=api-key-]")
     expect(key_inputs.first).to_be_visible()
     provider = key_inputs.first.get_attribute("data-testid").removeprefix("api-key-")
     key_inputs.first.fill(secret)
     dialog.get_by_test_id("settings-save").click()
-    expect(dialog).to_be_hidden()
+    expect(dialog).to_be_hidden(timeout=TIMEOUT_MS)
 
     page.get_by_test_id("settings-open").click()
-    expect(dialog.get_by_test_id(f"api-key-state-{provider}")).to_have_text("(set)")
+    expect(dialog.get_by_test_id(f"api-key-state-{provider}")).to_have_text(
+        "(set)", timeout=TIMEOUT_MS
+    )
     expect(dialog.get_by_test_id(f"api-key-{provider}")).to_have_value("")
     assert secret not in page.content()
     with running_ui.ui_client() as client:
@@ -112,7 +114,7 @@ def test_login_page_then_chat(page: Page, ui_server, model_server):
 
     ui_server.env.update(ui_env_for(model_server))
     ui_server.env.update({"AUTH_LOGIN": "ann", "AUTH_PASSWORD": "pw-123456"})
-    ui_server.start()
+    ui_server.start(timeout=60)
     page.goto(ui_server.url)
     expect(page).to_have_url(f"{ui_server.url}/login")
     page.fill("#login-user", "ann")

@@ -11,7 +11,7 @@ import httpx
 from tests.support.ui_server import UiServer
 
 
-def wait_until(condition: Callable[[], Any], timeout: float = 20, what: str = "condition") -> Any:
+def wait_until(condition: Callable[[], Any], timeout: float = 60, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = condition()

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_sigterm_stops_an_idle_server_with_exit_code_0(ui_server):
-    ui_server.start()
+    ui_server.start(timeout=60)
     assert httpx.get(f"{ui_server.url}/api/health", timeout=5).json()["ok"] is True
     assert ui_server.stop() == 0
     with pytest.raises(httpx.HTTPError):
@@ -21,7 +21,7 @@ def test_sigterm_stops_an_idle_server_with_exit_code_0(ui_server):
 
 def test_sigterm_cancels_a_running_chat_and_exits_0(ui_server, model_server, tmp_path):
     ui_server.env.update(ui_env_for(model_server))
-    ui_server.start()
+    ui_server.start(timeout=60)
     model_server.tool("code_execution_tool", {"runtime": "terminal", "code": "sleep 120"})
     with ui_server.ui_client() as client:
         sent = client.post("/api/message_async", json={"text": "sleep for a while"})
@@ -41,7 +41,7 @@ def test_sigterm_cancels_a_running_chat_and_exits_0(ui_server, model_server, tmp
 
 def test_extra_key_value_arguments_are_accepted(ui_server):
     ui_server.extra_args = ["--dockerized=true", "--development", "--some_agent_field=x"]
-    ui_server.start()
+    ui_server.start(timeout=60)
     assert httpx.get(f"{ui_server.url}/api/health", timeout=5).status_code == 200
     assert ui_server.stop() == 0
     assert "dockerized" in ui_server.output()

@@ -52,7 +52,7 @@ def test_login_protects_the_ui_api(ui_server, model_server):
 
     ui_server.env.update(ui_env_for(model_server))
     ui_server.env.update({"AUTH_LOGIN": "ann", "AUTH_PASSWORD": "s3cret"})
-    ui_server.start()
+    ui_server.start(timeout=60)
     with httpx.Client(base_url=ui_server.url, timeout=10) as client:
         assert client.post("/api/poll", json={}).status_code == 401
         assert client.get("/").status_code == 303

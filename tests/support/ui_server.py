@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_PYTHON = REPO / ".venv" / "bin" / "python"
+SLOW_START = 60  # fixtures allow for a loaded CI machine; UiServer.start keeps 20 by default
 
 
 def free_port() -> int:
@@ -161,7 +162,7 @@ def ui_server(tmp_path: Path) -> Iterator[UiServer]:
 def running_ui(ui_server: UiServer, model_server: ScriptedModel) -> Iterator[UiServer]:
     """run_ui.py started against the scripted model (API token 'test-token'); must stop with 0."""
     ui_server.env.update(ui_env_for(model_server))
-    ui_server.start()
+    ui_server.start(timeout=SLOW_START)
     yield ui_server
     code = ui_server.stop()
     assert code == 0, f"run_ui.py did not stop cleanly ({code}):\n{ui_server.output()[-4000:]}"

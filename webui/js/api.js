@@ -11,7 +11,17 @@ export class ApiCallError extends Error {
   }
 }
 
-async function fetchToken() {
+let tokenRequest = null;
+
+function fetchToken() {
+  // one request at a time: concurrent first calls must share one session token
+  tokenRequest ??= requestToken().finally(() => {
+    tokenRequest = null;
+  });
+  return tokenRequest;
+}
+
+async function requestToken() {
   const response = await fetch("/api/csrf_token", { credentials: "same-origin" });
   const body = await response.json().catch(() => ({}));
   if (!response.ok) {
