@@ -96,6 +96,13 @@ async def run_admitted(context: AgentContext, agent: Agent, run: Run, msg: UserM
 
 async def drive(context: AgentContext, agent: Agent, *, resume: bool) -> str:
     """Run the chain of a journaled run to its end: completed, failed, held or stopped."""
+    try:
+        return await _drive(context, agent, resume=resume)
+    finally:
+        context.durable_run = None  # the run is over (or held): no journaling outside it
+
+
+async def _drive(context: AgentContext, agent: Agent, *, resume: bool) -> str:
     from agent import HandledException
 
     state: DurableRun = context.durable_run

@@ -47,7 +47,7 @@ def restore_contexts(journal: Journal, config_factory: Callable[[], Any]) -> lis
     from agent import AgentContext
 
     context_ids: list[str] = []
-    for run in journal.list_runs(limit=1_000_000):
+    for run in reversed(journal.list_runs(limit=1_000_000)):  # oldest chat first
         if run.context_id not in context_ids:
             context_ids.append(run.context_id)
     restored = []
@@ -174,7 +174,9 @@ async def apply_decision(
             content=f"{actor} decided '{decision}' for the held run.",
             kvps={"run_id": run_id, "decision": decision},
         )  # fmt: skip
-        if outcome.run.status == "active" and not context.is_running():
+        if decision == "stop" and context.is_running():
+            context.kill_process()  # the run ended: stop its task too
+        elif outcome.run.status == "active" and not context.is_running():
             context.journal = journal
             resume_run(context, run_id)
     return outcome

@@ -75,8 +75,10 @@ class Harness:
         self.contexts.append(ctx)
         return ctx
 
-    async def send(self, ctx: AgentContext, text: str, input_id: str | None = None) -> str:
-        return await asyncio.wait_for(ctx.communicate(UserMessage(text, id=input_id)), TIMEOUT)
+    async def send(
+        self, ctx: AgentContext, text: str, input_id: str | None = None, timeout: float = TIMEOUT
+    ) -> str:
+        return await asyncio.wait_for(ctx.communicate(UserMessage(text, id=input_id)), timeout)
 
     async def crash(self, ctx: AgentContext, text: str, monkeypatch, boundary: str,
                     match: str) -> None:  # fmt: skip

@@ -9,7 +9,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-STEPS = 24
+STEPS = 16
 
 
 async def test_bytes_per_iteration_stay_flat(harness):
@@ -17,7 +17,7 @@ async def test_bytes_per_iteration_stay_flat(harness):
         harness.model.tool("notify_user", {"message": f"step {i} " + "x" * 200})
     harness.model.tool("response", {"text": "done"})
     ctx = harness.chat()
-    assert await harness.send(ctx, "go") == "done"
+    assert await harness.send(ctx, "go", timeout=240) == "done"
     with contextlib.closing(sqlite3.connect(harness.db)) as db:
         checkpoints = db.execute(
             "SELECT created_at, length(body) FROM checkpoints ORDER BY id"

@@ -300,3 +300,37 @@ async def test_a_run_that_keeps_crashing_is_parked(harness, monkeypatch):
     run = harness.run_of(ctx.id)
     assert (run.status, run.reason) == ("needs_attention", "recovery_attempts_exceeded")
     assert plans[0].action == "hold"
+
+
+async def test_at_most_two_runs_resume_at_once(harness, monkeypatch):
+    import threading
+    import time
+
+    from durability import failpoints
+
+    chats = []
+    for n in range(3):
+        harness.model.tool("side_effect", {"label": f"pay-{n}"})
+        ctx = harness.chat()
+        (harness.usr / "durability" / failpoints.FIRED_FILE).unlink(missing_ok=True)
+        await harness.crash(ctx, f"pay {n}", monkeypatch, "after_result", "side_effect")
+        chats.append(ctx.id)
+    lock = threading.Lock()
+    in_flight = {"now": 0, "max": 0}
+
+    def slow_model(body):
+        with lock:
+            in_flight["now"] += 1
+            in_flight["max"] = max(in_flight["max"], in_flight["now"])
+        time.sleep(0.4)  # a slow provider, so that overlapping resumes would overlap here
+        with lock:
+            in_flight["now"] -= 1
+        return {"tool_name": "response", "tool_args": {"text": "paid"}}
+
+    harness.model.respond_with(slow_model)
+    plans = await harness.restart()
+    assert [p.action for p in plans] == ["resume"] * 3
+    for ctx_id in chats:
+        assert await harness.settle(ctx_id) == "paid"
+    assert in_flight["max"] == 2, in_flight
+    assert sorted(side_effects()) == ["pay-0", "pay-1", "pay-2"]
