@@ -327,6 +327,7 @@ async def tool_call(agent: Agent, tool: Any, effect: Any) -> Response:
     uncertain = call.state == "open" and call.id in state.known_calls and not child
     if uncertain and state.permits.get(call.id) not in ("replay", "run"):
         await hold(context, "uncertain_call", {**_position(call), "why": "not_proven"})
+    tool.call_identity = (call.id, digest(call.args))  # receipts name the call by it
     try:
         response = await effect()
     except InterventionException:

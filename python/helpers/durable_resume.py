@@ -42,8 +42,11 @@ def _warn(context: AgentContext | None, heading: str, content: str, **kvps: Any)
         context.log.log(type="warning", heading=heading, content=content, kvps=kvps)
 
 
-def restore_contexts(journal: Journal, config_factory: Callable[[], Any]) -> list[AgentContext]:
-    """One chat per journaled context, rebuilt from its latest checkpoint (newest first)."""
+def restore_contexts(
+    journal: Journal, config_factory: Callable[[], Any], *, receipts: Any = None
+) -> list[AgentContext]:
+    """One chat per journaled context, rebuilt from its latest checkpoint (oldest chat
+    first). ``receipts`` (durability.adapters.ShellReceipts) is given to every chat."""
     from agent import AgentContext
 
     context_ids: list[str] = []
@@ -56,6 +59,8 @@ def restore_contexts(journal: Journal, config_factory: Callable[[], Any]) -> lis
         if context is None:
             context = AgentContext(config_factory(), id=context_id, journal=journal)
         context.journal = journal
+        if receipts is not None:
+            context.receipts = receipts
         try:
             checkpoint = journal.latest_context_checkpoint(context_id)
         except CorruptCheckpoint as exc:

@@ -64,6 +64,7 @@ class Harness:
         self.journal = Journal.open_sqlite(self.db)
         self.settings_extra: dict[str, Any] = {}
         self.contexts: list[AgentContext] = []
+        self.receipts: Any = None  # durability.adapters.ShellReceipts, when a test wants them
 
     def config(self) -> AgentConfig:
         return AgentConfig.from_settings(
@@ -72,6 +73,8 @@ class Harness:
 
     def chat(self) -> AgentContext:
         ctx = AgentContext(self.config(), journal=self.journal)
+        if self.receipts is not None:
+            ctx.receipts = self.receipts
         self.contexts.append(ctx)
         return ctx
 
@@ -98,7 +101,9 @@ class Harness:
             await shells.close_all()
         self.journal.close()
         self.journal = Journal.open_sqlite(self.db)
-        self.contexts = restore_contexts(self.journal, self.config)
+        self.contexts = restore_contexts(self.journal, self.config, receipts=self.receipts)
+        if adapters is None and self.receipts is not None:
+            adapters = {"adapter:shell": self.receipts.classify}
         return await recover(self.journal, adapters=adapters)
 
     def get(self, context_id: str) -> AgentContext:

@@ -334,3 +334,28 @@ async def test_at_most_two_runs_resume_at_once(harness, monkeypatch):
         assert await harness.settle(ctx_id) == "paid"
     assert in_flight["max"] == 2, in_flight
     assert sorted(side_effects()) == ["pay-0", "pay-1", "pay-2"]
+
+
+@pytest.mark.parametrize(
+    ("boundary", "plan_action", "lines"),
+    [("after_intent", "resume", 1), ("after_effect", "resume", 1)],
+)
+async def test_real_shell_receipts_prove_the_outcome(
+    harness, monkeypatch, boundary, plan_action, lines
+):
+    from durability.adapters import ShellReceipts
+
+    harness.receipts = ShellReceipts(harness.usr / "durability" / "receipts")
+    harness.model.tool("code_execution_tool", {"runtime": "terminal", "code": "echo hi >> f"})
+    harness.model.tool("response", {"text": "ran"})
+    ctx = harness.chat()
+    await harness.crash(ctx, "run it", monkeypatch, boundary, "code_execution_tool")
+    plans = await harness.restart()
+    assert [p.action for p in plans] == [plan_action]
+    assert await harness.settle(ctx.id) == "ran"
+    assert (harness.workdir / "f").read_text() == "hi\n" * lines, "the command ran once"
+    calls = harness.journal.list_calls(harness.run_of(ctx.id).id)
+    shell = next(c for c in calls if c.name == "code_execution_tool")
+    assert shell.state == "completed"
+    if boundary == "after_effect":
+        assert "receipt" in shell.result, "the receipt's output is the result"
