@@ -1,4 +1,4 @@
-"""Schema 2: upgrading a schema-1 file, and a version bump that rewrites one page."""
+"""Schemas 2 and 3: upgrading a schema-1 file; a version bump rewrites one page."""
 
 from __future__ import annotations
 
@@ -46,6 +46,9 @@ def test_a_schema_1_file_is_upgraded_with_its_data(tmp_path):
                               policy="p")  # fmt: skip
         assert journal.get_run("r1").version == 8
     assert index_columns(path, "runs_by_status") == ["status"]
+    assert index_columns(path, "calls_open") == []  # dropped by 0003
+    with Journal.open_sqlite(path) as journal:
+        assert [c.seq for c in journal.open_intents("r1")] == [0]
 
 
 def test_a_version_bump_rewrites_only_the_runs_page(tmp_path):
