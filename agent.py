@@ -184,6 +184,8 @@ class AgentContext:
         if ctx is not None:
             ctx.kill_process()
             ctx._close_shells()
+            if ctx.journal is not None:  # a deleted chat is not rebuilt at the next start
+                durable_admission.note_removed(ctx)
         return ctx
 
     # -- state ----------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,15 @@ from python.helpers.durable import run_admitted
 if TYPE_CHECKING:  # pragma: no cover
     from agent import Agent, AgentContext, UserMessage
     from durability import Journal
+
+logger = logging.getLogger("a0.durable")
+_background: set[asyncio.Task] = set()  # journal writes in flight (kept referenced)
+
+
+def _in_background(coro: Any) -> None:
+    task = asyncio.get_running_loop().create_task(coro)
+    _background.add(task)
+    task.add_done_callback(_background.discard)
 
 
 @dataclass
@@ -146,4 +156,22 @@ def journal_intervention_later(context: AgentContext, msg: UserMessage) -> None:
         except DurabilityError as exc:
             context.log.log(type="warning", content=f"intervention not journaled: {exc.code}")
 
-    asyncio.get_running_loop().create_task(admit())
+    _in_background(admit())
+
+
+def note_removed(context: AgentContext) -> None:
+    """Journal that the chat was deleted, so start-up does not rebuild it."""
+    journal = context.journal
+
+    def write() -> None:
+        try:
+            journal.append_event(context.id, "context_removed")
+        except DurabilityError as exc:
+            logger.warning("chat %s removal not journaled: %s", context.id, exc.code)
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        write()
+        return
+    _in_background(asyncio.to_thread(write))

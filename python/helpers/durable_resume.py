@@ -49,10 +49,10 @@ def restore_contexts(
     first). ``receipts`` (durability.adapters.ShellReceipts) is given to every chat."""
     from agent import AgentContext
 
-    context_ids: list[str] = []
+    newest_run: dict[str, float] = {}
     for run in reversed(journal.list_runs(limit=1_000_000)):  # oldest chat first
-        if run.context_id not in context_ids:
-            context_ids.append(run.context_id)
+        newest_run[run.context_id] = run.created_at
+    context_ids = [cid for cid, at in newest_run.items() if not _removed_after(journal, cid, at)]
     restored = []
     for context_id in context_ids:
         context = AgentContext.get(context_id)
@@ -73,6 +73,11 @@ def restore_contexts(
             durable_checkpoint.restore_chain(context, state, checkpoint.histories)
         restored.append(context)
     return restored
+
+
+def _removed_after(journal: Journal, context_id: str, since: float) -> bool:
+    events = journal.list_events(context_id=context_id, limit=1_000_000)
+    return any(e.type == "context_removed" and e.created_at >= since for e in events)
 
 
 async def recover(

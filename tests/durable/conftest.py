@@ -95,10 +95,11 @@ class Harness:
 
     async def restart(self, adapters: dict | None = None) -> list:
         """Forget every chat, reopen the journal, rebuild chats and recover."""
-        for ctx in self.contexts:
-            shells = ctx.shells
-            AgentContext.remove(ctx.id)
-            await shells.close_all()
+        for ctx in self.contexts:  # the process died: chats vanish, nothing is journaled
+            AgentContext._contexts.pop(ctx.id, None)
+            if ctx.task is not None and not ctx.task.done():
+                ctx.task.cancel()
+            await ctx.shells.close_all()
         self.journal.close()
         self.journal = Journal.open_sqlite(self.db)
         self.contexts = restore_contexts(self.journal, self.config, receipts=self.receipts)

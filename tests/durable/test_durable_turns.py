@@ -142,3 +142,24 @@ async def test_a_failed_model_call_holds_until_a_retry_grant(harness):
         (0, 1, "superseded"),
         (0, 2, "completed"),
     ]
+
+
+async def test_a_deleted_chat_is_not_rebuilt_at_start_up(harness):
+    harness.model.tool("response", {"text": "one"})
+    harness.model.tool("response", {"text": "two"})
+    kept, deleted = harness.chat(), harness.chat()
+    assert await harness.send(kept, "hi") == "one"
+    assert await harness.send(deleted, "hi") == "two"
+    AgentContext.remove(deleted.id)
+    harness.contexts.remove(deleted)
+
+    async def removal_journaled() -> None:
+        while not any(
+            e.type == "context_removed" for e in harness.journal.list_events(context_id=deleted.id)
+        ):
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(removal_journaled(), TIMEOUT)
+    await harness.restart()
+    assert [c.id for c in harness.contexts] == [kept.id]
+    assert "hi" in harness.get(kept.id).agent0.history.output_text()
