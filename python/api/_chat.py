@@ -91,8 +91,9 @@ def log_user_message(ctx: Any, text: str, attachments: list[str], message_id: st
     ctx.log.log(type="user", heading="User message", content=text, kvps=kvps, id=message_id)
 
 
-async def start_user_message(runtime: Runtime, input: dict[str, Any]) -> tuple[Any, Any]:
-    """Validate {text, context, message_id, attachments}; returns (chat, UserMessage)."""
+async def admit_user_message(runtime: Runtime, input: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """Validate, admit (journal: duplicate / conflict / held / intervention) and log the
+    message when it was taken; returns (chat, UserMessage, runtime_journal.Admitted)."""
     text = get_str(input, "text")
     ctx_id = context_id_of(input, "context")
     message_id = get_str(input, "message_id") or secrets.token_hex(8)
@@ -100,5 +101,8 @@ async def start_user_message(runtime: Runtime, input: dict[str, Any]) -> tuple[A
     if not text.strip() and not attachments:
         raise bad_request("'text' is required")
     ctx = context_or_new(runtime, ctx_id)
-    log_user_message(ctx, text, attachments, message_id)
-    return ctx, runtime.make_message(text, attachments, message_id)
+    message = runtime.make_message(text, attachments, message_id)
+    admitted = await runtime.submit_message(ctx, message)
+    if admitted.kind != "duplicate":
+        log_user_message(ctx, text, attachments, message_id)
+    return ctx, message, admitted

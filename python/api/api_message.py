@@ -1,4 +1,8 @@
-"""POST /api/api_message: the external API; send a message (X-API-KEY) and wait for the answer."""
+"""POST /api/api_message: the external API; send a message (X-API-KEY) and wait for the answer.
+
+Returns {context_id, run_id, input_id, status, response}; a run that ends held has
+status needs_attention and response null. A repeated input_id returns the recorded run.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +28,16 @@ class ApiMessage(ApiHandler):
             raise bad_request("'message' is required")
         ctx = context_or_new(self.runtime, ctx_id)
         self.runtime.set_api_lifetime(ctx.id, lifetime)
-        log_user_message(ctx, text, attachments, input_id)
         message = self.runtime.make_message(text, attachments, input_id)
-        response = await self.runtime.run_message(ctx, message)
-        return {"context_id": ctx.id, "input_id": input_id, "response": response}
+        admitted = await self.runtime.submit_message(ctx, message)
+        if admitted.kind != "duplicate":
+            log_user_message(ctx, text, attachments, input_id)
+        answer = await self.runtime.wait_answer(admitted.task)
+        status, response = await self.runtime.finish_outcome(admitted, answer)
+        return {
+            "context_id": ctx.id,
+            "run_id": admitted.run_id,
+            "input_id": input_id,
+            "status": status,
+            "response": response,
+        }

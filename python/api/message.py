@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.api._chat import start_user_message
+from python.api._chat import admit_user_message
 from python.helpers.api import ApiHandler
 
 
 class Message(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        ctx, message = await start_user_message(self.runtime, input)
-        result = await self.runtime.run_message(ctx, message)
-        return {"message": result, "context": ctx.id, "message_id": message.id}
+        ctx, message, admitted = await admit_user_message(self.runtime, input)
+        answer = await self.runtime.wait_answer(admitted.task)
+        if answer is None:
+            answer = admitted.response
+        status, response = await self.runtime.finish_outcome(admitted, answer)
+        return {
+            "message": "" if response is None else response,
+            "context": ctx.id,
+            "message_id": message.id,
+            "run_id": admitted.run_id,
+            "status": status,
+        }

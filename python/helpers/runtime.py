@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from python.helpers import runtime_journal
 from python.helpers.api import ApiError
 from python.helpers.auth import AuthConfig
 
@@ -36,6 +37,7 @@ class Runtime:
         auth: AuthConfig,
         *,
         overrides: Mapping[str, str] | None = None,
+        durable: bool = False,
     ) -> None:
         self.usr = usr
         self.settings = settings
@@ -43,7 +45,9 @@ class Runtime:
         self.overrides = dict(overrides or {})  # extra --key=value arguments
         self.runtime_id = secrets.token_hex(8)
         self.started_at = time.time()
-        self.journal: Any = None  # set by the durability wiring
+        self.durable = durable  # open the journal at start (run_ui.py; off in unit tests)
+        self.journal: Any = None  # durability.Journal once started with durable=True
+        self.receipts: Any = None  # durability.adapters.shell.ShellReceipts
         self._tasks: dict[str, set[asyncio.Task]] = {}
         self._api_expiry: dict[str, float] = {}
         self._sweeper: asyncio.Task | None = None
@@ -102,7 +106,12 @@ class Runtime:
         agent = _agent_module()
         if ctx_id and agent.AgentContext.get(ctx_id) is not None:
             raise ApiError("context_exists", f"Chat '{ctx_id}' already exists.", 409)
-        return agent.AgentContext(self.agent_config(), id=ctx_id or None, name=name)
+        if self.journal is None:
+            return agent.AgentContext(self.agent_config(), id=ctx_id or None, name=name)
+        ctx = agent.AgentContext(
+            self.agent_config(), id=ctx_id or None, name=name, journal=self.journal
+        )
+        return runtime_journal.attach(self, ctx)
 
     def user_contexts(self) -> list[Any]:
         agent = _agent_module()
@@ -143,6 +152,35 @@ class Runtime:
             exc = task.exception()
             logger.info("chat %s task ended with %s", ctx_id, type(exc).__name__)
 
+    async def submit_message(self, ctx: Any, message: Any) -> runtime_journal.Admitted:
+        """Admit a message (through the journal when there is one) and start its run."""
+        if self._stopping:
+            raise ApiError("shutting_down", "The server is shutting down.", 503)
+        if self.journal is None:
+            task = self.start_message(ctx, message)
+            return runtime_journal.Admitted("started", None, message.id or "", "active", task)
+        return await runtime_journal.submit(self, ctx, message)
+
+    async def wait_answer(self, task: asyncio.Task | None) -> str | None:
+        """Wait for a chat task; a cancelled request never cancels the chat."""
+        if task is None:
+            return None
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.cancelled():
+                raise ApiError(
+                    "chat_stopped", "The chat was stopped before it answered.", 409
+                ) from None
+            raise
+        return "" if result is None else str(result)
+
+    async def finish_outcome(
+        self, admitted: runtime_journal.Admitted, answer: str | None
+    ) -> tuple[str, str | None]:
+        """(run status, response) once the run's task ended; a held run has no response."""
+        return await runtime_journal.outcome(self, admitted, answer)
+
     async def run_message(self, ctx: Any, message: Any) -> str:
         """Send a message and wait for the answer; a cancelled request never cancels the chat."""
         task = self.start_message(ctx, message)
@@ -181,6 +219,8 @@ class Runtime:
 
     # lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
+        if self.durable:
+            await runtime_journal.start(self)
         self._sweeper = asyncio.create_task(self._sweep_api_chats(), name="api-chat-sweeper")
 
     async def _sweep_api_chats(self) -> None:
@@ -228,3 +268,4 @@ class Runtime:
                 await asyncio.wait_for(
                     asyncio.gather(*closers, return_exceptions=True), timeout=timeout
                 )
+        runtime_journal.close(self)

@@ -1,0 +1,143 @@
+"""The server's journal: open it at start-up, rebuild and recover chats, admit messages.
+
+run_ui.py builds ``Runtime(..., durable=True)``; ``Runtime.start`` then calls
+:func:`start`. Unit tests that build a bare ``Runtime`` keep the journal off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from python.helpers.runtime import Runtime
+
+logger = logging.getLogger("a0.journal")
+
+RUN_STATUSES = ("active", "needs_attention", "completed", "stopped", "failed")
+
+
+def journal_path(usr: Path) -> Path:
+    return Path(usr) / "durability" / "journal.sqlite"
+
+
+def receipts_folder(usr: Path) -> Path:
+    return Path(usr) / "durability" / "receipts"
+
+
+@dataclass
+class Admitted:
+    """What the server did with a message (see durable_admission.Submission)."""
+
+    kind: str  # started | duplicate | intervention
+    run_id: str | None
+    input_id: str
+    status: str
+    task: asyncio.Task | None = None
+    response: str | None = None
+
+
+def _retention_limits(settings: dict[str, Any]) -> tuple[int, float]:
+    def number(key: str, default: float) -> float:
+        value = settings.get(key, default)
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return default
+
+    return int(number("retention_runs", 100)), number("retention_days", 30)
+
+
+def apply_retention(runtime: Runtime) -> None:
+    """Forget old finished runs (settings retention_runs / retention_days); never fatal."""
+    from durability.retention import apply_retention as sweep
+
+    path = journal_path(runtime.usr)
+    if not path.exists():
+        return
+    keep_runs, keep_days = _retention_limits(runtime.settings)
+    try:
+        report = sweep(path, keep_runs=keep_runs, keep_days=keep_days)
+        logger.info("retention: %s", getattr(report, "deleted_runs", report))
+    except Exception as exc:  # a bad setting must not stop the server
+        logger.warning("retention skipped: %s", getattr(exc, "code", type(exc).__name__))
+
+
+def attach(runtime: Runtime, ctx: Any) -> Any:
+    """Give a chat the server's journal and shell receipts."""
+    ctx.journal = runtime.journal
+    if runtime.receipts is not None:
+        ctx.receipts = runtime.receipts
+    return ctx
+
+
+async def start(runtime: Runtime) -> list[Any]:
+    """Open the journal, rebuild every chat, recover open runs; returns the recovery plans."""
+    from durability import Journal
+    from durability.adapters.shell import ShellReceipts
+    from python.helpers import durable_resume, secrets
+
+    await asyncio.to_thread(apply_retention, runtime)
+    masker = secrets.masker_for(runtime.usr)
+    journal = await asyncio.to_thread(Journal.open_sqlite, journal_path(runtime.usr), masker=masker)
+    runtime.journal = journal
+    runtime.receipts = ShellReceipts(receipts_folder(runtime.usr))
+    contexts = await asyncio.to_thread(
+        durable_resume.restore_contexts, journal, runtime.agent_config
+    )
+    for ctx in contexts:
+        attach(runtime, ctx)
+    adapters = {"adapter:shell": runtime.receipts.classify}
+    plans = await durable_resume.recover(journal, adapters=adapters)
+    for ctx in contexts:
+        task = getattr(ctx, "task", None)
+        if isinstance(task, asyncio.Task) and not task.done():
+            runtime.track_task(ctx.id, task)
+    held = [p for p in plans if p.action in ("hold", "skip")]
+    logger.info(
+        "journal open: %d chats, %d runs recovered, %d held",
+        len(contexts),
+        len(plans) - len(held),
+        len(held),
+    )
+    return plans
+
+
+def close(runtime: Runtime) -> None:
+    journal, runtime.journal = runtime.journal, None
+    if journal is not None:
+        with contextlib.suppress(Exception):
+            journal.close()
+
+
+async def submit(runtime: Runtime, ctx: Any, message: Any) -> Admitted:
+    """Admit a message through the journal (InputConflict, RunHeld, ... propagate)."""
+    from python.helpers import durable_admission
+
+    if getattr(ctx, "journal", None) is None:
+        attach(runtime, ctx)
+    sub = await durable_admission.submit(ctx, message)
+    if sub.task is not None:
+        runtime.track_task(ctx.id, sub.task)
+    return Admitted(sub.kind, sub.run_id, sub.input_id, sub.status, sub.task, sub.response)
+
+
+async def outcome(runtime: Runtime, admitted: Admitted, answer: str | None) -> tuple[str, Any]:
+    """(run status, response) after the run's task ended: a held run has no response."""
+    from python.helpers import durable_admission
+
+    journal = runtime.journal
+    if journal is None or admitted.run_id is None:
+        return "completed", answer
+    run = await journal.aio.get_run(admitted.run_id)
+    if run.status in ("needs_attention", "active", "stopped"):
+        return run.status, None
+    if answer is None or admitted.kind == "duplicate":
+        answer = await asyncio.to_thread(
+            durable_admission.recorded_response, journal, admitted.run_id
+        )
+    return run.status, answer
