@@ -72,6 +72,20 @@ class DurableRun:
         return seq
 
 
+_shutting_down = False
+
+
+def begin_shutdown() -> None:
+    """The server is stopping: cancelled runs stay active for recovery instead of stopping."""
+    global _shutting_down
+    _shutting_down = True
+
+
+def end_shutdown() -> None:
+    global _shutting_down
+    _shutting_down = False
+
+
 def state_dir() -> Path:
     """The journal's folder (failpoint marks live there)."""
     return files.usr_dir() / "durability"
@@ -118,8 +132,9 @@ async def _drive(context: AgentContext, agent: Agent, *, resume: bool) -> str:
         )
         return ""
     except asyncio.CancelledError:
-        await asyncio.shield(asyncio.to_thread(_stop_quietly, journal, state.run_id))
-        raise
+        if not _shutting_down:  # Stop / reset / nudge: the run ends here
+            await asyncio.shield(asyncio.to_thread(_stop_quietly, journal, state.run_id))
+        raise  # on shutdown the run stays active: recovery continues it at the next start
     except HandledException as e:
         await _finish(context, str(e), failed=True)
         return str(e)

@@ -27,6 +27,12 @@ logger = logging.getLogger("a0.durable")
 _background: set[asyncio.Task] = set()  # journal writes in flight (kept referenced)
 
 
+async def flush_background() -> None:
+    """Wait for the journal writes started in the background (before closing the journal)."""
+    while _background:
+        await asyncio.gather(*list(_background), return_exceptions=True)
+
+
 def _in_background(coro: Any) -> None:
     task = asyncio.get_running_loop().create_task(coro)
     _background.add(task)

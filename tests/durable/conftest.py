@@ -14,7 +14,7 @@ import pytest
 
 from agent import AgentConfig, AgentContext, UserMessage
 from durability import Journal, failpoints
-from python.helpers import files
+from python.helpers import durable_admission, files
 from python.helpers import settings as settings_mod
 from python.helpers.durable_resume import recover, restore_contexts
 from tests.support.model_server import ScriptedModel
@@ -132,6 +132,7 @@ class Harness:
             if ctx.task is not None and not ctx.task.done():
                 with contextlib.suppress(BaseException):
                     await ctx.task
+        await durable_admission.flush_background()
         self.journal.close()
 
 

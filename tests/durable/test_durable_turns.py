@@ -10,7 +10,7 @@ import pytest
 
 from agent import AgentConfig, AgentContext, UserMessage
 from durability import InputConflict, RunHeld
-from python.helpers import durable_admission
+from python.helpers import durable, durable_admission
 from tests.durable.conftest import TIMEOUT, make_settings, prompt_text, side_effects
 
 pytestmark = pytest.mark.unit
@@ -163,3 +163,37 @@ async def test_a_deleted_chat_is_not_rebuilt_at_start_up(harness):
     await harness.restart()
     assert [c.id for c in harness.contexts] == [kept.id]
     assert "hi" in harness.get(kept.id).agent0.history.output_text()
+
+
+async def test_stop_ends_the_run_but_shutdown_leaves_it_for_recovery(harness):
+    harness.model.tool("wait", {"seconds": 60})
+    harness.model.tool("wait", {"seconds": 60})
+    harness.model.tool("response", {"text": "resumed after shutdown"})
+    first, second = harness.chat(), harness.chat()
+
+    async def waiting(ctx) -> None:
+        while not any(i["type"] == "tool" for i in ctx.log.output()):
+            await asyncio.sleep(0.02)
+
+    task = first.communicate(UserMessage("wait"))
+    await asyncio.wait_for(waiting(first), TIMEOUT)
+    first.kill_process()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, TIMEOUT)
+    run = harness.run_of(first.id)
+    assert run.status == "stopped"
+    assert [c.state for c in harness.journal.list_calls(run.id)] == ["completed", "abandoned"]
+
+    task = second.communicate(UserMessage("wait too"))
+    await asyncio.wait_for(waiting(second), TIMEOUT)
+    durable.begin_shutdown()
+    try:
+        second.kill_process()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, TIMEOUT)
+    finally:
+        durable.end_shutdown()
+    assert harness.run_of(second.id).status == "active"
+    plans = await harness.restart()
+    held = [p for p in plans if p.run.context_id == second.id]
+    assert held[0].action == "hold", "the interrupted wait has no replay policy"
