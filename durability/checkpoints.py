@@ -145,9 +145,15 @@ def load_checkpoint(tx: StoreTx, row: CheckpointRow) -> Checkpoint:
     )  # fmt: skip
 
 
-def _previous_heads(tx: StoreTx, context_id: str, cache: HistoryCache) -> dict[str, _HistoryHead]:
-    """Heads of the chat's latest checkpoint (from the cache when it is current)."""
-    row = tx.latest_checkpoint(context_id=context_id)
+def _previous_heads(
+    tx: StoreTx, run_id: str, context_id: str, cache: HistoryCache
+) -> dict[str, _HistoryHead]:
+    """Heads of the chat's latest checkpoint (from the cache when it is current).
+
+    Only the chat's one open run writes checkpoints, so once it has one, its newest is the
+    chat's newest; before that, the chat's newest comes from its earlier runs.
+    """
+    row = tx.latest_checkpoint(run_id=run_id) or tx.latest_checkpoint(context_id=context_id)
     if row is None:
         return {}
     cached = cache.get(context_id)
@@ -250,7 +256,7 @@ def store_checkpoint(
     data: CheckpointData, now: float,
 ) -> tuple[CheckpointRef, HistoryCacheEntry]:  # fmt: skip
     """Write one checkpoint in ``tx``; return it and the cache entry to keep after commit."""
-    previous = _previous_heads(tx, context_id, cache)
+    previous = _previous_heads(tx, run_id, context_id, cache)
     heads: dict[str, _HistoryHead] = {}
     for key, messages in data.histories.items():
         heads[str(key)] = _store_history(tx, masker, list(messages), previous.get(str(key)), now)

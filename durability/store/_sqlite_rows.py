@@ -242,12 +242,18 @@ class SqliteTx(StoreTx):
     def latest_checkpoint(
         self, *, run_id: str | None = None, context_id: str | None = None
     ) -> CheckpointRow | None:
-        column, value = ("run_id", run_id) if run_id is not None else ("context_id", context_id)
-        row = self._one(
-            "SELECT id, run_id, context_id, seq, body, digest, created_at FROM checkpoints"
-            f" WHERE {column} = ? ORDER BY id DESC LIMIT 1",
-            (value,),
-        )
+        columns = "id, run_id, context_id, seq, body, digest, created_at"
+        if run_id is not None:
+            row = self._one(
+                f"SELECT {columns} FROM checkpoints WHERE run_id = ? ORDER BY id DESC LIMIT 1",
+                (run_id,),
+            )
+        else:  # the newest of the chat's runs' newest checkpoints: one index seek per run
+            row = self._one(
+                f"SELECT {columns} FROM checkpoints WHERE id = (SELECT MAX((SELECT MAX(c.id)"
+                " FROM checkpoints c WHERE c.run_id = r.id)) FROM runs r WHERE r.context_id = ?)",
+                (context_id,),
+            )
         return CheckpointRow(*row) if row else None
 
     def get_checkpoint(self, checkpoint_id: int) -> CheckpointRow | None:

@@ -1,4 +1,4 @@
-"""Schemas 2 and 3: upgrading a schema-1 file; a version bump rewrites one page."""
+"""Schemas 2-4: upgrading a schema-1 file; the pages a journaled step writes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from durability import Journal
+from durability import CheckpointData, Journal
 from durability.store.sqlite import migrations
 from tests.durability.conftest import sha
 
@@ -36,6 +36,12 @@ def test_a_schema_1_file_is_upgraded_with_its_data(tmp_path):
         " created_at, updated_at) VALUES ('r1', 'chat', 'in-1', ?, 'active', 7, 1.0, 2.0)",
         (sha("x"),),
     )
+    body = '{"histories":{},"run_id":"r1","seq":null,"state":{"old":true},"v":1}'
+    conn.execute(
+        "INSERT INTO checkpoints (run_id, context_id, seq, body, digest, created_at)"
+        " VALUES ('r1', 'chat', NULL, ?, ?, 1.5)",
+        (body, sha(body)),
+    )
     conn.close()
     assert index_columns(path, "runs_by_status") == ["status", "updated_at"]
     with Journal.open_sqlite(path) as journal:
@@ -47,8 +53,19 @@ def test_a_schema_1_file_is_upgraded_with_its_data(tmp_path):
         assert journal.get_run("r1").version == 8
     assert index_columns(path, "runs_by_status") == ["status"]
     assert index_columns(path, "calls_open") == []  # dropped by 0003
+    assert index_columns(path, "checkpoints_by_context") == []  # dropped by 0004
     with Journal.open_sqlite(path) as journal:
         assert [c.seq for c in journal.open_intents("r1")] == [0]
+        old = journal.latest_context_checkpoint("chat")
+        assert (old.id, old.state) == (1, {"old": True})
+        ref = journal.write_checkpoint("r1", CheckpointData({"new": True}, {}))
+        assert ref.id == 2 and journal.latest_context_checkpoint("chat").state == {"new": True}
+    conn = sqlite3.connect(path)
+    try:
+        sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'checkpoints'").fetchone()
+        assert "AUTOINCREMENT" not in sql[0]
+    finally:
+        conn.close()
 
 
 def test_a_version_bump_rewrites_only_the_runs_page(tmp_path):
@@ -77,3 +94,22 @@ def test_a_version_bump_rewrites_only_the_runs_page(tmp_path):
         journal.store.write(hold)  # a real change still updates the indexes it touches
         assert [r.id for r in journal.list_runs("needs_attention")] == [run.id]
         assert journal.active_run("chat").status == "needs_attention"
+
+
+def test_a_journaled_step_writes_four_pages_per_commit(tmp_path):
+    """Intent: the call row and its two indexes, the run row. Result and checkpoint: the
+    call row, the run row, the checkpoint row and its index (no new history to store)."""
+    path = tmp_path / "journal.sqlite"
+    wal = f"{path}-wal"
+    with Journal.open_sqlite(path) as journal:
+        run = journal.admit("chat", "in-1", sha("x")).run
+        data = CheckpointData({"i": 0}, {"0": ["same history"]})
+        journal.write_checkpoint(run.id, data)
+        for seq in range(3):
+            before = os.path.getsize(wal)
+            call = journal.record_intent(run.id, agent_no=0, seq=seq, kind="tool", name="t",
+                                         args={"n": seq}, policy="p")  # fmt: skip
+            middle = os.path.getsize(wal)
+            journal.commit_result(call.id, {"ok": seq}, checkpoint=data)
+            after = os.path.getsize(wal)
+            assert (middle - before, after - middle) == (4 * FRAME, 4 * FRAME), seq
