@@ -78,6 +78,13 @@ def build_app(
     handlers = api_mod.discover_handlers() if handlers is None else handlers
 
     async def guard(handler_cls: type[api_mod.ApiHandler], request: Request) -> None:
+        if handler_cls.accepts_api_key and request.headers.get("x-api-key"):
+            if handler_cls.requires_loopback and not auth.is_loopback_client(request):
+                raise api_mod.ApiError(
+                    "forbidden", "This endpoint only answers loopback clients.", 403
+                )
+            auth.check_api_key(request.headers["x-api-key"], runtime.api_token)
+            return  # an API key replaces the session and the CSRF token
         await auth.guard_request(handler_cls, request, runtime.auth, runtime.api_token)
 
     routes: list[Any] = [

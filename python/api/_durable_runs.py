@@ -1,0 +1,105 @@
+"""Shared pieces of the durable_* run endpoints: rows for runs and calls, the actor."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from python.helpers.api import bad_request, get_str
+
+DECISIONS = ("resume", "stop", "new_attempt", "confirmed_completed", "confirmed_not_completed")
+NOTE_DECISIONS = ("confirmed_completed", "confirmed_not_completed")
+RUN_STATUSES = ("active", "needs_attention", "completed", "stopped", "failed")
+TERMINAL = ("completed", "stopped", "failed")
+PREVIEW_CHARS = 2000
+
+
+def require_run_id(input: dict[str, Any]) -> str:
+    return get_str(input, "run_id", required=True)
+
+
+def actor_of(request: Any, runtime: Any) -> str:
+    """Who decides: the API key holder, the logged-in user, or the local UI user."""
+    if request.headers.get("x-api-key"):
+        return "api"
+    login = getattr(runtime.auth, "login", "") or ""
+    return f"user:{login}" if login else "user:ui"
+
+
+def phase_of(status: str, calls: list[Any]) -> str:
+    """Where the run stands: admitted, intent_open (an effect may be uncertain),
+    result_committed (between calls) or ended."""
+    if status in TERMINAL:
+        return "ended"
+    if not calls:
+        return "admitted"
+    if any(c.state == "open" for c in calls):
+        return "intent_open"
+    return "result_committed"
+
+
+def _preview(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "..."
+
+
+def call_row(call: Any) -> dict[str, Any]:
+    """One journaled call as the API shows it (arguments are stored masked)."""
+    return {
+        "call_id": call.id,
+        "seq": call.seq,
+        "agent_no": call.agent_no,
+        "attempt": call.attempt,
+        "kind": call.kind,
+        "name": call.name,
+        "status": call.state,
+        "committed": call.state in ("completed", "failed"),
+        "replay_policy": call.policy,
+        "args": _preview(call.args),
+        "result": None if call.result is None else _preview(call.result),
+        "created_at": call.created_at,
+        "closed_at": call.closed_at,
+    }
+
+
+def run_row(run: Any, calls: list[Any] | None = None) -> dict[str, Any]:
+    row = {
+        "run_id": run.id,
+        "context_id": run.context_id,
+        "input_id": run.input_id,
+        "status": run.status,
+        "version": run.version,
+        "reason": run.reason,
+        "reason_detail": run.reason_detail,
+        "recovery_attempts": run.recovery_attempts,
+        "created_at": run.created_at,
+        "updated_at": run.updated_at,
+    }
+    if calls is not None:
+        row["phase"] = phase_of(run.status, calls)
+    return row
+
+
+def detail_row(detail: Any) -> dict[str, Any]:
+    """A run with its calls and decisions (``journal.read_run``)."""
+    row = run_row(detail.run, detail.calls)
+    row["calls"] = [call_row(c) for c in detail.calls]
+    row["decisions"] = [
+        {
+            "decision": d.decision,
+            "version": d.version,
+            "actor": d.actor,
+            "note": d.note,
+            "call_id": d.call_id,
+            "created_at": d.created_at,
+        }
+        for d in detail.decisions
+    ]
+    return row
+
+
+def require_status(input: dict[str, Any]) -> str | None:
+    status = get_str(input, "status") or None
+    if status is not None and status not in RUN_STATUSES:
+        raise bad_request(f"'status' must be one of {', '.join(RUN_STATUSES)}")
+    return status

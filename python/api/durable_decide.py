@@ -1,0 +1,55 @@
+"""POST /api/durable_decide: a person's decision on a held run, made on a named version."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from python.api._durable_plan import require_journal
+from python.api._durable_runs import (
+    DECISIONS,
+    NOTE_DECISIONS,
+    actor_of,
+    detail_row,
+    require_run_id,
+)
+from python.helpers import durable_resume
+from python.helpers.api import ApiError, ApiHandler, bad_request, get_int, get_str
+
+
+class DurableDecide(ApiHandler):
+    accepts_api_key = True
+
+    async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
+        journal = require_journal(self.runtime)
+        run_id = require_run_id(input)
+        decision = get_str(input, "decision", required=True)
+        if decision not in DECISIONS:
+            raise bad_request(f"'decision' must be one of {', '.join(DECISIONS)}")
+        if input.get("expected_version") is None:
+            raise bad_request("'expected_version' is required")
+        version = get_int(input, "expected_version", minimum=1)
+        note = get_str(input, "note") or None
+        call_id = get_str(input, "call_id") or None
+        if decision in NOTE_DECISIONS and not (note or "").strip():
+            raise ApiError(
+                "note_required", f"'{decision}' needs a note saying what was checked.", 422
+            )
+        outcome = await durable_resume.apply_decision(
+            journal,
+            run_id,
+            decision,
+            version=version,
+            actor=actor_of(request, self.runtime),
+            note=note,
+            call_id=call_id,
+        )
+        self._track(outcome.run.context_id)
+        detail = await journal.aio.read_run(run_id)
+        return {"applied": outcome.applied, "run": detail_row(detail)}
+
+    def _track(self, context_id: str) -> None:
+        """A resumed run's task belongs to the chat (Stop and shutdown cancel it)."""
+        ctx = self.runtime.find_context(context_id)
+        task = getattr(ctx, "task", None)
+        if task is not None and not task.done():
+            self.runtime.track_task(context_id, task)

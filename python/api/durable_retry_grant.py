@@ -1,0 +1,46 @@
+"""POST /api/durable_retry_grant: allow a bounded number of retries of failed model calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from python.api._durable_plan import require_journal
+from python.api._durable_runs import TERMINAL, actor_of, detail_row, require_run_id
+from python.helpers import durable_resume
+from python.helpers.api import ApiError, ApiHandler, bad_request, get_int
+
+MAX_ATTEMPTS = 100
+
+
+class DurableRetryGrant(ApiHandler):
+    accepts_api_key = True
+
+    async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
+        journal = require_journal(self.runtime)
+        run_id = require_run_id(input)
+        if input.get("attempts") is None:
+            raise bad_request("'attempts' is required")
+        attempts = get_int(input, "attempts", minimum=1)
+        if attempts > MAX_ATTEMPTS:
+            raise bad_request(f"'attempts' must be at most {MAX_ATTEMPTS}")
+        if (await journal.aio.get_run(run_id)).status in TERMINAL:
+            raise ApiError("run_not_active", "The run has ended; a retry grant cannot help.", 409)
+        grant = await durable_resume.grant_retries(
+            journal, run_id, attempts, actor=actor_of(request, self.runtime)
+        )
+        run = await journal.aio.get_run(run_id)
+        ctx = self.runtime.find_context(run.context_id)
+        task = getattr(ctx, "task", None)
+        if task is not None and not task.done():
+            self.runtime.track_task(run.context_id, task)
+        detail = await journal.aio.read_run(run_id)
+        return {
+            "grant": {
+                "id": grant.id,
+                "attempts": grant.attempts,
+                "remaining": grant.remaining,
+                "actor": grant.actor,
+                "created_at": grant.created_at,
+            },
+            "run": detail_row(detail),
+        }

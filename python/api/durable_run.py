@@ -1,0 +1,18 @@
+"""POST /api/durable_run: one run with its phase, calls and decisions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from python.api._durable_plan import require_journal
+from python.api._durable_runs import detail_row, require_run_id
+from python.helpers.api import ApiHandler
+
+
+class DurableRun(ApiHandler):
+    accepts_api_key = True
+
+    async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
+        journal = require_journal(self.runtime)
+        detail = await journal.aio.read_run(require_run_id(input))
+        return {"run": detail_row(detail)}
