@@ -3,8 +3,10 @@
 A journaled step is what the loop pays around a no-op call: ``record_intent`` (one commit,
 on disk before the effect) then ``commit_result`` with a checkpoint (one more commit).
 The floor is one single-row INSERT per transaction under WAL + synchronous=FULL in a fresh
-SQLite file in the same temporary folder. Goal: a step costs at most 3x the floor (target
-2x: two commits per step and nothing else).
+SQLite file in the same temporary folder, sampled next to every journaled step (alternating
+which goes first) so that both see the same disk; each case's ratio is its median step
+over the median of the floor samples taken next to it. Goal: a step costs at most 3x the
+floor (target 2x: two commits per step and nothing else).
 
     .venv/bin/python bench/journal_bench.py [--steps N] [--dir PATH] [--json]
 
@@ -47,28 +49,37 @@ def _stats(samples_ns: list[int]) -> dict[str, float]:
     }
 
 
-def measure_floor(folder: Path, samples: int) -> dict[str, float]:
-    """One single-row INSERT per transaction, WAL + synchronous=FULL, fresh file."""
-    path = folder / "floor.sqlite"
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
-        times, wal = [], []
-        for i in range(samples + samples // 10):
-            before = _wal_size(path)
-            start = time.perf_counter_ns()
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT INTO t (v) VALUES (?)", (f"{i}:{MESSAGE}",))
-            conn.execute("COMMIT")
-            times.append(time.perf_counter_ns() - start)
-            if _wal_size(path) > before:
-                wal.append(_wal_size(path) - before)
-        # the first tenth warms the cache up
-        return {**_stats(times[samples // 10 :]), "wal_pages_per_commit": _pages(wal)}
-    finally:
-        conn.close()
+class Floor:
+    """One single-row INSERT per transaction, WAL + synchronous=FULL, in a fresh file.
+
+    Sampled between journal steps (interleaved) so that both see the same disk weather.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / "floor.sqlite"
+        self.conn = sqlite3.connect(self.path, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=FULL")
+        self.conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+        self.count = 0
+        self.wal: list[int] = []
+
+    def sample(self) -> int:
+        """Time one durable single-row commit (ns)."""
+        self.count += 1
+        before = _wal_size(self.path)
+        start = time.perf_counter_ns()
+        self.conn.execute("BEGIN IMMEDIATE")
+        self.conn.execute("INSERT INTO t (v) VALUES (?)", (f"{self.count}:{MESSAGE}",))
+        self.conn.execute("COMMIT")
+        elapsed = time.perf_counter_ns() - start
+        after = _wal_size(self.path)
+        if after > before:  # the WAL restarts after an auto-checkpoint
+            self.wal.append(after - before)
+        return elapsed
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 def _wal_size(path: Path) -> int:
@@ -97,14 +108,19 @@ def _stored_bytes(path: Path) -> int:
 
 
 def measure_steps(
-    folder: Path, name: str, steps: int, history_for: Callable[[int], list[dict[str, Any]]]
+    folder: Path,
+    name: str,
+    steps: int,
+    history_for: Callable[[int], list[dict[str, Any]]],
+    floor: Floor,
 ) -> dict[str, Any]:
+    """Journaled steps, each next to one floor commit (alternating which goes first)."""
     path = folder / f"{name}.sqlite"
     journal = Journal.open_sqlite(path)
     try:
         run = journal.admit(f"bench-{name}", f"in-{name}", "0" * 64, message="bench").run
         warmup = steps // 10
-        step_ns, intent_ns, result_ns = [], [], []
+        step_ns, intent_ns, result_ns, floor_ns = [], [], [], []
         intent_wal: list[int] = []
         result_wal: list[int] = []
         sizes: dict[int, int] = {}
@@ -114,6 +130,8 @@ def measure_steps(
             checkpoint = CheckpointData(
                 state={"iteration": seq, "agent": 0}, histories={"0": history_for(seq)}, seq=seq
             )
+            floor_first = seq % 2 == 0
+            floor_sample = floor.sample() if floor_first else 0
             wal_before = _wal_size(path)
             start = time.perf_counter_ns()
             call = journal.record_intent(
@@ -131,7 +149,10 @@ def measure_steps(
             journal.commit_result(call.id, {"ok": True}, checkpoint=checkpoint)
             end = time.perf_counter_ns()
             wal_after = _wal_size(path)
+            if not floor_first:
+                floor_sample = floor.sample()
             if seq >= warmup:
+                floor_ns.append(floor_sample)
                 intent_ns.append(intent_done - start)
                 result_ns.append(end - result_start)
                 step_ns.append(intent_ns[-1] + result_ns[-1])
@@ -147,6 +168,8 @@ def measure_steps(
     first_half = (sizes[warmup + steps // 2] - sizes[warmup]) / (steps // 2)
     second_half = (final - sizes[warmup + steps // 2]) / half
     return {
+        "floor_samples_ns": floor_ns,
+        "floor": _stats(floor_ns),
         "step": _stats(step_ns),
         "intent": _stats(intent_ns),
         "result_and_checkpoint": _stats(result_ns),
@@ -169,19 +192,26 @@ def growing_history(seq: int) -> list[dict[str, Any]]:
 
 def run_bench(folder: Path, steps: int) -> dict[str, Any]:
     started = time.monotonic()
-    floor = measure_floor(folder, steps)
-    constant = measure_steps(folder, "constant", steps, constant_history)
-    growing = measure_steps(folder, "growing", steps, growing_history)
+    floor = Floor(folder)
+    try:
+        for _ in range(50):  # warm the floor file up
+            floor.sample()
+        floor.wal.clear()
+        constant = measure_steps(folder, "constant", steps, constant_history, floor)
+        growing = measure_steps(folder, "growing", steps, growing_history, floor)
+    finally:
+        floor.close()
+    all_floor = constant.pop("floor_samples_ns") + growing.pop("floor_samples_ns")
     for case in (constant, growing):
-        case["ratio_to_floor"] = case["step"]["median_us"] / floor["median_us"]
-        case["p99_ratio_to_floor"] = case["step"]["p99_us"] / floor["p99_us"]
+        case["ratio_to_floor"] = case["step"]["median_us"] / case["floor"]["median_us"]
+        case["p99_ratio_to_floor"] = case["step"]["p99_us"] / case["floor"]["p99_us"]
     worst = max(constant["ratio_to_floor"], growing["ratio_to_floor"])
     return {
         "bench": "journal_step",
         "steps": steps,
         "folder": str(folder),
         "sqlite_version": sqlite3.sqlite_version,
-        "floor": floor,
+        "floor": {**_stats(all_floor), "wal_pages_per_commit": _pages(floor.wal)},
         "constant_history": constant,
         "growing_history": growing,
         "goal_ratio": GOAL_RATIO,
@@ -220,6 +250,17 @@ def table(result: dict[str, Any]) -> str:
                 f"{case['step']['per_s']:.0f}",
                 f"{case['ratio_to_floor']:.2f}",
                 f"{case['bytes_per_step']:.0f}",
+                "",
+            )
+        )
+        rows.append(
+            (
+                "  floor next to it",
+                f"{case['floor']['median_us']:.0f}",
+                f"{case['floor']['p99_us']:.0f}",
+                f"{case['floor']['per_s']:.0f}",
+                "1.00",
+                "",
                 "",
             )
         )
