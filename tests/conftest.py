@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis keeps no example database in the working tree.
+settings.register_profile("repo", database=None)
+settings.load_profile("repo")
 
 
 @pytest.fixture(autouse=True)
