@@ -26,6 +26,7 @@ from durability.errors import (
     OpenIntents,
     ReplayDivergence,
     RunNotActive,
+    StaleVersion,
 )
 from python.helpers import files
 from python.helpers.tool import Response
@@ -164,13 +165,20 @@ async def _finish(context: AgentContext, response: str, *, failed: bool) -> None
 
 
 def _stop_quietly(journal: Journal, run_id: str) -> None:
-    """The chat was stopped (Stop, reset, nudge): end the run, abandoning open calls."""
-    try:
-        run = journal.get_run(run_id)
-        if run.is_open:
-            journal.decide(run_id, "stop", version=run.version, actor="user:stop")
-    except DurabilityError as exc:
-        logger.warning("run %s could not be stopped: %s", run_id, exc.code)
+    """The chat was stopped (Stop, reset, nudge): end the run, abandoning open calls.
+    A journal write of the cancelled step may still land meanwhile: retry on its version."""
+    for _ in range(10):
+        try:
+            run = journal.get_run(run_id)
+            if run.is_open:
+                journal.decide(run_id, "stop", version=run.version, actor="user:stop")
+            return
+        except StaleVersion:
+            continue
+        except DurabilityError as exc:
+            logger.warning("run %s could not be stopped: %s", run_id, exc.code)
+            return
+    logger.warning("run %s could not be stopped: its version kept changing", run_id)
 
 
 async def hold(context: AgentContext, reason: str, detail: Any = None) -> NoReturn:

@@ -171,8 +171,14 @@ async def test_stop_ends_the_run_but_shutdown_leaves_it_for_recovery(harness):
     harness.model.tool("response", {"text": "resumed after shutdown"})
     first, second = harness.chat(), harness.chat()
 
+    def wait_started(ctx) -> bool:  # the wait tool's intent is durable: its effect runs
+        runs = harness.journal.list_runs(context_id=ctx.id)
+        return bool(runs) and any(
+            c.name == "wait" for c in harness.journal.open_intents(runs[0].id)
+        )
+
     async def waiting(ctx) -> None:
-        while not any(i["type"] == "tool" for i in ctx.log.output()):
+        while not await asyncio.to_thread(wait_started, ctx):
             await asyncio.sleep(0.02)
 
     task = first.communicate(UserMessage("wait"))
