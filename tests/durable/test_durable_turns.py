@@ -171,18 +171,8 @@ async def test_stop_ends_the_run_but_shutdown_leaves_it_for_recovery(harness):
     harness.model.tool("response", {"text": "resumed after shutdown"})
     first, second = harness.chat(), harness.chat()
 
-    def wait_started(ctx) -> bool:  # the wait tool's intent is durable: its effect runs
-        runs = harness.journal.list_runs(context_id=ctx.id)
-        return bool(runs) and any(
-            c.name == "wait" for c in harness.journal.open_intents(runs[0].id)
-        )
-
-    async def waiting(ctx) -> None:
-        while not await asyncio.to_thread(wait_started, ctx):
-            await asyncio.sleep(0.02)
-
     task = first.communicate(UserMessage("wait"))
-    await asyncio.wait_for(waiting(first), TIMEOUT)
+    await _wait_tool_running(harness, first)
     first.kill_process()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, TIMEOUT)
@@ -191,7 +181,7 @@ async def test_stop_ends_the_run_but_shutdown_leaves_it_for_recovery(harness):
     assert [c.state for c in harness.journal.list_calls(run.id)] == ["completed", "abandoned"]
 
     task = second.communicate(UserMessage("wait too"))
-    await asyncio.wait_for(waiting(second), TIMEOUT)
+    await _wait_tool_running(harness, second)
     durable.begin_shutdown()
     try:
         second.kill_process()
@@ -203,3 +193,33 @@ async def test_stop_ends_the_run_but_shutdown_leaves_it_for_recovery(harness):
     plans = await harness.restart()
     held = [p for p in plans if p.run.context_id == second.id]
     assert held[0].action == "hold", "the interrupted wait has no replay policy"
+
+
+async def _wait_tool_running(harness, ctx) -> None:
+    """Until the chat's wait tool has a durable intent: its effect is running."""
+
+    def started() -> bool:
+        runs = harness.journal.list_runs(context_id=ctx.id)
+        return bool(runs) and any(
+            c.name == "wait" for c in harness.journal.open_intents(runs[0].id)
+        )
+
+    async def poll() -> None:
+        while not await asyncio.to_thread(started):
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(poll(), TIMEOUT)
+
+
+async def test_nudge_stops_the_run_and_starts_a_new_one(harness):
+    harness.model.tool("wait", {"seconds": 60})
+    harness.model.tool("response", {"text": "nudged"})
+    ctx = harness.chat()
+    first = ctx.communicate(UserMessage("wait"))
+
+    await _wait_tool_running(harness, ctx)
+    second = ctx.nudge()
+    assert await asyncio.wait_for(second, TIMEOUT) == "nudged"
+    assert first.cancelled()
+    runs = harness.journal.list_runs(context_id=ctx.id)
+    assert [r.status for r in runs] == ["completed", "stopped"]
