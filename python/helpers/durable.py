@@ -247,6 +247,9 @@ async def model_call(
         if call.state == "abandoned":
             continue  # outcome unknown and left behind: ask again at the next position
         if call.state == "failed":
+            error = call.result if isinstance(call.result, dict) else {}
+            if kind == "utility":  # the loop copes (compression truncates): same as the first time
+                raise ModelError(str(error.get("message") or "model error"), error.get("status"))
             if await journal.aio.consume_retry(state.run_id, call_id=call.id):
                 state.seq[agent.number] = seq  # same position, attempt + 1
                 continue
@@ -258,6 +261,8 @@ async def model_call(
         except ModelError as exc:
             error = {"error": "model_error", "status": exc.status, "message": str(exc)[:2000]}
             await journal.aio.commit_result(call.id, error, failed=True)
+            if kind == "utility":
+                raise
             if await journal.aio.consume_retry(state.run_id, call_id=call.id):
                 state.seq[agent.number] = seq
                 continue

@@ -359,3 +359,35 @@ async def test_real_shell_receipts_prove_the_outcome(
     assert shell.state == "completed"
     if boundary == "after_effect":
         assert "receipt" in shell.result, "the receipt's output is the result"
+
+
+async def test_a_failing_utility_model_is_journaled_and_replayed_without_a_hold(
+    harness, monkeypatch
+):
+    from tests.support.model_server import ScriptedFailure
+
+    utility_calls = []
+
+    def respond(body):
+        if "You condense" in str(body["messages"][0]["content"]):
+            utility_calls.append(body)
+            return ScriptedFailure(400, "utility refuses")
+        return {"tool_name": "side_effect", "tool_args": {"label": "after-compression"}}
+
+    harness.model.respond_with(respond)
+    harness.settings_extra.update(chat_model_ctx_length=3000, chat_model_ctx_history=0.5)
+    ctx = harness.chat()
+    for i in range(8):
+        ctx.agent0.history.add(False, f"old question {i} " + "q" * 1500)
+        ctx.agent0.history.add(True, f"old answer {i} " + "a" * 1500)
+        ctx.agent0.history.new_topic()
+    await harness.crash(ctx, "newest", monkeypatch, "after_result", "side_effect")
+    assert utility_calls, "compression asked the utility model"
+    calls = harness.journal.list_calls(harness.run_of(ctx.id).id)
+    assert any(c.state == "failed" and c.args["kind"] == "utility" for c in calls)
+    requests = harness.model.calls
+    harness.model.respond_with(lambda body: {"tool_name": "response", "tool_args": {"text": "ok"}})
+    await harness.restart()
+    assert await harness.settle(ctx.id) == "ok"
+    assert harness.model.calls == requests + 1, "the failed utility call was not repeated"
+    assert side_effects() == ["after-compression"]
