@@ -362,7 +362,7 @@ class Agent:
                     if not _current_task_cancelling():
                         await self.extensions("message_loop_end")
                 if self.context.durable_run is not None:
-                    await durable.iteration_end(self)
+                    await durable.iteration_end(self, final=result is not None)
                 if result is not None:
                     return result
         finally:

@@ -385,13 +385,14 @@ class RecordedToolError(Exception):
 
 
 # iteration end -----------------------------------------------------------------------------
-async def iteration_end(agent: Agent) -> None:
-    """Checkpoint after each loop iteration (agent 0's also move the resume base)."""
+async def iteration_end(agent: Agent, *, final: bool = False) -> None:
+    """Checkpoint after each loop iteration. Agent 0's iterations also move the resume
+    base, except the last one (``final``): a resume replays that one instead of looping on."""
     from python.helpers import durable_checkpoint
 
     context = agent.context
     state: DurableRun = context.durable_run
-    if agent.number == 0 and state.start_agent == 0:
+    if agent.number == 0 and state.start_agent == 0 and not final:
         durable_checkpoint.set_resume_base(context, agent, phase="iteration")
     await durable_checkpoint.write(context)
     for name in dict.fromkeys(state.iteration_calls.pop(agent.number, [])):

@@ -391,3 +391,44 @@ async def test_a_failing_utility_model_is_journaled_and_replayed_without_a_hold(
     assert await harness.settle(ctx.id) == "ok"
     assert harness.model.calls == requests + 1, "the failed utility call was not repeated"
     assert side_effects() == ["after-compression"]
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+async def test_subordinate_child_workflow_at_every_boundary(harness, monkeypatch, boundary):
+    harness.model.tool("call_subordinate", {"message": "pay it"})
+    harness.model.tool("side_effect", {"label": "child-pay"})  # agent 1
+    harness.model.tool("response", {"text": "child paid"})  # agent 1
+    harness.model.tool("response", {"text": "the child paid"})  # agent 0
+    ctx = harness.chat()
+    await harness.crash(ctx, "delegate", monkeypatch, boundary, "call_subordinate")
+    plans = await harness.restart()
+    assert [p.action for p in plans] == ["resume"], "a child workflow is never uncertain"
+    assert await harness.settle(ctx.id) == "the child paid"
+    assert side_effects() == ["child-pay"]
+    assert harness.model.calls == 4, "no model reply was asked for twice"
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+async def test_response_at_every_boundary(harness, monkeypatch, boundary):
+    harness.model.tool("response", {"text": "final"})
+    ctx = harness.chat()
+    await harness.crash(ctx, "answer", monkeypatch, boundary, "response")
+    await harness.restart()
+    assert await harness.settle(ctx.id) == "final"
+    assert harness.run_of(ctx.id).status == "completed"
+    assert harness.model.calls == 1
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+async def test_durable_plan_at_every_boundary(harness, monkeypatch, boundary):
+    plan = {"title": "trip", "items": [{"id": "1", "text": "book", "done": False}]}
+    harness.model.tool("durable_plan", {"action": "replace", "expected_revision": 0, "plan": plan})
+    harness.model.tool("response", {"text": "planned"})
+    ctx = harness.chat()
+    await harness.crash(ctx, "plan it", monkeypatch, boundary, "durable_plan")
+    await harness.restart()
+    assert await harness.settle(ctx.id) == "planned"
+    document = harness.journal.read_document(ctx.id, "plan")
+    assert (document.revision, document.value["title"]) == (1, "trip")
+    assert not harness.journal.list_conflicts(ctx.id), "a replayed replace is a no-op"
+    assert harness.model.calls == 2
