@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from python.api._chat import context_id_of
@@ -18,6 +19,16 @@ def _log_snapshot(ctx: Any, log_from: int) -> dict[str, Any]:
         "log_progress_active": bool(getattr(log, "progress_active", False)),
         "paused": bool(ctx.paused),
     }
+
+
+def _held_state(journal: Any, ctx_id: str | None) -> tuple[dict[str, Any] | None, int]:
+    """The selected chat's held run (if any) and how many runs wait for a decision."""
+    held = journal.list_runs("needs_attention", limit=1000)
+    mine = next((r for r in held if r.context_id == ctx_id), None) if ctx_id else None
+    row = None
+    if mine is not None:
+        row = {"run_id": mine.id, "reason": mine.reason, "version": mine.version}
+    return row, len(held)
 
 
 class Poll(ApiHandler):
@@ -46,6 +57,8 @@ class Poll(ApiHandler):
             "notifications": [],
             "notifications_guid": runtime.runtime_id,
             "notifications_version": 0,
+            "held_run": None,  # this fork: the selected chat's run waiting for a decision
+            "held_runs": 0,  # this fork: runs waiting for a decision (the Recovery badge)
         }
         ctx = runtime.find_context(ctx_id)
         if ctx_id and ctx is None:
@@ -54,4 +67,9 @@ class Poll(ApiHandler):
             snapshot.update(_log_snapshot(ctx, log_from))
             snapshot["context"] = ctx.id
             snapshot["running"] = runtime.is_running(ctx.id)
+        journal = getattr(runtime, "journal", None)
+        if journal is not None:
+            selected = ctx.id if ctx is not None else None
+            held, count = await asyncio.to_thread(_held_state, journal, selected)
+            snapshot["held_run"], snapshot["held_runs"] = held, count
         return snapshot

@@ -3,6 +3,7 @@
 import { ApiCallError, callApi } from "./api.js";
 import { renderItem } from "./render.js";
 import { openSettings, initSettings } from "./settings.js";
+import { initRecovery, showHeld } from "./recovery.js";
 
 const state = {
   context: localStorage.getItem("a0.context") || null,
@@ -100,6 +101,7 @@ async function poll() {
     $("chat-progress").textContent = snapshot.log_progress_active ? snapshot.log_progress : "";
     state.running = Boolean(snapshot.running);
     state.paused = Boolean(snapshot.paused);
+    showHeld(snapshot);
     applyControls();
     showError(null);
   } catch (error) {
@@ -177,6 +179,7 @@ function init() {
     $("attach-count").textContent = count ? `${count} file${count > 1 ? "s" : ""}` : "";
   });
   initSettings(showError);
+  initRecovery();
   schedulePoll(0);
 }
 

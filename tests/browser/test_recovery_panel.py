@@ -1,0 +1,86 @@
+"""The Recovery panel in a real browser: a held run, its calls, a stale decision, a decision."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.support.model_server import ScriptedFailure
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = 60_000
+KEY = {"X-API-KEY": "test-token"}
+
+
+def test_held_run_banner_panel_stale_refresh_and_decision(page: Page, running_ui, model_server):
+    model_server.respond_with(lambda body: ScriptedFailure(500, "provider down"))
+    held = running_ui.api_message("hello", input_id="held-1").json()
+    assert held["status"] == "needs_attention", held
+    run_id = held["run_id"]
+
+    page.goto(running_ui.url)
+    page.get_by_test_id("chat-item").first.click()
+    banner = page.get_by_test_id("held-banner")
+    expect(banner).to_be_visible(timeout=TIMEOUT_MS)
+    expect(banner).to_contain_text("model_failed")
+    expect(page.get_by_test_id("recovery-badge")).to_have_text("1")
+
+    page.get_by_test_id("held-open").click()
+    dialog = page.get_by_test_id("recovery-dialog")
+    expect(dialog).to_contain_text("Continue with confidence")
+    card = dialog.get_by_test_id("recovery-run")
+    expect(card).to_have_count(1, timeout=TIMEOUT_MS)
+    expect(card.get_by_test_id("run-reason")).to_contain_text("model_failed")
+    expect(card.get_by_test_id("run-phase")).to_have_text("result_committed")
+    expect(card.get_by_test_id("recovery-call")).to_have_count(1)
+    expect(card.get_by_test_id("recovery-call")).to_contain_text("model")
+    options = card.get_by_test_id("decision-select").locator("option")
+    expect(options).to_have_count(5)
+
+    # a confirmed_* decision needs a note
+    card.get_by_test_id("decision-select").select_option("confirmed_completed")
+    card.get_by_test_id("decision-submit").click()
+    expect(page.get_by_test_id("recovery-message")).to_contain_text("note is required")
+
+    # someone else acts meanwhile: a retry grant resumes the run, it fails and holds again
+    version = _run(running_ui, run_id)["version"]
+    grant = {"run_id": run_id, "attempts": 1}
+    url = f"{running_ui.url}/api/durable_retry_grant"
+    granted = httpx.post(url, json=grant, headers=KEY, timeout=30)
+    assert granted.status_code == 200, granted.text
+    _wait_held_beyond(running_ui, run_id, version)
+
+    card.get_by_test_id("decision-select").select_option("stop")
+    card.get_by_test_id("decision-submit").click()
+    expect(page.get_by_test_id("recovery-message")).to_contain_text("refreshed")
+    card = dialog.get_by_test_id("recovery-run")
+    card.get_by_test_id("decision-select").select_option("stop")
+    card.get_by_test_id("decision-note").fill("provider is down for the day")
+    card.get_by_test_id("decision-submit").click()
+    expect(page.get_by_test_id("recovery-message")).to_contain_text("recorded")
+    expect(dialog.get_by_test_id("recovery-empty")).to_be_visible(timeout=TIMEOUT_MS)
+    assert _run(running_ui, run_id)["status"] == "stopped"
+
+    dialog.get_by_test_id("recovery-close").click()
+    expect(banner).to_be_hidden(timeout=TIMEOUT_MS)
+
+
+def _run(server, run_id: str) -> dict:
+    response = httpx.post(f"{server.url}/api/durable_run", json={"run_id": run_id},
+                          headers=KEY, timeout=30)  # fmt: skip
+    assert response.status_code == 200, response.text
+    return response.json()["run"]
+
+
+def _wait_held_beyond(server, run_id: str, version: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        run = _run(server, run_id)
+        if run["status"] == "needs_attention" and run["version"] > version:
+            return
+        time.sleep(0.05)  # polling interval of a deadline wait
+    raise AssertionError("the run did not hold again after the retry grant")
