@@ -432,3 +432,38 @@ async def test_durable_plan_at_every_boundary(harness, monkeypatch, boundary):
     assert (document.revision, document.value["title"]) == (1, "trip")
     assert not harness.journal.list_conflicts(ctx.id), "a replayed replace is a no-op"
     assert harness.model.calls == 2
+
+
+async def test_an_intervention_in_agent_0_survives_a_later_crash(harness, monkeypatch):
+    import asyncio
+
+    from durability import failpoints
+    from python.helpers import durable_admission
+
+    harness.model.tool("wait", {"seconds": 60})
+    harness.model.tool("side_effect", {"label": "after-intervention"})
+    harness.model.tool("response", {"text": "done after the intervention"})
+    ctx = harness.chat()
+    monkeypatch.setenv(failpoints.CRASH_AT_ENV, "after_result")
+    monkeypatch.setenv(failpoints.CRASH_MATCH_ENV, "side_effect")
+    with failpoints.raise_instead():
+        started = await durable_admission.submit(ctx, UserMessage("wait", id="in-1"))
+
+        def wait_running() -> bool:
+            calls = harness.journal.open_intents(started.run_id)
+            return any(c.name == "wait" for c in calls)
+
+        async def poll() -> None:
+            while not await asyncio.to_thread(wait_running):
+                await asyncio.sleep(0.02)
+
+        await asyncio.wait_for(poll(), 30)
+        await durable_admission.submit(ctx, UserMessage("stop waiting, pay now", id="in-2"))
+        with pytest.raises(failpoints.SimulatedCrash):
+            await asyncio.wait_for(started.task, 30)
+    monkeypatch.delenv(failpoints.CRASH_AT_ENV)
+    await harness.restart()
+    assert await harness.settle(ctx.id) == "done after the intervention"
+    assert side_effects() == ["after-intervention"]
+    assert harness.model.calls == 3
+    assert "stop waiting, pay now" in prompt_text(harness.model.requests[-1])
