@@ -251,6 +251,8 @@ class AgentContext:
         self.paused = False
         self.streaming_agent = None
         self.agent0 = Agent(0, self.config, self)
+        if self.journal is not None:  # the next start rebuilds the chat empty too
+            durable_admission.note_reset(self)
 
     def _close_shells(self) -> None:
         shells, self.shells = self.shells, ShellSessions(self.config.workdir_path())

@@ -167,13 +167,22 @@ def journal_intervention_later(context: AgentContext, msg: UserMessage) -> None:
 
 def note_removed(context: AgentContext) -> None:
     """Journal that the chat was deleted, so start-up does not rebuild it."""
+    note_chat_event(context, "context_removed")
+
+
+def note_reset(context: AgentContext) -> None:
+    """Journal that the chat was reset, so start-up rebuilds it empty."""
+    note_chat_event(context, "context_reset")
+
+
+def note_chat_event(context: AgentContext, event_type: str) -> None:
     journal = context.journal
 
     def write() -> None:
         try:
-            journal.append_event(context.id, "context_removed")
+            journal.append_event(context.id, event_type)
         except DurabilityError as exc:
-            logger.warning("chat %s removal not journaled: %s", context.id, exc.code)
+            logger.warning("chat %s %s not journaled: %s", context.id, event_type, exc.code)
 
     try:
         asyncio.get_running_loop()

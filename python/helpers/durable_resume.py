@@ -52,7 +52,10 @@ def restore_contexts(
     newest_run: dict[str, float] = {}
     for run in reversed(journal.list_runs(limit=1_000_000)):  # oldest chat first
         newest_run[run.context_id] = run.created_at
-    context_ids = [cid for cid, at in newest_run.items() if not _removed_after(journal, cid, at)]
+    events = {cid: _chat_events(journal, cid) for cid in newest_run}
+    context_ids = [
+        cid for cid, at in newest_run.items() if _last(events[cid], "context_removed") < at
+    ]
     restored = []
     for context_id in context_ids:
         context = AgentContext.get(context_id)
@@ -68,16 +71,23 @@ def restore_contexts(
             reason = exc.fields.get("reason")
             text = "The chat's latest checkpoint failed validation; it could not be rebuilt."
             _warn(context, "Checkpoint damaged", text, reason=reason)
-        if checkpoint is not None:
+        if checkpoint is not None and _last(events[context_id], "context_reset") < (
+            checkpoint.created_at
+        ):
             state = checkpoint.state.get("current") or {}
             durable_checkpoint.restore_chain(context, state, checkpoint.histories)
         restored.append(context)
     return restored
 
 
-def _removed_after(journal: Journal, context_id: str, since: float) -> bool:
+def _chat_events(journal: Journal, context_id: str) -> list[Any]:
     events = journal.list_events(context_id=context_id, limit=1_000_000)
-    return any(e.type == "context_removed" and e.created_at >= since for e in events)
+    return [e for e in events if e.type in ("context_removed", "context_reset")]
+
+
+def _last(events: list[Any], event_type: str) -> float:
+    """When the chat last had this event (-1 when never)."""
+    return max((e.created_at for e in events if e.type == event_type), default=-1.0)
 
 
 async def recover(

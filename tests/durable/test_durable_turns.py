@@ -223,3 +223,15 @@ async def test_nudge_stops_the_run_and_starts_a_new_one(harness):
     assert first.cancelled()
     runs = harness.journal.list_runs(context_id=ctx.id)
     assert [r.status for r in runs] == ["completed", "stopped"]
+
+
+async def test_a_reset_chat_is_rebuilt_empty(harness):
+    harness.model.tool("response", {"text": "one"})
+    ctx = harness.chat()
+    assert await harness.send(ctx, "remember this") == "one"
+    ctx.reset()
+    await durable_admission.flush_background()
+    await harness.restart()
+    restored = harness.get(ctx.id)
+    assert restored.agent0.history.is_empty()
+    assert restored.log.output() == []
