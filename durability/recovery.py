@@ -153,8 +153,8 @@ def classify_run(
         return RecoveryPlan(run, "hold", "corrupt_checkpoint", exc.to_dict())
     progress = _progress(journal, run.id)
     if _stalled_attempts(journal, run, progress) >= max_attempts:
-        detail = {"attempts": max_attempts, "progress": progress}
-        return RecoveryPlan(run, "hold", "recovery_attempts_exceeded", detail)
+        parked = {"attempts": max_attempts, "progress": progress}
+        return RecoveryPlan(run, "hold", "recovery_attempts_exceeded", parked)
     plan = RecoveryPlan(run, "resume")
     for call in journal.open_intents(run.id):
         detail = _classify_call(journal, run, call, plan, adapters or {}, is_safe)
@@ -167,7 +167,7 @@ def apply_plan(journal: Journal, plan: RecoveryPlan) -> RecoveryPlan:
     """Record the plan: hold the run, or commit proven receipts and count the attempt."""
     run = plan.run
     if plan.action == "hold":
-        plan.run = journal.mark_needs_attention(run.id, plan.reason, plan.detail)
+        plan.run = journal.mark_needs_attention(run.id, plan.reason or "held", plan.detail)
     elif plan.action == "resume":
         for call_id, output in plan.receipts.items():
             journal.commit_result(call_id, {"receipt": output})
