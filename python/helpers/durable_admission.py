@@ -88,6 +88,16 @@ def recorded_response(journal: Journal, run_id: str) -> str | None:
     return None
 
 
+async def run_outcome(journal: Journal, run_id: str) -> dict[str, Any]:
+    """``{run_id, status, response}`` for a client (api_message): ``response`` is None until
+    the run ends with an answer (a held run has none)."""
+    run = await journal.aio.get_run(run_id)
+    response = None
+    if run.status in ("completed", "failed"):
+        response = await asyncio.to_thread(recorded_response, journal, run_id)
+    return {"run_id": run_id, "status": run.status, "response": response}
+
+
 def _locks(context: AgentContext) -> asyncio.Lock:
     lock = context.data.get("_durable_admit_lock")
     if lock is None:

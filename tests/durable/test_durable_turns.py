@@ -235,3 +235,20 @@ async def test_a_reset_chat_is_rebuilt_empty(harness):
     restored = harness.get(ctx.id)
     assert restored.agent0.history.is_empty()
     assert restored.log.output() == []
+
+
+async def test_run_outcome_for_clients(harness):
+    harness.model.tool("response", {"text": "ok"})
+    harness.model.fail(400)
+    ctx, held = harness.chat(), harness.chat()
+    done = await durable_admission.submit(ctx, UserMessage("hi"))
+    await asyncio.wait_for(done.task, TIMEOUT)
+    assert await durable_admission.run_outcome(harness.journal, done.run_id) == {
+        "run_id": done.run_id,
+        "status": "completed",
+        "response": "ok",
+    }
+    stuck = await durable_admission.submit(held, UserMessage("hi"))
+    assert await asyncio.wait_for(stuck.task, TIMEOUT) == ""
+    outcome = await durable_admission.run_outcome(harness.journal, stuck.run_id)
+    assert (outcome["status"], outcome["response"]) == ("needs_attention", None)
