@@ -184,7 +184,7 @@ def test_corrupt_checkpoint_is_held_at_start_up_and_the_chat_refuses_messages(
 
     crashable.start()
     run = crashable.only_run()
-    assert (run["status"], run["reason"]) == ("needs_attention", "corrupt_checkpoint")
+    assert (run["status"], run["reason"]) == ("needs_attention", "corrupt_checkpoint"), run
     refused = crashable.server.api_message("hello?", context_id=run["context_id"])
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "run_held"
     version = run["version"]
