@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from python.helpers import durable, durable_admission, files
+from python.helpers import secrets as secret_store
 from python.helpers.history import History, Message
 from python.helpers.shell import ShellSessions
 from python.helpers.tool import Response, Tool
@@ -494,6 +495,9 @@ class Agent:
     async def execute_tool(self, tool: Tool) -> Response:
         """JOURNAL SEAM 2: every tool execution passes through here."""
         self.context.tool_calls += 1
+        # Tools get real values: a `§§secret(NAME)` in the arguments (the model's own, or a
+        # masked reply reused after a crash) becomes the secret again.
+        tool.args = secret_store.unmask(tool.args)
         kwargs = {k: v for k, v in tool.args.items() if k.isidentifier() and k != "self"}
         await self.handle_intervention()
         await tool.before_execution(**kwargs)
@@ -626,7 +630,7 @@ class Agent:
         await call_extensions(point, self, loop_data=self.loop_data, **kwargs)
 
     def mask(self, text: str) -> str:
-        return _masker()(text)
+        return secret_store.mask(text)
 
     def mask_value(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -680,15 +684,3 @@ def _tool_class(path: Path) -> type[Tool] | None:
         ):
             return value
     return None
-
-
-def _masker() -> Any:
-    try:
-        from python.helpers import secrets as secrets_mod
-    except ImportError:
-        return lambda text: text
-    for name in ("mask", "mask_text", "mask_secrets"):
-        fn = getattr(secrets_mod, name, None)
-        if callable(fn):
-            return fn
-    return lambda text: text

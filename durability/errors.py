@@ -118,7 +118,7 @@ class StaleVersion(DurabilityError):
 
 class NoteRequired(DurabilityError):
     code = "note_required"
-    http_status = 400
+    http_status = 422
 
 
 class DocumentInvalid(DurabilityError):

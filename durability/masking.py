@@ -28,6 +28,9 @@ def placeholder(name: str) -> str:
     return f"§§secret({name})"
 
 
+PLACEHOLDER = re.compile(r"§§secret\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
 class Masker:
     """Replaces secret values (longest first) in strings, recursively through dicts and lists."""
 
@@ -39,6 +42,7 @@ class Masker:
                 by_value.setdefault(value, name)
         self._names = sorted(set(by_value.values()))
         self._by_value = by_value
+        self._by_name = {name: value for value, name in by_value.items()}
         ordered = sorted(by_value, key=lambda v: (-len(v), v))
         self._pattern = re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
 
@@ -68,6 +72,22 @@ class Masker:
             }
         if isinstance(value, list | tuple):
             return [self.mask(v) for v in value]
+        return value
+
+    def unmask(self, value: Any) -> Any:
+        """The inverse of mask for known names: ``§§secret(NAME)`` becomes the value again.
+
+        Tools get real values (a replayed, masked model reply still runs the same command);
+        placeholders of unknown names stay as they are.
+        """
+        if isinstance(value, str):
+            if "§§secret(" not in value:
+                return value
+            return PLACEHOLDER.sub(lambda m: self._by_name.get(m.group(1), m.group(0)), value)
+        if isinstance(value, Mapping):
+            return {k: self.unmask(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.unmask(v) for v in value]
         return value
 
 

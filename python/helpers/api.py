@@ -70,10 +70,6 @@ ERROR_TABLE: list[tuple[str, str, int]] = [
     ("JSONDecodeError", "bad_request", 400),
 ]
 
-# The HTTP status the API uses for a duck-typed error code when it differs from the
-# error's own http_status (a missing note is a semantic refusal: 422).
-STATUS_BY_CODE: dict[str, int] = {"note_required": 422}
-
 _SAFE_MESSAGE_CODES = {
     "invalid_setting",
     "input_conflict",
@@ -91,7 +87,6 @@ def exception_to_response(exc: BaseException) -> JSONResponse:
     status = getattr(exc, "http_status", None)
     if isinstance(code, str) and code and isinstance(status, int) and 400 <= status < 600:
         # durability errors (and any other family) plug in by duck typing
-        status = STATUS_BY_CODE.get(code, status)
         return error_response(code, _mask(str(exc) or code), status)
     names = [cls.__name__ for cls in type(exc).__mro__]
     for name, code, status in ERROR_TABLE:

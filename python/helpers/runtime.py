@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from python.helpers import runtime_journal
+from python.helpers import durable, runtime_journal
 from python.helpers.api import ApiError
 from python.helpers.auth import AuthConfig
 
@@ -241,8 +241,13 @@ class Runtime:
         return removed
 
     def begin_shutdown(self) -> None:
-        """Called from the signal handler: cancel every running chat task right away."""
+        """Called from the signal handler: cancel every running chat task right away.
+
+        Journaled runs cancelled by a shutdown stay active, so the next start recovers them
+        (a person's Stop ends a run; a server stop never does).
+        """
         self._stopping = True
+        durable.begin_shutdown()
         ids = set(self._tasks)
         with contextlib.suppress(Exception):  # the loop may not even be importable
             ids |= {c.id for c in _agent_module().AgentContext.all()}

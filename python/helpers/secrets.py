@@ -10,7 +10,7 @@ from typing import Any
 from durability.masking import Masker, collect_secrets, placeholder
 from python.helpers import files
 
-__all__ = ["SECRETS_FILE", "Masker", "mask", "masker_for", "placeholder"]
+__all__ = ["SECRETS_FILE", "Masker", "mask", "masker_for", "placeholder", "unmask"]
 
 SECRETS_FILE = "secrets.env"
 _cache: dict[tuple, Masker] = {}
@@ -47,3 +47,8 @@ def masker_for(usr: Path | None = None, environ: Mapping[str, str] | None = None
 def mask(value: Any, usr: Path | None = None) -> Any:
     """``value`` with every known secret replaced by ``§§secret(NAME)``."""
     return masker_for(usr).mask(value)
+
+
+def unmask(value: Any, usr: Path | None = None) -> Any:
+    """``value`` with every ``§§secret(NAME)`` of a known secret replaced by its value."""
+    return masker_for(usr).unmask(value)
