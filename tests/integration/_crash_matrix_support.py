@@ -162,3 +162,71 @@ def plan_of(crashable: Crashable, context_id: str) -> dict[str, Any]:
 
 def dump(value: Any) -> str:
     return json.dumps(value, indent=1, default=str)[:4000]
+
+
+# the soak's job ---------------------------------------------------------------------------
+JOB = re.compile(r"JOB\[(?P<job>[a-z0-9]+):(?P<steps>\d+)\]")
+EFFECT_LABEL = re.compile(r"\b[a-z0-9]+-(?:fx|sh|child)-\d+\b")
+SOAK_CYCLE = ("side_effect", "code_execution_tool", "durable_plan", "call_subordinate", "plan_read")
+
+
+def job_message(job: str, steps: int) -> str:
+    return f"Run the soak JOB[{job}:{steps}] step by step."
+
+
+def job_step(job: str, steps: int, step: int, usr: Path) -> dict[str, Any]:
+    """Agent 0's reply at ``step`` of a soak job: a cycle of every call class, then the answer."""
+    if step >= steps:
+        return answer(f"job {job} done")
+    kind = SOAK_CYCLE[step % len(SOAK_CYCLE)]
+    if kind == "side_effect":
+        return tool("side_effect", {"label": f"{job}-fx-{step}"})
+    if kind == "code_execution_tool":
+        code = shell_code(usr, f"{job}-sh-{step}")
+        return tool("code_execution_tool", {"runtime": "terminal", "session": 0, "code": code})
+    if kind == "durable_plan":
+        revision = step // len(SOAK_CYCLE)
+        args = {"action": "replace", "expected_revision": revision, "plan": job_plan(job, step)}
+        return tool("durable_plan", args)
+    if kind == "call_subordinate":
+        return tool("call_subordinate", {"message": f"CHILD[{job}-{step}] help", "reset": True})
+    return tool("durable_plan", {"action": "read"})
+
+
+def job_plan(job: str, step: int) -> dict[str, Any]:
+    return {
+        "title": f"job {job}",
+        "items": [{"id": str(step), "text": f"step {step}", "done": True}],
+    }
+
+
+def job_effects(job: str, steps: int) -> list[str]:
+    """Every line a completed job leaves in the side-effect log."""
+    lines = []
+    for step in range(steps):
+        kind = SOAK_CYCLE[step % len(SOAK_CYCLE)]
+        if kind == "side_effect":
+            lines.append(f"{job}-fx-{step}")
+        elif kind == "code_execution_tool":
+            lines.append(f"{job}-sh-{step}")
+        elif kind == "call_subordinate":
+            lines.append(f"{job}-child-{step}")
+    return lines
+
+
+def soak_responder(usr: Path) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        first = first_user_text(body)
+        step = step_of(body)
+        child = CHILD.search(first)
+        if child:
+            job, _, number = child["label"].rpartition("-")
+            if step == 0:
+                return tool("side_effect", {"label": f"{job}-child-{number}"})
+            return answer(f"child {child['label']} done")
+        found = JOB.search(first)
+        if found is None:
+            return answer("no job found")
+        return job_step(found["job"], int(found["steps"]), step, usr)
+
+    return respond
