@@ -181,19 +181,6 @@ class Runtime:
         """(run status, response) once the run's task ended; a held run has no response."""
         return await runtime_journal.outcome(self, admitted, answer)
 
-    async def run_message(self, ctx: Any, message: Any) -> str:
-        """Send a message and wait for the answer; a cancelled request never cancels the chat."""
-        task = self.start_message(ctx, message)
-        try:
-            result = await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if task.cancelled():
-                raise ApiError(
-                    "chat_stopped", "The chat was stopped before it answered.", 409
-                ) from None
-            raise
-        return "" if result is None else str(result)
-
     def is_running(self, ctx_id: str) -> bool:
         if any(not t.done() for t in self._tasks.get(ctx_id, ())):
             return True
