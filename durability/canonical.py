@@ -10,14 +10,16 @@ from typing import Any
 from durability.errors import NotSerializable
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+# One encoder for every call (json.dumps would build a new one per call for these options).
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
 
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, no spaces, UTF-8 kept as is; NaN/Infinity and non-JSON types refused."""
     try:
-        return json.dumps(
-            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        return _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise NotSerializable(
             f"value is not JSON-serialisable: {type(exc).__name__}", reason=str(exc)[:200]
@@ -41,6 +43,15 @@ def digest(value: Any) -> str:
 def fingerprint(kind: str, name: str, masked_args: Any, policy: str) -> str:
     """Identity of a call: SHA-256 of canonical JSON of kind, name, masked args and policy."""
     return digest({"kind": kind, "name": name, "args": masked_args, "policy": policy})
+
+
+def fingerprint_from_json(kind: str, name: str, masked_args_json: str, policy: str) -> str:
+    """``fingerprint`` with the arguments already in canonical JSON (the same digest)."""
+    text = (
+        f'{{"args":{masked_args_json},"kind":{_ENCODER.encode(kind)},'
+        f'"name":{_ENCODER.encode(name)},"policy":{_ENCODER.encode(policy)}}}'
+    )
+    return digest_text(text)
 
 
 def is_digest(value: object) -> bool:

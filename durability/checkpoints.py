@@ -40,6 +40,7 @@ class _HistoryHead:
 class HistoryCacheEntry:
     checkpoint_id: int
     heads: dict[str, _HistoryHead]
+    run_id: str = ""
 
 
 class HistoryCache:
@@ -152,11 +153,17 @@ def _previous_heads(
 
     Only the chat's one open run writes checkpoints, so once it has one, its newest is the
     chat's newest; before that, the chat's newest comes from its earlier runs.
+
+    Within a run the cache is used without a look-up: it names a chain this run committed,
+    whose blobs stay while the run is open (retention removes only finished runs), so a new
+    node based on it is correct even if another writer added a checkpoint meanwhile.
     """
+    cached = cache.get(context_id)
+    if cached is not None and cached.run_id == run_id:
+        return cached.heads
     row = tx.latest_checkpoint(run_id=run_id) or tx.latest_checkpoint(context_id=context_id)
     if row is None:
         return {}
-    cached = cache.get(context_id)
     if cached is not None and cached.checkpoint_id == row.id:
         return cached.heads
     try:
@@ -274,4 +281,4 @@ def store_checkpoint(
         id=checkpoint_id, run_id=run_id, context_id=context_id, seq=data.seq, digest=digest,
         history_lengths={k: len(h.hashes) for k, h in heads.items()}, created_at=now,
     )  # fmt: skip
-    return checkpoint, HistoryCacheEntry(checkpoint_id, heads)
+    return checkpoint, HistoryCacheEntry(checkpoint_id, heads, run_id)

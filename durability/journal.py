@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -16,7 +17,13 @@ from typing import Any
 
 from durability import _decisions, checkpoints, documents
 from durability._runs import bump, load_run, require_active, transition
-from durability.canonical import canonical_json, digest, digest_bytes, fingerprint, is_digest
+from durability.canonical import (
+    canonical_json,
+    digest_bytes,
+    digest_text,
+    fingerprint_from_json,
+    is_digest,
+)
 from durability.errors import (
     ActiveRunExists,
     BlobNotFound,
@@ -58,12 +65,13 @@ from durability.store.base import InputRow, Store, StoreTx
 
 MAX_ID_LENGTH = 200
 MAX_RETRY_ATTEMPTS = 100
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f]")
 
 
 def _require_text(field: str, value: object, max_length: int = MAX_ID_LENGTH) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > max_length:
         raise InvalidArgument(f"{field} must be a non-empty string", field=field)
-    if any(ord(ch) < 32 for ch in value):
+    if _CONTROL_CHARS.search(value):
         raise InvalidArgument(f"{field} contains control characters", field=field)
     return value
 
@@ -212,11 +220,19 @@ class Journal:
             raise InvalidArgument(f"kind must be one of {', '.join(CALL_KINDS)}", field="kind")
         _require_text("name", name)
         _require_text("policy", policy, max_length=64)
-        masked_args = self._mask(args)
-        fp = fingerprint(kind, name, masked_args, policy)
+        masked_args = self._masker.mask(args)
+        args_json = canonical_json(masked_args)  # refuses what cannot be stored
+        fp = fingerprint_from_json(kind, name, args_json, policy)
         now = self._clock()
+        fresh = Call(
+            id=uuid.uuid4().hex, run_id=run_id, agent_no=agent_no, seq=seq, attempt=1,
+            kind=kind, name=name, args=masked_args, policy=policy, fingerprint=fp, state="open",
+            result=None, result_digest=None, created_at=now, closed_at=None,
+        )  # fmt: skip
 
         def op(tx: StoreTx) -> Call:
+            if tx.insert_call_if_free(fresh, args_json):  # the common case: a new position
+                return fresh
             run = load_run(tx, run_id)
             require_active(run)
             latest = tx.latest_call_at(run_id, agent_no, seq)
@@ -232,12 +248,7 @@ class Journal:
                 )
             if latest is not None and latest.state not in ("superseded", "not_completed"):
                 return latest
-            call = Call(
-                id=uuid.uuid4().hex, run_id=run_id, agent_no=agent_no, seq=seq,
-                attempt=(latest.attempt + 1) if latest else 1, kind=kind, name=name,
-                args=masked_args, policy=policy, fingerprint=fp, state="open", result=None,
-                result_digest=None, created_at=now, closed_at=None,
-            )  # fmt: skip
+            call = dataclasses.replace(fresh, attempt=(latest.attempt + 1) if latest else 1)
             tx.insert_call(call)
             bump(tx, run, now)
             return call
@@ -251,13 +262,22 @@ class Journal:
         """Commit a call's outcome (optionally with a checkpoint, in one transaction).
         The same result again is a no-op; a different one raises ResultConflict."""
         _require_text("call_id", call_id)
-        masked = self._mask(result)
-        result_digest = digest(masked)
+        masked = self._masker.mask(result)
+        result_json = canonical_json(masked)  # refuses what cannot be stored
+        result_digest = digest_text(result_json)
         state = "failed" if failed else "completed"
         now = self._clock()
         cache_update: list[Any] = []
 
         def op(tx: StoreTx) -> Call:
+            closed = tx.close_open_call(call_id, state, masked, result_json, result_digest, now)
+            if closed is not None:  # the common case: an open call of an active run
+                done, context_id = closed
+                if checkpoint is not None:
+                    cache_update.append(
+                        self._checkpoint_op(tx, done.run_id, context_id, checkpoint, now)
+                    )
+                return done
             call = tx.get_call(call_id)
             if call is None:
                 raise IntentMissing("no intent was journaled for this call", call_id=call_id)
@@ -280,7 +300,9 @@ class Journal:
             tx.update_call(done)
             bump(tx, run, now)
             if checkpoint is not None:
-                cache_update.append(self._checkpoint_op(tx, run, checkpoint, now))
+                cache_update.append(
+                    self._checkpoint_op(tx, run.id, run.context_id, checkpoint, now)
+                )
             return done
 
         call = self.store.write(op)
@@ -302,12 +324,12 @@ class Journal:
 
     # checkpoints
     def _checkpoint_op(
-        self, tx: StoreTx, run: Run, data: CheckpointData, now: float
+        self, tx: StoreTx, run_id: str, context_id: str, data: CheckpointData, now: float
     ) -> tuple[str, CheckpointRef, checkpoints.HistoryCacheEntry]:
         ref, entry = checkpoints.store_checkpoint(
-            tx, self._masker, self._history_cache, run.id, run.context_id, data, now
+            tx, self._masker, self._history_cache, run_id, context_id, data, now
         )
-        return run.context_id, ref, entry
+        return context_id, ref, entry
 
     def _apply_cache(self, updates: list[Any]) -> None:
         for context_id, _, entry in updates:
@@ -324,10 +346,11 @@ class Journal:
         cache_update: list[Any] = []
 
         def op(tx: StoreTx) -> CheckpointRef:
-            run = load_run(tx, run_id)
-            require_active(run)
-            update = self._checkpoint_op(tx, run, data, now)
-            bump(tx, run, now)
+            context_id = tx.bump_active_run(run_id, now)
+            if context_id is None:
+                require_active(load_run(tx, run_id))  # raises the precise error
+                raise AssertionError("unreachable: the run is active")
+            update = self._checkpoint_op(tx, run_id, context_id, data, now)
             cache_update.append(update)
             return update[1]
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar
 
 from durability.errors import DurabilityError, JournalClosed
@@ -26,7 +25,30 @@ from durability.faults import crash_point
 T = TypeVar("T")
 MAX_BATCH = 256
 
-_Item = tuple[Callable[[Any], Any], "Future[Any]"]
+
+class _Outcome:
+    """One caller's answer (lighter than a Future: the writer's condition guards it)."""
+
+    __slots__ = ("done", "error", "value")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def set_result(self, value: Any) -> None:
+        self.value, self.done = value, True
+
+    def set_exception(self, error: BaseException) -> None:
+        self.error, self.done = error, True
+
+    def result(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+_Item = tuple[Callable[[Any], Any], _Outcome]
 
 
 class TransactionControl(Protocol):
@@ -66,7 +88,7 @@ class GroupCommitWriter:
 
     def submit(self, fn: Callable[[Any], T]) -> T:
         """Run ``fn(tx)`` in a transaction; return once that transaction is durable."""
-        future: Future[T] = Future()
+        future = _Outcome()
         with self._cond:
             if self._leader == threading.get_ident():
                 raise RuntimeError("a journal write may not start another write")
@@ -75,10 +97,10 @@ class GroupCommitWriter:
             self._pending.append((fn, future))
         while True:
             with self._cond:
-                while not future.done() and self._leader is not None:
+                while not future.done and self._leader is not None:
                     self._cond.wait()
-                if future.done():
-                    return future.result()
+                if future.done:
+                    return future.result()  # type: ignore[no-any-return]
                 self._leader = threading.get_ident()
                 batch = self._pending[:MAX_BATCH]
                 del self._pending[:MAX_BATCH]

@@ -199,6 +199,61 @@ class SqliteTx(StoreTx):
             (call.state, result, result_blob, call.result_digest, call.closed_at, call.id),
         )
 
+    def bump_active_run(self, run_id: str, now: float) -> str | None:
+        rows = self.conn.execute(
+            "UPDATE runs SET version = version + 1, updated_at = ? WHERE id = ?"
+            " AND status = 'active' RETURNING context_id",
+            (now, run_id),
+        ).fetchall()
+        return rows[0][0] if rows else None
+
+    def insert_call_if_free(self, call: Call, args_json: str | None = None) -> bool:
+        # attempt 1 is free exactly when the position has no call (attempts count up from 1)
+        if call.attempt != 1 or call.result_digest is not None:
+            return super().insert_call_if_free(call, args_json)
+        cur = self.conn.execute(
+            f"INSERT OR IGNORE INTO calls ({_CALL_COLUMNS}) SELECT {_placeholders(16)}"
+            " WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND status = 'active')",
+            (
+                call.id, call.run_id, call.agent_no, call.seq, call.attempt, call.kind,
+                call.name, _dump(call.args) if args_json is None else args_json, call.policy,
+                call.fingerprint, call.state, None, None, None, call.created_at, None,
+                call.run_id,
+            ),
+        )  # fmt: skip
+        if cur.rowcount != 1:
+            return False
+        self.conn.execute(
+            "UPDATE runs SET version = version + 1, updated_at = ? WHERE id = ?",
+            (call.created_at, call.run_id),
+        )
+        return True
+
+    def close_open_call(
+        self, call_id: str, state: str, result: Any, result_json: str, result_digest: str,
+        now: float,
+    ) -> tuple[Call, str] | None:  # fmt: skip
+        if len(result_json) * 4 > RESULT_SPILL_BYTES and (
+            len(result_json.encode("utf-8")) > RESULT_SPILL_BYTES
+        ):
+            return super().close_open_call(call_id, state, result, result_json, result_digest, now)
+        rows = self.conn.execute(
+            "UPDATE calls SET state = ?, result = ?, result_blob = NULL, result_digest = ?,"
+            " closed_at = ? WHERE id = ? AND state = 'open' AND EXISTS (SELECT 1 FROM runs"
+            f" WHERE runs.id = calls.run_id AND runs.status = 'active') RETURNING {_CALL_COLUMNS}",
+            (state, result_json, result_digest, now, call_id),
+        ).fetchall()
+        if not rows:
+            return None
+        row = rows[0]
+        context_id = self.bump_active_run(row[1], now)
+        (id_, run_id, agent_no, seq, attempt, kind, name, args, policy, fp) = row[:10]
+        call = Call(
+            id_, run_id, agent_no, seq, attempt, kind, name, _load(args), policy, fp, state,
+            result, result_digest, row[14], now,
+        )  # fmt: skip
+        return call, str(context_id)
+
     def list_calls(self, run_id: str, states: Sequence[str] | None = None) -> list[Call]:
         sql = f"SELECT {_CALL_COLUMNS} FROM calls WHERE run_id = ?"
         args: list[Any] = [run_id]

@@ -9,10 +9,11 @@ error ``keeps_writes``) and is re-raised to the caller after the commit.
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from durability.records import Call, Conflict, Decision, Event, RetryGrant, Run
 
@@ -97,6 +98,52 @@ class StoreTx(ABC):
 
     @abstractmethod
     def update_call(self, call: Call) -> None: ...
+
+    # The journal's hot path: each folds a check and a write into as few statements as the
+    # engine allows. Each writes nothing and returns False / None when its condition does not
+    # hold (the journal then takes its slow path, which raises the precise error). These
+    # defaults compose the operations above; an engine may override them with fewer
+    # statements.
+    def bump_active_run(self, run_id: str, now: float) -> str | None:
+        """Version + 1 on an active run; its context id, or None (nothing written)."""
+        run = self.get_run(run_id)
+        if run is None or run.status != "active":
+            return None
+        self.update_run(dataclasses.replace(run, version=run.version + 1, updated_at=now))
+        return run.context_id
+
+    def insert_call_if_free(self, call: Call, args_json: str | None = None) -> bool:
+        """Insert ``call`` (attempt 1) and bump its run, when the run is active and no call
+        exists at the position; False (nothing written) otherwise."""
+        run = self.get_run(call.run_id)
+        if run is None or run.status != "active":
+            return False
+        if self.latest_call_at(call.run_id, call.agent_no, call.seq) is not None:
+            return False
+        self.insert_call(call)
+        self.update_run(
+            dataclasses.replace(run, version=run.version + 1, updated_at=call.created_at)
+        )
+        return True
+
+    def close_open_call(
+        self, call_id: str, state: str, result: Any, result_json: str, result_digest: str,
+        now: float,
+    ) -> tuple[Call, str] | None:  # fmt: skip
+        """Store the result of an open call of an active run and bump the run; the closed
+        call and the run's context id, or None (nothing written)."""
+        call = self.get_call(call_id)
+        if call is None or call.state != "open":
+            return None
+        run = self.get_run(call.run_id)
+        if run is None or run.status != "active":
+            return None
+        done = dataclasses.replace(
+            call, state=state, result=result, result_digest=result_digest, closed_at=now
+        )
+        self.update_call(done)
+        self.update_run(dataclasses.replace(run, version=run.version + 1, updated_at=now))
+        return done, run.context_id
 
     @abstractmethod
     def list_calls(self, run_id: str, states: Sequence[str] | None = None) -> list[Call]: ...

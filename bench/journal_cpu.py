@@ -1,0 +1,118 @@
+"""CPU per journaled step (process time, not wall clock), for a shared or noisy machine.
+
+Runs journaled no-op steps (intent commit, then result + checkpoint commit) on a journal
+in ``--dir`` (default /dev/shm, where a commit costs almost no I/O) and reports the
+median CPU time of a step over batches of steps:
+
+- ``constant``: every checkpoint carries the same 20-message history;
+- ``growing@N``: the history already holds N messages and each step appends one.
+
+    .venv/bin/python bench/journal_cpu.py [--steps N] [--dir PATH] [--profile CASE]
+
+Prints one JSON document. ``--profile constant`` (or ``growing@1000``) prints the top of
+a cProfile of that case instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from durability import CheckpointData, Journal
+
+MESSAGE = "m" * 200
+BATCH = 50  # steps per process-time sample (process_time has a coarse tick)
+
+
+def _constant(_: int) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": f"{i}:{MESSAGE}"} for i in range(20)]
+
+
+def _growing(start: int) -> Callable[[int], list[dict[str, Any]]]:
+    """Each batch of steps starts again from ``start`` messages (see run_case)."""
+    base: list[dict[str, Any]] = []
+
+    def history(seq: int) -> list[dict[str, Any]]:
+        if seq % (BATCH + 1) == 0:
+            base[:] = [{"role": "assistant", "content": f"{i}:{MESSAGE}"} for i in range(start)]
+        base.append({"role": "assistant", "content": f"{start + seq}:{MESSAGE}"})
+        return list(base)
+
+    return history
+
+
+def run_case(folder: Path, name: str, steps: int, profile: bool = False) -> dict[str, Any]:
+    history_for = _constant if name == "constant" else _growing(int(name.split("@")[1]))
+    journal = Journal.open_sqlite(folder / f"{name.replace('@', '_')}.sqlite")
+    profiler = cProfile.Profile() if profile else None
+    try:
+        samples: list[float] = []
+        seq = 0
+        warmup = 2
+        for batch in range(steps // BATCH + warmup):
+            # A fresh chat per batch: the history restarts at its size; one untimed step
+            # stores it, then BATCH timed steps each append one message.
+            run = journal.admit(f"cpu-{batch}", f"in-{batch}", "0" * 64, message="bench").run
+            inputs = [history_for(seq + i) for i in range(BATCH + 1)]
+            if profiler and batch >= warmup:
+                profiler.enable()
+            start = 0.0
+            for index, history in enumerate(inputs):
+                if index == 1:
+                    start = time.process_time()
+                call = journal.record_intent(
+                    run.id, agent_no=0, seq=seq, kind="tool", name="noop", args={"n": seq},
+                    policy="never",
+                )  # fmt: skip
+                journal.commit_result(
+                    call.id, {"ok": True},
+                    checkpoint=CheckpointData({"iteration": seq}, {"0": history}, seq),
+                )  # fmt: skip
+                seq += 1
+            elapsed = time.process_time() - start
+            journal.set_run_status(run.id, "completed")
+            if profiler:
+                profiler.disable()
+            if batch >= warmup:
+                samples.append(elapsed / BATCH * 1e6)
+    finally:
+        journal.close()
+    if profiler:
+        stats = pstats.Stats(profiler)
+        stats.sort_stats("tottime").print_stats(25)
+    return {"median_us": statistics.median(samples), "min_us": min(samples)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--dir", type=Path, default=Path("/dev/shm"))
+    parser.add_argument("--profile", help="profile one case (constant, growing@N)")
+    args = parser.parse_args(argv)
+    folder = Path(tempfile.mkdtemp(prefix="journal-cpu-", dir=args.dir))
+    try:
+        if args.profile:
+            run_case(folder, args.profile, args.steps, profile=True)
+            return 0
+        cases = ["constant", "growing@10", "growing@1000"]
+        result = {name: run_case(folder, name, args.steps) for name in cases}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    print(json.dumps({"bench": "journal_cpu", "steps": args.steps, **result}, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
