@@ -5,7 +5,9 @@ in ``--dir`` (default /dev/shm, where a commit costs almost no I/O) and reports 
 median CPU time of a step over batches of steps:
 
 - ``constant``: every checkpoint carries the same 20-message history;
-- ``growing@N``: the history already holds N messages and each step appends one.
+- ``growing@N``: the history already holds N messages and each step appends one;
+- ``frozen@N``: the same, with the caller keeping its messages as ``journal.freeze(...)``
+  objects (only the new message is serialised and hashed).
 
     .venv/bin/python bench/journal_cpu.py [--steps N] [--dir PATH] [--profile CASE]
 
@@ -40,22 +42,29 @@ def _constant(_: int) -> list[dict[str, Any]]:
     return [{"role": "user", "content": f"{i}:{MESSAGE}"} for i in range(20)]
 
 
-def _growing(start: int) -> Callable[[int], list[dict[str, Any]]]:
+def _growing(start: int, freeze: Callable[[Any], Any] = lambda m: m) -> Callable[[int], list[Any]]:
     """Each batch of steps starts again from ``start`` messages (see run_case)."""
-    base: list[dict[str, Any]] = []
+    base: list[Any] = []
 
-    def history(seq: int) -> list[dict[str, Any]]:
+    def history(seq: int) -> list[Any]:
         if seq % (BATCH + 1) == 0:
-            base[:] = [{"role": "assistant", "content": f"{i}:{MESSAGE}"} for i in range(start)]
-        base.append({"role": "assistant", "content": f"{start + seq}:{MESSAGE}"})
+            base[:] = [
+                freeze({"role": "assistant", "content": f"{i}:{MESSAGE}"}) for i in range(start)
+            ]
+        base.append(freeze({"role": "assistant", "content": f"{start + seq}:{MESSAGE}"}))
         return list(base)
 
     return history
 
 
 def run_case(folder: Path, name: str, steps: int, profile: bool = False) -> dict[str, Any]:
-    history_for = _constant if name == "constant" else _growing(int(name.split("@")[1]))
     journal = Journal.open_sqlite(folder / f"{name.replace('@', '_')}.sqlite")
+    if name == "constant":
+        history_for = _constant
+    elif name.startswith("frozen@"):
+        history_for = _growing(int(name.split("@")[1]), journal.freeze)
+    else:
+        history_for = _growing(int(name.split("@")[1]))
     profiler = cProfile.Profile() if profile else None
     try:
         samples: list[float] = []
@@ -106,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.profile:
             run_case(folder, args.profile, args.steps, profile=True)
             return 0
-        cases = ["constant", "growing@10", "growing@1000"]
+        cases = ["constant", "growing@10", "growing@1000", "frozen@10", "frozen@1000"]
         result = {name: run_case(folder, name, args.steps) for name in cases}
     finally:
         shutil.rmtree(folder, ignore_errors=True)

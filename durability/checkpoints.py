@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import marshal
+import operator
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,25 @@ FORMAT_VERSION = 1
 MAX_CHAIN = 10_000_000
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class FrozenMessage:
+    """A history message already masked, in canonical JSON and hashed (``Journal.freeze``).
+
+    Immutable: handing the very same object again at the same position of a history costs
+    one identity check, no serialisation. ``masker`` is the masker that masked it; under
+    another masker the text is decoded and masked again.
+    """
+
+    text: str
+    hash: str
+    masker: Masker
+
+    @classmethod
+    def of(cls, masker: Masker, value: Any) -> FrozenMessage:
+        text = canonical_json(masker.mask(value))
+        return cls(text, digest_text(text), masker)
+
+
 @dataclass(frozen=True)
 class _HistoryHead:
     head: str | None
@@ -34,6 +54,8 @@ class _HistoryHead:
     # (first checkpoint after a restart) or when a message cannot be packed.
     packed: bytes | None
     ends: tuple[int, ...] | None
+    # The caller's messages when every one was a FrozenMessage (compared by identity).
+    frozen: tuple[FrozenMessage, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -177,8 +199,24 @@ def _previous_heads(
 
 
 def _masked_blob(masker: Masker, message: Any) -> tuple[str, bytes]:
+    if isinstance(message, FrozenMessage):
+        if message.masker is masker:
+            return message.hash, message.text.encode("utf-8")
+        message = json.loads(message.text)
     data = canonical_json(masker.mask(message)).encode("utf-8")
     return digest_bytes(data), data
+
+
+def _frozen_prefix(messages: list[Any], prev: _HistoryHead, limit: int) -> int:
+    """How many leading messages are the very FrozenMessage objects ``prev`` saw."""
+    if prev.frozen is None or limit == 0:
+        return 0
+    if all(map(operator.is_, messages[:limit], prev.frozen[:limit])):
+        return limit
+    keep = 0
+    while keep < limit and messages[keep] is prev.frozen[keep]:
+        keep += 1
+    return keep
 
 
 _PACK_VERSION = 2  # marshal format without back-references: bytes depend only on the value
@@ -224,16 +262,29 @@ def _store_history(
     one at its position extends the prefix.
     """
     limit = 0 if prev is None else min(len(prev.hashes), len(messages))
-    keep = 0 if prev is None else _packed_prefix(messages, prev, limit)
+    keep = 0
+    if prev is not None:
+        keep = _frozen_prefix(messages, prev, limit) or _packed_prefix(messages, prev, limit)
+    all_frozen = prev is not None and prev.frozen is not None and keep > 0
     hashes = list(prev.hashes[:keep]) if prev is not None else []
-    parts: list[bytes] | None = []
-    if keep and prev is not None and prev.packed is not None and prev.ends is not None:
+    parts: list[bytes] | None = None if all_frozen else []
+    if (
+        parts is not None
+        and keep
+        and prev is not None
+        and prev.packed is not None
+        and prev.ends is not None
+    ):
         parts = [prev.packed[: prev.ends[keep - 1]]]
         ends = list(prev.ends[:keep])
     else:
         ends = []
+    if keep == 0:
+        all_frozen = True
     for index in range(keep, len(messages)):
         message = messages[index]
+        if all_frozen and not isinstance(message, FrozenMessage):
+            all_frozen = False
         h, data = _masked_blob(masker, message)
         if index == keep and index < limit and prev is not None and h == prev.hashes[index]:
             keep += 1  # unchanged after all (e.g. no packed bytes after a restart)
@@ -248,14 +299,15 @@ def _store_history(
             ends.append((ends[-1] if ends else 0) + len(one))
     packed = b"".join(parts) if parts is not None else None
     done = (packed, tuple(ends)) if packed is not None else (None, None)
+    frozen = tuple(messages) if all_frozen and messages else None
     if prev is not None and keep == len(prev.hashes) == len(messages):
-        return _HistoryHead(prev.head, tuple(hashes), *done)
+        return _HistoryHead(prev.head, tuple(hashes), *done, frozen)
     base = prev.head if (prev is not None and keep > 0) else None
     node = canonical_json({"base": base, "keep": keep if base else 0, "add": hashes[keep:]})
     node_data = node.encode("utf-8")
     head = digest_bytes(node_data)
     tx.put_blob(head, node_data, now)
-    return _HistoryHead(head, tuple(hashes), *done)
+    return _HistoryHead(head, tuple(hashes), *done, frozen)
 
 
 def store_checkpoint(

@@ -335,6 +335,16 @@ class Journal:
         for context_id, _, entry in updates:
             self._history_cache.put(context_id, entry)
 
+    def freeze(self, message: Any) -> checkpoints.FrozenMessage:
+        """A history message masked, serialised and hashed once, for checkpoints.
+
+        A caller that keeps its FrozenMessage objects and hands the same object again at the
+        same position of a history pays nothing for it: the checkpoint compares the
+        unchanged prefix by identity and stores only what is new. Freeze a message again
+        whenever it changes.
+        """
+        return checkpoints.FrozenMessage.of(self._masker, message)
+
     def write_checkpoint(self, run_id: str, data: CheckpointData) -> CheckpointRef:
         """Commit a masked projection of the agents' state (history stored as deltas)."""
         if not isinstance(data, CheckpointData):
