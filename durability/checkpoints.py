@@ -298,16 +298,16 @@ def _store_history(
             parts.append(one)
             ends.append((ends[-1] if ends else 0) + len(one))
     packed = b"".join(parts) if parts is not None else None
-    done = (packed, tuple(ends)) if packed is not None else (None, None)
+    packed_ends = tuple(ends) if packed is not None else None
     frozen = tuple(messages) if all_frozen and messages else None
     if prev is not None and keep == len(prev.hashes) == len(messages):
-        return _HistoryHead(prev.head, tuple(hashes), *done, frozen)
+        return _HistoryHead(prev.head, tuple(hashes), packed, packed_ends, frozen)
     base = prev.head if (prev is not None and keep > 0) else None
     node = canonical_json({"base": base, "keep": keep if base else 0, "add": hashes[keep:]})
     node_data = node.encode("utf-8")
     head = digest_bytes(node_data)
     tx.put_blob(head, node_data, now)
-    return _HistoryHead(head, tuple(hashes), *done, frozen)
+    return _HistoryHead(head, tuple(hashes), packed, packed_ends, frozen)
 
 
 def store_checkpoint(
