@@ -11,15 +11,19 @@ go into the journal's content-addressed history chains, so bytes per step track 
 
 from __future__ import annotations
 
+import weakref
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from durability.canonical import canonical_json
+from durability.checkpoints import FrozenMessage
 from durability.errors import DurabilityError
 from durability.records import CheckpointData
 from python.helpers.history import Bulk, History, Message, Topic
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent import Agent, AgentContext
+    from durability.journal import Journal
 
 STATE_VERSION = 1
 SKIP_DATA_KEYS = frozenset({"ctx_window"})  # the last prompt: large and rebuilt every turn
@@ -27,15 +31,82 @@ RESUME_PREFIX = "resume:"
 LOG_KEY = "log"
 
 
-def flatten_history(history: History) -> list[dict[str, Any]]:
-    """Bulks, then each topic as a header entry followed by its messages (append-friendly)."""
-    entries: list[dict[str, Any]] = [{"bulk": b.to_dict()} for b in history.bulks]
+def flatten_history(history: History, journal: Journal | None = None) -> list[Any]:
+    """Bulks, then each topic as a header entry followed by its messages (append-friendly).
+
+    With a journal the entries are FrozenMessage objects, reused while their message is
+    unchanged, so a checkpoint serialises only new or changed entries.
+    """
+    if journal is not None:
+        return _Frozen.of(history).entries(history, journal)
+    entries: list[Any] = [{"bulk": b.to_dict()} for b in history.bulks]
     for topic in history.topics:
         entries.append({"topic": topic.summary})
         entries.extend({"m": m.to_dict()} for m in topic.messages)
     entries.append({"current": history.current.summary})
     entries.extend({"m": m.to_dict()} for m in history.current.messages)
     return entries
+
+
+@dataclass
+class _Frozen:
+    """Per History: the frozen entry of each message and header from the last flatten.
+
+    A message's entry is reused only while it is the same Message object with the same
+    ``id`` and ``ai`` and the very same (immutable) str ``content``; anything else
+    (dict or list content, a replaced or edited message) is frozen again.
+    """
+
+    messages: dict[int, tuple[Message, Any, tuple[Any, ...], FrozenMessage]] = field(
+        default_factory=dict
+    )
+    headers: dict[str, FrozenMessage] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, history: History) -> _Frozen:
+        found = _FROZEN.get(history)
+        if found is None:
+            found = _FROZEN[history] = cls()
+        return found
+
+    def entries(self, history: History, journal: Journal) -> list[Any]:
+        masker = journal.masker
+        messages: dict[int, tuple[Message, Any, tuple[Any, ...], FrozenMessage]] = {}
+        headers: dict[str, FrozenMessage] = {}
+
+        def header(entry: dict[str, Any]) -> FrozenMessage:
+            key = canonical_json(entry)
+            frozen = self.headers.get(key)
+            if frozen is None or frozen.masker is not masker:
+                frozen = journal.freeze(entry)
+            headers[key] = frozen
+            return frozen
+
+        def message(m: Message) -> FrozenMessage:
+            content = m.content
+            identity = (type(m.id), m.id, type(m.ai), m.ai)
+            hit = self.messages.get(id(m))
+            if (
+                hit is not None and hit[0] is m and hit[1] is content and hit[2] == identity
+                and isinstance(content, str) and hit[3].masker is masker
+            ):  # fmt: skip
+                frozen = hit[3]
+            else:
+                frozen = journal.freeze({"m": m.to_dict()})
+            messages[id(m)] = (m, content, identity, frozen)
+            return frozen
+
+        entries: list[Any] = [header({"bulk": b.to_dict()}) for b in history.bulks]
+        for topic in history.topics:
+            entries.append(header({"topic": topic.summary}))
+            entries.extend(message(m) for m in topic.messages)
+        entries.append(header({"current": history.current.summary}))
+        entries.extend(message(m) for m in history.current.messages)
+        self.messages, self.headers = messages, headers
+        return entries
+
+
+_FROZEN: weakref.WeakKeyDictionary[History, _Frozen] = weakref.WeakKeyDictionary()
 
 
 def unflatten_history(entries: list[dict[str, Any]], meta: dict[str, Any]) -> History:
@@ -91,7 +162,7 @@ def project(context: AgentContext) -> tuple[dict[str, Any], dict[str, list[Any]]
                      "last_response": agent.loop_data.last_response},
             "data": _json_data(agent.data),
         })  # fmt: skip
-        histories[f"agent:{agent.number}"] = flatten_history(agent.history)
+        histories[f"agent:{agent.number}"] = flatten_history(agent.history, context.journal)
     histories[LOG_KEY] = [item.output() for item in context.log.items]
     streaming = context.streaming_agent
     state = {
