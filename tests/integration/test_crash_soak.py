@@ -5,8 +5,10 @@ be lost. Set A0_SOAK_SEED to replay a failing schedule."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import subprocess
 import threading
 import time
 from typing import Any
@@ -30,6 +32,7 @@ from tests.integration._durable_system import (
     install_side_effect_tool,
 )
 from tests.integration._helpers import wait_until
+from tests.support.ui_server import REPO, VENV_PYTHON
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -37,7 +40,7 @@ __all__ = ["crashable"]  # the fixture
 
 STEPS = 50  # tool steps per job, then the answer
 KILLS = 30
-KILL_AFTER = (0.3, 1.6)  # seconds of life before the next SIGKILL (the random schedule)
+KILL_AFTER = (0.2, 1.4)  # seconds of life before the next SIGKILL (the random schedule)
 
 
 class Soak:
@@ -127,6 +130,19 @@ class Soak:
         return wait_until(ended, timeout=120, what=f"job {self.jobs[-1]} to complete")
 
 
+def exported_calls(crashable: Crashable, run_id: str) -> dict[str, dict[str, Any]]:
+    """The run's calls as ``python -m durability export`` reads them from the file."""
+    db = crashable.usr / "durability" / "journal.sqlite"
+    done = subprocess.run(
+        [str(VENV_PYTHON), "-m", "durability", "export", run_id, "--db", str(db)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    return {r["id"]: r for r in records if r["type"] == "call"}
+
+
+@pytest.mark.timeout(900)
 def test_random_kills_never_repeat_a_side_effect_nor_lose_a_committed_call(crashable, model_server):
     seed = int(os.environ.get("A0_SOAK_SEED") or random.SystemRandom().randrange(1 << 30))
     soak = Soak(crashable, seed)
@@ -172,3 +188,13 @@ def test_random_kills_never_repeat_a_side_effect_nor_lose_a_committed_call(crash
     assert model_server.calls <= model_rows, soak.why(f"{model_server.calls} > {model_rows}")
     assert model_rows >= (STEPS + 1) * len(soak.jobs), soak.why()
     crashable.stop()
+
+    exported: dict[str, dict[str, Any]] = {}
+    for row in runs:
+        exported.update(exported_calls(crashable, row["run_id"]))
+    lost = [
+        key for key, (status, _) in soak.committed.items()
+        if key not in exported or exported[key]["state"] != status
+    ]  # fmt: skip
+    assert len(soak.committed) >= 2 * STEPS, soak.why(len(soak.committed))
+    assert not lost, soak.why(f"committed calls lost from the file: {lost}")
