@@ -34,12 +34,13 @@ def test_bench_runs_and_reports(tmp_path: Path) -> None:
     result = json.loads(lines[-1])
     assert result["steps"] == 60
     assert result["floor"]["wal_pages_per_commit"] == pytest.approx(1.0)
-    for case in ("constant_history", "growing_history"):
+    for case in ("constant_history", "growing_history", "growing_frozen_history"):
         data = result[case]
         assert data["commits_per_step"] == pytest.approx(2.0, abs=0.05)
         assert data["ratio_to_floor"] > 0 and data["step"]["median_us"] > 0
         assert data["bytes_per_step"] > 0
-    growing = result["growing_history"]
     # storage per step does not grow with the history (no quadratic checkpoints)
-    assert growing["bytes_per_step_second_half"] < 2 * growing["bytes_per_step_first_half"]
+    for case in ("growing_history", "growing_frozen_history"):
+        growing = result[case]
+        assert growing["bytes_per_step_second_half"] < 2 * growing["bytes_per_step_first_half"]
     assert list(tmp_path.iterdir()) == []  # its temporary folder is gone
