@@ -70,7 +70,8 @@ def test_decision_errors_have_stable_codes(running_ui, model_server):
         ({"run_id": run_id, "decision": "stop"}, 400, "bad_request"),
         ({"run_id": run_id, "decision": "confirmed_completed", "expected_version": version},
          422, "note_required"),
-        ({"run_id": run_id, "decision": "stop", "expected_version": version}, 409, "invalid_transition"),
+        ({"run_id": run_id, "decision": "stop", "expected_version": version},
+         409, "invalid_transition"),
         ({"run_id": "nope", "decision": "stop", "expected_version": 1}, 404, "run_not_found"),
     ]  # fmt: skip
     for request, status, expected in cases:
