@@ -206,6 +206,13 @@ class Journal:
         """Journal a message that arrived while the chat's run is active, on that run."""
         return self._admit(context_id, input_id, content_digest, message, "intervention")
 
+    def input_context(self, input_id: str) -> str | None:
+        """The chat an input id was admitted to, or None: a client that retries without
+        knowing the chat (its first answer was lost) is sent back to the same one."""
+        _require_text("input_id", input_id)
+        row = self.store.read(lambda tx: tx.get_input(input_id))
+        return row.context_id if row is not None else None
+
     # calls
     def record_intent(
         self, run_id: str, *, agent_no: int, seq: int, kind: str, name: str, args: Any,

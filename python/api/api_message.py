@@ -26,6 +26,9 @@ class ApiMessage(ApiHandler):
         attachments = await save_base64_files(self.runtime, input)
         if not text.strip() and not attachments:
             raise bad_request("'message' is required")
+        if not ctx_id and input.get("input_id"):
+            # A retry whose first answer was lost does not know its chat: the journal does.
+            ctx_id = await self.runtime.input_context(input_id) or ""
         ctx = context_or_new(self.runtime, ctx_id)
         self.runtime.set_api_lifetime(ctx.id, lifetime)
         message = self.runtime.make_message(text, attachments, input_id)

@@ -161,6 +161,13 @@ class Runtime:
             return runtime_journal.Admitted("started", None, message.id or "", "active", task)
         return await runtime_journal.submit(self, ctx, message)
 
+    async def input_context(self, input_id: str) -> str | None:
+        """The loaded chat an input id was admitted to (journal on), else None."""
+        if self.journal is None:
+            return None
+        ctx_id = await self.journal.aio.input_context(input_id)
+        return ctx_id if ctx_id and self.find_context(ctx_id) is not None else None
+
     async def wait_answer(self, task: asyncio.Task | None) -> str | None:
         """Wait for a chat task; a cancelled request never cancels the chat."""
         if task is None:

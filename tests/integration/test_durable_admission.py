@@ -105,3 +105,16 @@ def _only_chat(server) -> str | None:
     with server.ui_client() as client:
         contexts = client.post("/api/poll", json={}).json()["contexts"]
     return contexts[0]["id"] if contexts else None
+
+
+def test_a_retry_without_the_chat_id_returns_the_recorded_answer(running_ui, model_server):
+    """The client's first answer was lost, so it does not know the chat: same input id."""
+    model_server.tool("response", {"text": "only-once"})
+    first = running_ui.api_message("job", input_id="retry-1")
+    assert first.status_code == 200, first.text
+    calls = model_server.calls
+    again = running_ui.api_message("job", input_id="retry-1")
+    assert again.status_code == 200, again.text
+    body = again.json()
+    assert (body["context_id"], body["response"]) == (first.json()["context_id"], "only-once")
+    assert model_server.calls == calls

@@ -148,3 +148,11 @@ def test_admission_survives_reopening(backend):
     with backend.open() as second:
         again = second.admit("chat-1", "in-1", sha("hello"))
         assert again.created is False and again.run == run
+
+
+def test_input_context_names_the_chat_an_input_went_to(journal):
+    assert journal.input_context("in-x") is None
+    journal.admit("chat-7", "in-x", sha("hello"))
+    assert journal.input_context("in-x") == "chat-7"
+    with pytest.raises(InvalidArgument):
+        journal.input_context("")
