@@ -25,6 +25,7 @@ import os
 import re
 import shlex
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -247,6 +248,20 @@ class ShellReceipts:
         for suffix in (".start", ".exit", ".out", ".start.tmp", ".exit.tmp"):
             with contextlib.suppress(FileNotFoundError):
                 (self.folder / f"{call_id}{suffix}").unlink()
+
+    def prune(self, needed: Callable[[str], bool]) -> int:
+        """Discard the receipts of every call for which ``needed(call_id)`` is false.
+
+        Run at start-up after recovery: receipts matter only while their call's run can
+        still be recovered; returns how many calls' receipts were removed.
+        """
+        ids = {path.name.split(".", 1)[0] for path in self.folder.iterdir()}
+        removed = 0
+        for call_id in sorted(i for i in ids if _CALL_ID.match(i)):
+            if not needed(call_id):
+                self.discard(call_id)
+                removed += 1
+        return removed
 
     def clear(self) -> None:
         """Remove every receipt (tests and full resets only)."""

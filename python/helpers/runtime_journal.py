@@ -97,6 +97,9 @@ async def start(runtime: Runtime) -> list[Any]:
         task = getattr(ctx, "task", None)
         if isinstance(task, asyncio.Task) and not task.done():
             runtime.track_task(ctx.id, task)
+    pruned = await asyncio.to_thread(runtime.receipts.prune, _receipt_needed(journal))
+    if pruned:
+        logger.info("receipts: %d finished calls' receipts removed", pruned)
     held = [p for p in plans if p.action in ("hold", "skip")]
     logger.info(
         "journal open: %d chats, %d runs recovered, %d held",
@@ -105,6 +108,20 @@ async def start(runtime: Runtime) -> list[Any]:
         len(held),
     )
     return plans
+
+
+def _receipt_needed(journal: Any) -> Any:
+    """A receipt is kept while its call's run is still open (active or held)."""
+    from durability.errors import DurabilityError
+
+    def needed(call_id: str) -> bool:
+        try:
+            call = journal.get_call(call_id)
+            return journal.get_run(call.run_id).status in ("active", "needs_attention")
+        except DurabilityError:  # the call or its run is gone (retention)
+            return False
+
+    return needed
 
 
 def close(runtime: Runtime) -> None:
