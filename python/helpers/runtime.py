@@ -249,22 +249,25 @@ class Runtime:
             self.cancel_chat(ctx_id)
 
     async def shutdown(self, timeout: float = 5.0) -> None:
-        self.begin_shutdown()
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-        pending = [t for ts in self._tasks.values() for t in ts if not t.done()]
-        if self._sweeper is not None:
-            pending.append(self._sweeper)
-        if pending:
-            await asyncio.wait(pending, timeout=timeout)
-        with contextlib.suppress(Exception):
-            contexts = _agent_module().AgentContext.all()
-            for ctx in contexts:
-                with contextlib.suppress(Exception):
-                    ctx.kill_process()
-            closers = [c.shells.close_all() for c in contexts if hasattr(c, "shells")]
-            if closers:
-                await asyncio.wait_for(
-                    asyncio.gather(*closers, return_exceptions=True), timeout=timeout
-                )
-        runtime_journal.close(self)
+        try:
+            self.begin_shutdown()
+            if self._sweeper is not None:
+                self._sweeper.cancel()
+            pending = [t for ts in self._tasks.values() for t in ts if not t.done()]
+            if self._sweeper is not None:
+                pending.append(self._sweeper)
+            if pending:
+                await asyncio.wait(pending, timeout=timeout)
+            with contextlib.suppress(Exception):
+                contexts = _agent_module().AgentContext.all()
+                for ctx in contexts:
+                    with contextlib.suppress(Exception):
+                        ctx.kill_process()
+                closers = [c.shells.close_all() for c in contexts]
+                if closers:
+                    await asyncio.wait_for(
+                        asyncio.gather(*closers, return_exceptions=True), timeout=timeout
+                    )
+            runtime_journal.close(self)
+        finally:
+            durable.end_shutdown()  # the window is over (tests run many servers)
