@@ -167,6 +167,8 @@ class AgentContext:
         # durability: the journal (durability.Journal) or None, and the current run's state
         self.journal = journal
         self.durable_run: Any = None
+        # durability.adapters.shell.ShellReceipts when journaled shell commands leave receipts
+        self.receipts: Any = None
         AgentContext._contexts[self.id] = self
         self.agent0 = Agent(0, config, self)
 

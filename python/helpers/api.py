@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from python.helpers import secrets
+
 if TYPE_CHECKING:
     from python.helpers.runtime import Runtime
 
@@ -45,14 +47,9 @@ def error_response(code: str, message: str, status: int) -> JSONResponse:
 def _mask(text: str) -> str:
     """Mask known secrets in text that leaves the process (best effort, never raises)."""
     try:
-        from python.helpers import secrets
-
-        masker = getattr(secrets, "mask", None) or getattr(secrets, "mask_secrets", None)
-        if masker is not None:
-            return str(masker(text))
-    except Exception:
-        pass
-    return text
+        return str(secrets.mask(text))
+    except Exception:  # an unreadable usr/.env must not turn an error into a crash
+        return text
 
 
 # (exception class name, code, status): matched by class name along the MRO so that this

@@ -135,7 +135,7 @@ async def submit(runtime: Runtime, ctx: Any, message: Any) -> Admitted:
     """Admit a message through the journal (InputConflict, RunHeld, ... propagate)."""
     from python.helpers import durable_admission
 
-    if getattr(ctx, "journal", None) is None:
+    if ctx.journal is None:
         attach(runtime, ctx)
     sub = await durable_admission.submit(ctx, message)
     if sub.task is not None:

@@ -60,7 +60,7 @@ class CodeExecution(Tool):
 
     def _receipt(self) -> Receipt | None:
         """The receipt context when the loop journals this call and receipts are enabled."""
-        receipts = getattr(self.agent.context, "receipts", None)
+        receipts = self.agent.context.receipts
         identity = self.call_identity
         if receipts is None or identity is None:
             return None
