@@ -4,10 +4,11 @@ let csrfToken = null;
 export const session = { login: false };
 
 export class ApiCallError extends Error {
-  constructor(code, message, status) {
+  constructor(code, message, status, details = {}) {
     super(message);
     this.code = code;
     this.status = status;
+    this.details = details; // the error object's other fields (e.g. field, fields)
   }
 }
 
@@ -51,7 +52,8 @@ async function send(name, payload, retry) {
     return send(name, payload, false);
   }
   if (response.status === 401) location.href = "/login";
-  throw new ApiCallError(code, body.error?.message || `HTTP ${response.status}`, response.status);
+  const { code: _code, message: _message, ...details } = body.error || {};
+  throw new ApiCallError(code, body.error?.message || `HTTP ${response.status}`, response.status, details);
 }
 
 export function callApi(name, payload) {
