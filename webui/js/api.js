@@ -35,21 +35,26 @@ async function requestToken() {
   return csrfToken;
 }
 
-async function send(name, payload, retry) {
-  if (!csrfToken) await fetchToken();
+function post(name, payload) {
   const isForm = payload instanceof FormData;
-  const response = await fetch(`/api/${name}`, {
+  return fetch(`/api/${name}`, {
     method: "POST",
     credentials: "same-origin",
     headers: isForm ? { "X-CSRF-Token": csrfToken } : { "Content-Type": "application/json", "X-CSRF-Token": csrfToken },
     body: isForm ? payload : JSON.stringify(payload ?? {}),
   });
+}
+
+async function send(name, payload, retry, raw = false) {
+  if (!csrfToken) await fetchToken();
+  const response = await post(name, payload);
+  if (raw && response.ok) return response;
   const body = await response.json().catch(() => ({}));
   if (response.ok) return body;
   const code = body.error?.code || "http_error";
   if (code === "csrf_failed" && retry) {
     csrfToken = null;
-    return send(name, payload, false);
+    return send(name, payload, false, raw);
   }
   if (response.status === 401) location.href = "/login";
   const { code: _code, message: _message, ...details } = body.error || {};
@@ -58,4 +63,9 @@ async function send(name, payload, retry) {
 
 export function callApi(name, payload) {
   return send(name, payload, true);
+}
+
+/** The raw Response of a successful call (downloads); errors throw ApiCallError as usual. */
+export function callApiRaw(name, payload) {
+  return send(name, payload, true, true);
 }

@@ -4,6 +4,7 @@ import { ApiCallError, callApi } from "./api.js";
 import { renderItem } from "./render.js";
 import { openSettings, initSettings } from "./settings.js";
 import { initRecovery, showHeld } from "./recovery.js";
+import { initFiles } from "./files.js";
 
 const state = {
   context: localStorage.getItem("a0.context") || null,
@@ -180,6 +181,7 @@ function init() {
   });
   initSettings(showError);
   initRecovery();
+  initFiles(() => state.context);
   schedulePoll(0);
 }
 
