@@ -566,6 +566,13 @@ class Journal:
     ) -> list[Conflict]:
         return self.store.read(lambda tx: tx.list_conflicts(context_id, unresolved_only))
 
+    def get_conflict(self, conflict_id: int) -> Conflict:
+        """One document conflict, resolved or not (ConflictNotFound when unknown)."""
+        conflict = self.store.read(lambda tx: tx.get_conflict(conflict_id))
+        if conflict is None:
+            raise ConflictNotFound("no such conflict", conflict_id=conflict_id)
+        return conflict
+
     def resolve_conflict(self, conflict_id: int, *, resolution: str, actor: str) -> Conflict:
         """Mark a document conflict resolved (``resolution``: e.g. kept_current, applied)."""
         _require_text("resolution", resolution, max_length=64)
