@@ -14,6 +14,13 @@ pytestmark = pytest.mark.browser
 
 TIMEOUT_MS = 60_000
 KEY = {"X-API-KEY": "test-token"}
+DECISION_WORDS = {
+    "resume": "recorded as abandoned",
+    "stop": "End the run",
+    "new_attempt": "again, on purpose",
+    "confirmed_completed": "it did happen",
+    "confirmed_not_completed": "it did not happen",
+}
 
 
 def test_held_run_banner_panel_stale_refresh_and_decision(page: Page, running_ui, model_server):
@@ -38,11 +45,20 @@ def test_held_run_banner_panel_stale_refresh_and_decision(page: Page, running_ui
     expect(card.get_by_test_id("run-phase")).to_have_text("result_committed")
     expect(card.get_by_test_id("recovery-call")).to_have_count(1)
     expect(card.get_by_test_id("recovery-call")).to_contain_text("model")
-    options = card.get_by_test_id("decision-select").locator("option")
-    expect(options).to_have_count(5)
+    expect(card.get_by_test_id("reason-text")).to_contain_text("model provider failed")
+    expect(card.get_by_test_id("reason-detail")).to_contain_text("provider down")
+    expect(card.get_by_test_id("timeline-step")).to_have_count(1)
+    expect(card.get_by_test_id("decision-history")).to_have_text("None yet.")
+    # the five decisions are readable in full, each with its explanation, none cut off
+    for name, words in DECISION_WORDS.items():
+        option = card.get_by_test_id(f"decision-{name}")
+        expect(option).to_be_visible()
+        expect(option).to_contain_text(words)
+        box = option.bounding_box()
+        assert box is not None and box["width"] > 300, (name, box)
 
     # a confirmed_* decision needs a note
-    card.get_by_test_id("decision-select").select_option("confirmed_completed")
+    card.get_by_test_id("decision-confirmed_completed").click()
     card.get_by_test_id("decision-submit").click()
     expect(page.get_by_test_id("recovery-message")).to_contain_text("note is required")
 
@@ -54,11 +70,15 @@ def test_held_run_banner_panel_stale_refresh_and_decision(page: Page, running_ui
     assert granted.status_code == 200, granted.text
     _wait_held_beyond(running_ui, run_id, version)
 
-    card.get_by_test_id("decision-select").select_option("stop")
+    card.get_by_test_id("decision-stop").click()
     card.get_by_test_id("decision-submit").click()
     expect(page.get_by_test_id("recovery-message")).to_contain_text("refreshed")
+    changes = page.get_by_test_id("stale-changes")
+    expect(changes).to_contain_text(f"version {version}")
+    expect(changes).to_contain_text("(attempt 2) is now failed")  # the granted retry
     card = dialog.get_by_test_id("recovery-run")
-    card.get_by_test_id("decision-select").select_option("stop")
+    expect(card.get_by_test_id("recovery-call")).to_have_count(2)  # both attempts are listed
+    card.get_by_test_id("decision-stop").click()
     card.get_by_test_id("decision-note").fill("provider is down for the day")
     card.get_by_test_id("decision-submit").click()
     expect(page.get_by_test_id("recovery-message")).to_contain_text("recorded")
