@@ -61,9 +61,9 @@ function reasonBlock(run) {
 
 function decisionForm(run) {
   const name = `decision-${run.run_id}`;
-  const options = DECISIONS.map(([value, label, help], index) =>
+  const options = DECISIONS.map(([value, label, help]) =>
     el("label", { className: "decision-option", testid: `decision-${value}` },
-      el("input", { type: "radio", name, value, checked: index === 0 }),
+      el("input", { type: "radio", name, value }),
       el("span", {}, el("strong", { text: label }), el("span", { className: "muted", text: ` ${help}` }))));
   const note = el("textarea", {
     rows: 2, testid: "decision-note",
@@ -114,7 +114,10 @@ function whatChanged(before, after) {
 }
 
 async function decide(run, decision, note) {
-  if (!decision) return;
+  if (!decision) {
+    notice("Choose one of the five decisions first.");
+    return;
+  }
   if (NEEDS_NOTE.has(decision) && !note.trim()) {
     notice("A note is required: say what you checked.");
     return;

@@ -48,8 +48,17 @@ function groupOf(name) {
   return found ? found[1] : "Other";
 }
 
+const LABELS = {
+  provider: "Provider", name: "Model name", api_base: "API base URL",
+  ctx_length: "Context window (tokens)", ctx_history: "History share of the window",
+  kwargs: "Extra request parameters (JSON)", rl_requests: "Rate limit: requests per minute",
+  rl_input: "Rate limit: input tokens per minute", rl_output: "Rate limit: output tokens per minute",
+  mcp_server_token: "External API token", agent_profile: "Agent profile",
+};
+
 function humanName(name) {
   const short = name.replace(/^(chat_model|util_model|code_exec|retention)_/, "");
+  if (LABELS[name] || LABELS[short]) return LABELS[name] || LABELS[short];
   const text = short.replace(/_/g, " ");
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
