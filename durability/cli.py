@@ -79,7 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--actor", help="who decides (default: cli:<login name>)")
     p.add_argument("--call", metavar="CALL_ID", help="the uncertain call (default: the latest)")
 
-    sub.add_parser("verify", parents=[common], help="integrity check and checkpoint digests")
+    sub.add_parser(
+        "verify",
+        parents=[common],
+        help="integrity check and every digest: checkpoints, blobs, calls, events, documents",
+    )
 
     p = sub.add_parser("backup", parents=[common], help="private copy via SQLite's backup API")
     p.add_argument(
@@ -234,14 +238,15 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         _dump(out, report.to_dict())
     elif report.ok:
-        out.write(
-            f"ok: {args.db}: integrity check passed, "
-            f"{report.checkpoints_checked} checkpoints verified\n"
-        )
+        counts = ", ".join(f"{n} {kind}" for kind, n in report.checked.items())
+        out.write(f"ok: {args.db}: integrity check passed; verified {counts or 'nothing'}\n")
     else:
         out.write(f"FAILED: {args.db}: {len(report.problems)} problem(s)\n")
         for problem in report.problems:
             out.write(f"  {problem.describe()}\n")
+    if not args.json:
+        for note in report.notes:
+            out.write(f"note: {note}\n")
     return EXIT_OK if report.ok else EXIT_ERROR
 
 
