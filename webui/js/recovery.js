@@ -42,12 +42,31 @@ function callsTable(calls) {
       el("td", { text: String(call.agent_no) }),
       el("td", { text: call.kind }),
       el("td", { text: call.name }),
-      el("td", { text: call.status }),
+      el("td", { text: call.damaged ? `${call.status} (damaged: ${call.damaged})` : call.status }),
       el("td", { text: call.committed ? "yes" : "no" }),
       el("td", { text: call.replay_policy }),
     ),
   );
   return el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows));
+}
+
+// What a hold names beyond its reason: the damaged record (corrupt_record) or the failure
+// (recovery_error), so a person knows what to check before deciding.
+export function heldDetail(run) {
+  const d = run.reason_detail;
+  if (!d || typeof d !== "object") return "";
+  if (run.reason === "corrupt_record") {
+    const where = d.call_id
+      ? `call ${d.call_id} (${d.name}, agent ${d.agent_no}, seq ${d.seq}, attempt ${d.attempt})`
+      : d.event_id !== undefined ? `event ${d.event_id} (${d.event_type})`
+      : `document ${d.kind} (revision ${d.revision})`;
+    return `Damaged record, not used: ${d.record} of ${where}: ${d.reason}.`;
+  }
+  if (run.reason === "recovery_error") {
+    return `Recovery failed while ${d.stage === "restore" ? "rebuilding the chat" : "resuming"}: ` +
+      `${d.type}${d.message ? `: ${d.message}` : ""}.`;
+  }
+  return "";
 }
 
 function runCard(run) {
@@ -65,6 +84,7 @@ function runCard(run) {
       ` in chat ${run.context_id} · reason `, el("code", { text: reason || "-", testid: "run-reason" }),
       " · phase ", el("code", { text: run.phase, testid: "run-phase" }),
       ` · version ${run.version}`),
+    ...(heldDetail(run) ? [el("p", { className: "held-detail", text: heldDetail(run), testid: "run-detail" })] : []),
     callsTable(run.calls),
     el("div", { className: "decision-row" }, select, note, submit),
   );
