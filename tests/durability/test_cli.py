@@ -267,3 +267,21 @@ def test_verify_lists_every_damaged_record_with_its_ids(setup: Setup) -> None:
     assert (problems["call_args"]["ids"]["agent_no"], problems["call_args"]["ids"]["seq"]) == (0, 1)
     assert problems["event"]["ids"]["event_id"] == event.id
     assert problems["document"]["ids"] == {"context_id": "chat-1", "kind": "plan", "revision": 1}
+
+
+def test_export_shows_damaged_records_as_stored(setup: Setup) -> None:
+    with Journal.open_sqlite(setup.db) as journal:
+        call = journal.list_calls(setup.done)[0]
+        event = journal.list_events(run_id=setup.done)[0]
+    conn = sqlite3.connect(setup.db)
+    with conn:
+        conn.execute("UPDATE calls SET result = '{\"ok\":' WHERE id = ?", (call.id,))
+        conn.execute("UPDATE events SET payload = '{}' WHERE id = ?", (event.id,))
+    conn.close()
+    result = setup.cli("export", setup.done)
+    assert result.code == 0, result.err
+    records = [json.loads(line) for line in result.out.splitlines()]
+    (bad_call,) = [r for r in records if r.get("damaged") and r["type"] == "call"]
+    assert bad_call["id"] == call.id and bad_call["damaged"][0]["reason"] == "undecodable"
+    (bad_event,) = [r for r in records if r.get("damaged") and r["type"] == "event"]
+    assert bad_event["id"] == event.id and bad_event["payload"] == {}
