@@ -192,9 +192,7 @@ class RecordsReport:
         return not self.damages
 
 
-def verify_records(
-    tx: StoreTx, *, checkpoints: bool = True, events: bool = True
-) -> RecordsReport:
+def verify_records(tx: StoreTx, *, checkpoints: bool = True, events: bool = True) -> RecordsReport:
     """Check every call (arguments and result), event and document, and each run's latest
     checkpoint, through the storage interface (any backend). ``python -m durability verify``
     checks a SQLite file's checkpoints and blobs itself (all of them), hence the switches."""
