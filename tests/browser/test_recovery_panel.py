@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
+from contextlib import closing
 
 import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.integration._durable_system import crashable
 from tests.support.model_server import ScriptedFailure
 
 pytestmark = pytest.mark.browser
+
+__all__ = ["crashable"]  # the fixture
 
 TIMEOUT_MS = 60_000
 KEY = {"X-API-KEY": "test-token"}
@@ -104,3 +109,38 @@ def _wait_held_beyond(server, run_id: str, version: int) -> None:
             return
         time.sleep(0.05)  # polling interval of a deadline wait
     raise AssertionError("the run did not hold again after the retry grant")
+
+
+def test_a_damaged_record_is_named_in_the_panel_and_decided(page: Page, crashable, model_server):
+    model_server.tool("response", {"text": "the committed answer"})
+    model_server.respond_with(
+        lambda body: {"tool_name": "response", "tool_args": {"text": "again"}}
+    )
+    env = {"A0_CRASH_AT": "after_result", "A0_CRASH_MATCH": "model"}
+    crashable.crash_during("question", "q-1", **env)
+    db = crashable.usr / "durability" / "journal.sqlite"
+    with closing(sqlite3.connect(db)) as conn, conn:
+        call_id, result = conn.execute(
+            "SELECT id, result FROM calls WHERE name = 'model'"
+        ).fetchone()
+        forged = result.replace("the committed answer", "a forged answer")
+        conn.execute("UPDATE calls SET result = ? WHERE id = ?", (forged, call_id))
+    server = crashable.start()
+
+    page.goto(server.url)
+    page.get_by_test_id("chat-item").first.click()
+    expect(page.get_by_test_id("held-banner")).to_contain_text("corrupt_record", timeout=TIMEOUT_MS)
+    page.get_by_test_id("held-open").click()
+    card = page.get_by_test_id("recovery-dialog").get_by_test_id("recovery-run")
+    expect(card.get_by_test_id("run-reason")).to_contain_text("corrupt_record")
+    detail = card.get_by_test_id("run-detail")
+    expect(detail).to_contain_text(f"call_result of call {call_id}")
+    expect(detail).to_contain_text("digest_mismatch")
+    expect(card.get_by_test_id("recovery-call")).to_contain_text("damaged: call_result")
+
+    card.get_by_test_id("decision-resume").click()
+    card.get_by_test_id("decision-submit").click()
+    expect(page.get_by_test_id("recovery-message")).to_contain_text("recorded")
+    run_id = crashable.only_run()["run_id"]
+    assert crashable.wait_status(run_id, "completed")["status"] == "completed"
+    crashable.stop()

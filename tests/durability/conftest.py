@@ -26,6 +26,8 @@ class Backend:
     #: Overwrite stored bytes behind the journal's back (for corruption checks).
     corrupt_checkpoint: Callable[[int, str], None]
     corrupt_blob: Callable[[str, bytes], None]
+    #: overwrite(table, column, value, key_column, key): one stored column, raw.
+    overwrite: Callable[[str, str, object, str, object], None] | None = None
 
 
 def _sqlite_backend(tmp_path: Path) -> Backend:
@@ -46,6 +48,9 @@ def _sqlite_backend(tmp_path: Path) -> Backend:
         open_journal,
         lambda cid, body: execute_raw("UPDATE checkpoints SET body = ? WHERE id = ?", (body, cid)),
         lambda h, data: execute_raw("UPDATE blobs SET data = ? WHERE hash = ?", (data, h)),
+        lambda table, column, value, key_column, key: execute_raw(
+            f"UPDATE {table} SET {column} = ? WHERE {key_column} = ?", (value, key)
+        ),
     )
     backend.path = path  # type: ignore[attr-defined]
     return backend

@@ -28,6 +28,7 @@ const REASONS = {
   replay_divergence: "On resume the agent asked for a different call than the one recorded at that position.",
   recovery_attempts_exceeded: "Recovery was tried several times without progress, so the run was parked.",
   recovery_error: "Recovery itself failed for this run.",
+  corrupt_record: "A stored record failed its digest check; it was not used. Nothing was repaired.",
 };
 const PHASES = {
   admitted: "admitted, no call made yet",
@@ -56,7 +57,27 @@ function reasonBlock(run) {
     el("div", {}, el("strong", { text: "Why it is held: " }),
       el("span", { text: words, testid: "reason-text" }), " ",
       el("code", { text: run.reason || "-", testid: "run-reason" })),
+    heldDetail(run) ? el("p", { className: "held-detail", text: heldDetail(run), testid: "run-detail" }) : "",
     detail ? keyValues(detail, "reason-detail") : "");
+}
+
+// What a hold names beyond its reason: the damaged record (corrupt_record) or the failure
+// (recovery_error), so a person knows what to check before deciding.
+export function heldDetail(run) {
+  const d = run.reason_detail;
+  if (!d || typeof d !== "object") return "";
+  if (run.reason === "corrupt_record") {
+    const where = d.call_id
+      ? `call ${d.call_id} (${d.name}, agent ${d.agent_no}, seq ${d.seq}, attempt ${d.attempt})`
+      : d.event_id !== undefined ? `event ${d.event_id} (${d.event_type})`
+      : `document ${d.kind} (revision ${d.revision})`;
+    return `Damaged record, not used: ${d.record} of ${where}: ${d.reason}.`;
+  }
+  if (run.reason === "recovery_error") {
+    return `Recovery failed while ${d.stage === "restore" ? "rebuilding the chat" : "resuming"}: ` +
+      `${d.type}${d.message ? `: ${d.message}` : ""}.`;
+  }
+  return "";
 }
 
 function decisionForm(run) {

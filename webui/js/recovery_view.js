@@ -119,7 +119,7 @@ export function callsList(calls, heldCallId) {
     const summary = el("summary", {},
       el("code", { text: `#${call.seq}` }), ` A${call.agent_no} · ${call.kind} · `,
       el("strong", { text: call.name }),
-      ` · attempt ${call.attempt} · ${call.status} · result committed: ${call.committed ? "yes" : "no"}`,
+      ` · attempt ${call.attempt} · ${call.damaged ? `${call.status} (damaged: ${call.damaged})` : call.status} · result committed: ${call.committed ? "yes" : "no"}`,
       uncertain ? el("span", { className: "badge", text: "uncertain" }) : null);
     const details = el("details", { className: `call${uncertain ? " uncertain" : ""}`, testid: "recovery-call", open: uncertain },
       summary, ...callBody(call));
