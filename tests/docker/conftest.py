@@ -42,9 +42,12 @@ def docker_setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerSet
     setup = DockerSetup(engine, IMAGE)
     try:
         _timed(setup.timings, "dockerd start", engine.start)
-        METRICS["storage driver"] = engine.docker("info", "-f", "{{.Driver}}").stdout.strip()
-        _timed(setup.timings, "debootstrap + import", engine.import_base_image, root)
-        _timed(setup.timings, "image build", engine.build_project_image, IMAGE, root)
+        driver = engine.docker("info", "-f", "{{.Driver}}").stdout.strip()
+        METRICS["storage"] = f"{driver} on {'tmpfs' if engine.on_tmpfs else 'disk'}"
+        work = engine.root / "work"  # on the engine's tmpfs when it has one
+        work.mkdir()
+        _timed(setup.timings, "debootstrap + import", engine.import_base_image, work)
+        _timed(setup.timings, "image build", engine.build_project_image, IMAGE, work)
         setup.image_bytes = int(engine.docker("image", "inspect", "-f", "{{.Size}}", IMAGE).stdout)
         METRICS["image size"] = f"{setup.image_bytes / 1e6:.0f} MB"
         yield setup

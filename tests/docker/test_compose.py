@@ -118,3 +118,10 @@ def _volumes(service: dict[str, Any]) -> list[str]:
         else:
             out.append(volume)
     return out
+
+
+def test_the_example_env_file_validates_with_every_profile():
+    services = config(REPO / "docker" / "example.env", "--profile", "shared")["services"]
+    assert {"agent", "postgres", "worker-1", "worker-2"} <= set(services)
+    # everything in the example is commented out: nothing is passed, nothing is ""
+    assert all(v is None for v in services["agent"]["environment"].values())

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Iterator
@@ -56,7 +57,7 @@ def respond(body: dict[str, Any]) -> dict[str, Any]:
     found = TASK.search(first_user_text(body))
     if found is None:
         return answer("no task")
-    if step_of(body) == 0:
+    if step_of(body) == 0 and found["kind"] != "answer":
         return first_step(found["kind"], found["label"])
     return answer(f"done {found['label']}")
 
@@ -204,3 +205,29 @@ def test_killed_after_a_committed_tool_result_finishes_by_itself(docker_setup, m
     assert any(f"OUT-{label}" in request_text(b) for b in model.requests), "output reused"
     again = second.api_message(task("node", label), input_id=label, context_id=done["context_id"])
     assert again.status_code == 200 and again.json()["response"] == f"done {label}", again.text
+
+
+def test_the_journal_cli_backs_up_and_restores_on_the_volume(docker_setup, model, containers):
+    """The commands docs/docker.md gives: backup through `docker exec -u a0`, restore in a
+    throw-away container on the stopped agent's volume."""
+    agent = new_agent(docker_setup, containers, "a0-backup", "a0-backup-usr")
+    agent.run(agent_env(model))
+    agent.wait_healthy()
+    first = agent.api_message(task("answer", "before-backup"), input_id="before-backup")
+    assert first.status_code == 200 and first.json()["response"] == "done before-backup"
+
+    cli = ["exec", "-u", "a0", agent.name, "python", "-m", "durability", "--json"]
+    made = json.loads(docker_setup.engine.docker(*cli, "backup").stdout)
+    assert made["backup"].startswith("/a0/usr/durability/backups/journal-"), made
+    later = agent.api_message(task("answer", "after-backup"), input_id="after-backup")
+    assert later.status_code == 200, later.text
+    assert {r["input_id"] for r in agent.runs()} == {"before-backup", "after-backup"}
+
+    docker_setup.engine.docker("stop", "-t", "30", agent.name)
+    restore = ["run", "--rm", "-v", f"{agent.volume}:/a0/usr", docker_setup.image]
+    docker_setup.engine.docker(*restore, "python", "-m", "durability", "restore", made["backup"])
+    agent.start()
+    agent.wait_healthy()
+    assert {r["input_id"] for r in agent.runs()} == {"before-backup"}, "the backup's journal"
+    owners = {p.stat().st_uid for p in (agent.usr / "durability").rglob("*")}
+    assert owners == {1000}, "everything on the volume stays a0's"
