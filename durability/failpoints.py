@@ -7,6 +7,12 @@ restarts: before dying, the process appends ``<boundary>:<match>`` to the file
 ``failpoints-fired`` in the state folder the caller passes (by convention the journal's
 folder), so the restarted process goes on.
 
+``A0_CRASH_MODE=freeze`` stops the process dead at the boundary instead of killing it: the
+calling thread (the server's event loop) blocks, so nothing more happens, until something
+outside kills the process (a test's ``docker kill -s KILL``, which can then kill a whole
+container at an exact point). A frozen process kills itself after
+``A0_CRASH_FREEZE_SECONDS`` (default 600) so a forgotten one never lingers.
+
 Tests that run the loop in-process use ``raise_instead()``: the boundary then raises
 ``SimulatedCrash`` (a BaseException, so no ``except Exception`` swallows it) instead of
 killing the test runner. The journal's own crash points stay in durability/faults.py.
@@ -18,11 +24,14 @@ import contextlib
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 CRASH_AT_ENV = "A0_CRASH_AT"
 CRASH_MATCH_ENV = "A0_CRASH_MATCH"
+CRASH_MODE_ENV = "A0_CRASH_MODE"  # "kill" (default) or "freeze"
+FREEZE_SECONDS_ENV = "A0_CRASH_FREEZE_SECONDS"
 FIRED_FILE = "failpoints-fired"
 
 BOUNDARIES = ("before_intent", "after_intent", "after_effect", "after_result", "after_checkpoint")
@@ -88,4 +97,17 @@ def failpoint(boundary: str, name: str, state_dir: Path | None) -> None:
             _mark_fired(fired, key)
         if _raise_mode:
             raise SimulatedCrash(boundary, name)
+    if os.environ.get(CRASH_MODE_ENV, "kill") == "freeze":
+        _freeze()
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _freeze() -> None:
+    """Block this thread until the process is killed from outside (bounded, see module doc)."""
+    try:
+        limit = float(os.environ.get(FREEZE_SECONDS_ENV) or 600)
+    except ValueError:
+        limit = 600.0
+    deadline = time.monotonic() + limit
+    while (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(left, 1.0))

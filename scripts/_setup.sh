@@ -6,8 +6,9 @@ apt_install() {
   [ "$#" -gt 0 ] || return 0
   echo "installing system packages: $*" >&2
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@"
+  # apt is shared: wait for another apt or dpkg to finish instead of failing at once
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq "$@"
 }
 
 ensure_venv() {

@@ -8,6 +8,13 @@ source scripts/_setup.sh
 
 apt_need=()
 [ -x /usr/bin/chromium ] || apt_need+=(chromium)
+# The container tests (tests/docker, docs/docker.md): Debian's Docker engine and client,
+# debootstrap for the base image, a Compose implementation, ip for the test bridge.
+{ [ -x /usr/sbin/dockerd ] && [ -x /usr/bin/docker ]; } || apt_need+=(docker.io)
+[ -x /usr/sbin/debootstrap ] || apt_need+=(debootstrap)
+command -v docker-compose >/dev/null 2>&1 || /usr/bin/docker compose version >/dev/null 2>&1 \
+  || apt_need+=(docker-compose)
+command -v ip >/dev/null 2>&1 || apt_need+=(iproute2)
 apt_install "${apt_need[@]}"
 
 ensure_venv requirements-dev.txt
@@ -30,8 +37,10 @@ fi
 
 # Playwright's sync API leaves an event loop running in its worker process, which breaks
 # the asyncio tests that would follow it there: browser tests get a pytest session of
-# their own.
+# their own. The container tests get one too, in a single process: they build the image
+# once (on a private dockerd) and share it.
 rc=0
-run_pytest -n "${A0_TEST_WORKERS:-2}" --dist loadgroup -m "not browser" || rc=$?
+run_pytest -n "${A0_TEST_WORKERS:-2}" --dist loadgroup -m "not browser and not docker" || rc=$?
 run_pytest -n "${A0_TEST_WORKERS:-2}" -m browser || rc=$?
+run_pytest -m docker || rc=$?
 exit "$rc"

@@ -34,7 +34,9 @@ from durability.adapters.shell import ReceiptError
 READ_CHUNK = 65536
 POLL_INTERVAL = 0.5  # on_poll is called at least this often while waiting
 TAIL_INTERVAL = 0.1  # how often a receipt's output file is read while waiting
-SECRET_ENV = re.compile(r"(API_KEY|API_TOKEN|PASSWORD|SECRET|_TOKEN$)", re.IGNORECASE)
+# Never inherited by the agent's shells: keys, tokens, passwords, and the shared journal's
+# DSN and resource key (a container passes all of them to the server as variables).
+SECRET_ENV = re.compile(r"(API_KEY|API_TOKEN|PASSWORD|SECRET|_TOKEN$|_KEY$|_DSN$)", re.IGNORECASE)
 
 OnPoll = Callable[[str], Awaitable[None]]
 #: (ShellReceipts, call_id, args_digest): the call a command's receipt names.

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -59,8 +60,60 @@ def test_a_real_sigkill_then_the_restarted_process_goes_on(tmp_path):
     assert second.returncode == 0 and second.stdout.strip() == "alive"
 
 
+def test_freeze_mode_stops_at_the_boundary_until_killed_from_outside(tmp_path):
+    code = (
+        "import sys; from pathlib import Path; from durability.failpoints import failpoint;"
+        "failpoint('after_result', 'code_execution_tool', Path(sys.argv[1])); print('went on')"
+    )
+    env = {
+        **os.environ,
+        "A0_CRASH_AT": "after_result",
+        "A0_CRASH_MATCH": "code_execution_tool",
+        "A0_CRASH_MODE": "freeze",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    fired = tmp_path / failpoints.FIRED_FILE
+    try:
+        deadline = time.monotonic() + 60
+        while not (fired.exists() and fired.read_text()):
+            assert proc.poll() is None, "the process ended instead of freezing"
+            assert time.monotonic() < deadline, "the failpoint never fired"
+            time.sleep(0.05)
+        assert fired.read_text() == "after_result:code_execution_tool\n"
+        assert proc.poll() is None  # frozen, not dead
+    finally:
+        proc.kill()
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL and "went on" not in out
+
+
+def test_a_frozen_process_kills_itself_after_its_bound(tmp_path):
+    code = (
+        "import sys; from pathlib import Path; from durability.failpoints import failpoint;"
+        "failpoint('after_intent', 'model', Path(sys.argv[1])); print('went on')"
+    )
+    env = {
+        **os.environ,
+        "A0_CRASH_AT": "after_intent",
+        "A0_CRASH_MATCH": "model",
+        "A0_CRASH_MODE": "freeze",
+        "A0_CRASH_FREEZE_SECONDS": "0.2",
+    }
+    argv = [sys.executable, "-c", code, str(tmp_path)]
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == -signal.SIGKILL and "went on" not in done.stdout
+
+
 def test_every_boundary_is_documented():
     doc = (ROOT / "docs" / "durability-loop.md").read_text(encoding="utf-8")
     for boundary in failpoints.BOUNDARIES:
         assert f"`{boundary}`" in doc
     assert "A0_CRASH_MATCH" in doc and failpoints.FIRED_FILE in doc
+    testing = (ROOT / "docs" / "testing.md").read_text(encoding="utf-8")
+    assert failpoints.CRASH_MODE_ENV in testing and failpoints.FREEZE_SECONDS_ENV in testing

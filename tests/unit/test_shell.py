@@ -109,11 +109,17 @@ async def test_on_poll_sees_progress(session):
 
 async def test_secrets_are_not_in_the_child_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("API_KEY_OPENAI", "sk-very-secret")
+    monkeypatch.setenv("A0_DURABILITY_POSTGRES_DSN", "postgresql://u:dsn-secret@db/a0")
+    monkeypatch.setenv("A0_DURABILITY_RESOURCE_KEY", "fernet-key-secret")
+    monkeypatch.setenv("PGPASSWORD", "pg-secret")
+    monkeypatch.setenv("A0_USR_DIR", str(tmp_path))
     s = ShellSession(tmp_path)
     await s.start()
     try:
         r = await s.run("env", FAST)
-        assert "sk-very-secret" not in r.output
+        for secret in ("sk-very-secret", "dsn-secret", "fernet-key-secret", "pg-secret"):
+            assert secret not in r.output
+        assert f"A0_USR_DIR={tmp_path}" in r.output  # the rest is inherited
     finally:
         await s.close()
 
