@@ -24,6 +24,7 @@ from durability.canonical import (
     fingerprint_from_json,
     is_digest,
 )
+from durability.dsn import PostgresDsn
 from durability.errors import (
     ActiveRunExists,
     BlobNotFound,
@@ -112,6 +113,31 @@ class Journal:
         from durability.store.sqlite import SqliteStore
 
         return cls(SqliteStore(path, quick_check=quick_check), masker=masker, clock=clock)
+
+    @classmethod
+    def open_postgres(
+        cls,
+        dsn: str | PostgresDsn,
+        *,
+        namespace: str = "agent_zero",
+        masker: Masker | None = None,
+        clock: Callable[[], float] = time.time,
+        pool_size: int = 10,
+        connect_timeout: float = 10.0,
+    ) -> Journal:
+        """Open (creating the schema ``namespace``, migrating) the journal on PostgreSQL.
+
+        This journal has no worker identity and takes no claims: one process that owns
+        every run (an administrator's tool, a single worker). Shared workers open it
+        through :func:`durability.cluster.open_worker_journal`, which fences every run
+        write (docs/shared-workers.md).
+        """
+        from durability.store.postgres import PostgresStore
+
+        store = PostgresStore(
+            dsn, namespace=namespace, pool_size=pool_size, connect_timeout=connect_timeout
+        )
+        return cls(store, masker=masker, clock=clock)
 
     # lifecycle
     @property

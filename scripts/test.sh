@@ -8,6 +8,8 @@ source scripts/_setup.sh
 
 apt_need=()
 [ -x /usr/bin/chromium ] || apt_need+=(chromium)
+# The PostgreSQL tests start private clusters from these binaries (tests/support/postgres.py).
+[ -n "${A0_TEST_POSTGRES_DSN:-}" ] || [ -x /usr/lib/postgresql/15/bin/initdb ] || apt_need+=(postgresql)
 apt_install "${apt_need[@]}"
 
 ensure_venv requirements-dev.txt
