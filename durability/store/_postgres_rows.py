@@ -580,3 +580,9 @@ class PostgresTx(StoreTx):
                 (call_id,),
             )
         return (str(row[0]), row[1]) if row else None
+
+    def insert_claim(self, run_id: str, worker_id: str, lease_seconds: float) -> Any:
+        from durability.store._postgres_claims import claim_new_run
+
+        row = self._one("SELECT context_id FROM runs WHERE id = %s", (run_id,))
+        return claim_new_run(self.conn, run_id, str(row[0]), worker_id, lease_seconds)

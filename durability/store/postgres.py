@@ -139,12 +139,16 @@ class PostgresStore(Store):
             open=False,
             timeout=connect_timeout,
             name=f"journal:{self.namespace}",
-            reconnect_timeout=connect_timeout,
         )
         try:
-            self._pool.open(wait=True, timeout=connect_timeout)
-            with self._connection() as conn:
+            # one direct connection first: its error says what is wrong (no such database,
+            # authentication), where the pool would only time out
+            with psycopg.connect(
+                self.dsn.conninfo, autocommit=True, connect_timeout=max(1, int(connect_timeout))
+            ) as conn:
+                configure(conn)
                 self._migrate(conn)
+            self._pool.open(wait=True, timeout=connect_timeout)
         except BaseException as exc:
             self._pool.close()
             raise self.translate(exc) from None
@@ -163,7 +167,7 @@ class PostgresStore(Store):
             return StorageError(
                 "the journal database is unreachable", reason=text, sqlstate=state or None
             )
-        if state.startswith("22"):
+        if state.startswith("22") or isinstance(exc, psycopg.DataError):
             return InvalidArgument(
                 "the journal cannot store this value", reason=text, sqlstate=state
             )
