@@ -56,7 +56,7 @@ def generate_key() -> str:
 
 
 class ResourceCipher:
-    __slots__ = ("_address_key", "_multi")
+    __slots__ = ("_address_keys", "_multi")
 
     def __init__(self, keys: str) -> None:
         parts = [k.strip() for k in str(keys).split(",") if k.strip()]
@@ -65,7 +65,7 @@ class ResourceCipher:
         raws = [_key_bytes(k) for k in parts]
         fernet = _fernet()
         self._multi = fernet.MultiFernet([fernet.Fernet(k) for k in parts])
-        self._address_key = hmac.new(raws[0], _ADDRESS_CONTEXT, hashlib.sha256).digest()
+        self._address_keys = [hmac.new(r, _ADDRESS_CONTEXT, hashlib.sha256).digest() for r in raws]
 
     def __repr__(self) -> str:
         return "ResourceCipher(<keys hidden>)"
@@ -82,5 +82,12 @@ class ResourceCipher:
             ) from None
 
     def address(self, data: bytes) -> str:
-        """The keyed content address of plain bytes (64 hex characters)."""
-        return hmac.new(self._address_key, bytes(data), hashlib.sha256).hexdigest()
+        """The keyed content address of plain bytes (64 hex characters), under the first key."""
+        return hmac.new(self._address_keys[0], bytes(data), hashlib.sha256).hexdigest()
+
+    def matches(self, data: bytes, address: str) -> bool:
+        """True when ``address`` is the address of ``data`` under any of the keys."""
+        return any(
+            hmac.compare_digest(hmac.new(k, bytes(data), hashlib.sha256).hexdigest(), address)
+            for k in self._address_keys
+        )
