@@ -10,9 +10,9 @@ its writes for a run (intent, result, checkpoint, status, hold, recovery attempt
 consumption, run events) first locks the run's row and compares the run's token with the
 held one, inside the same transaction: a worker whose claim was taken over (or that
 never claimed the run, or released it) gets ``FencingLost`` and nothing of that write
-commits. The glue passes no token: the journal knows it. A takeover updates the run's row
-too, so a late write and a takeover serialise on that row (the write either commits
-before the takeover, or is retried after it and refused).
+commits. The glue passes no token: the journal knows it. A takeover locks and updates
+the run's row too, so a late write and a takeover serialise on that row: the write either
+commits before the takeover, or waits for it, then reads the new token and is refused.
 
 A worker also stops *starting effects* on its own clock: ``is_live(run_id)`` is False once
 the lease it last renewed may have run out (``live_until``, measured from the moment the

@@ -225,7 +225,7 @@ class Journal:
         adopt: list[Callable[[], Any]] = []
 
         def op(tx: StoreTx) -> Admission:
-            adopt.clear()  # a backend may run op again after a serialisation failure
+            adopt.clear()  # a backend may run op again (PostgreSQL, after a conflict)
             known = tx.get_input(input_id)
             if known is not None:
                 if known.digest != content_digest or known.context_id != context_id:
@@ -353,7 +353,7 @@ class Journal:
         cache_update: list[Any] = []
 
         def op(tx: StoreTx) -> Call:
-            cache_update.clear()  # a backend may run op again after a serialisation failure
+            cache_update.clear()  # a backend may run op again (PostgreSQL, after a conflict)
             closed = tx.close_open_call(call_id, state, masked, result_json, result_digest, now)
             if closed is not None:  # the common case: an open call of an active run
                 done, context_id = closed
@@ -440,7 +440,7 @@ class Journal:
         cache_update: list[Any] = []
 
         def op(tx: StoreTx) -> CheckpointRef:
-            cache_update.clear()  # a backend may run op again after a serialisation failure
+            cache_update.clear()  # a backend may run op again (PostgreSQL, after a conflict)
             context_id = tx.bump_active_run(run_id, now)
             if context_id is None:
                 require_active(load_run(tx, run_id))  # raises the precise error

@@ -78,8 +78,12 @@ def _marks(n: int) -> str:
 class PostgresTx(StoreTx):
     """One transaction on one connection (``conn``: a psycopg Connection)."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, *, locking: bool = False) -> None:
         self.conn = conn
+        #: In a write transaction every row read to decide a write is locked as it is read
+        #: (``FOR NO KEY UPDATE``): READ COMMITTED then behaves like SQLite's single writer
+        #: for each run, call, document and conflict (see durability/store/postgres.py).
+        self._lock = " FOR NO KEY UPDATE" if locking else ""
 
     def _one(self, sql: str, args: Sequence[Any] = ()) -> Any:
         return self.conn.execute(sql, args).fetchone()
@@ -136,13 +140,13 @@ class PostgresTx(StoreTx):
         )
 
     def get_run(self, run_id: str) -> Run | None:
-        row = self._one(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = %s", (run_id,))
+        row = self._one(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = %s{self._lock}", (run_id,))
         return self._run(row) if row else None
 
     def open_run_for_context(self, context_id: str) -> Run | None:
         row = self._one(
             f"SELECT {_RUN_COLUMNS} FROM runs WHERE context_id = %s"
-            " AND status IN ('active', 'needs_attention')",
+            f" AND status IN ('active', 'needs_attention'){self._lock}",
             (context_id,),
         )
         return self._run(row) if row else None
@@ -248,7 +252,7 @@ class PostgresTx(StoreTx):
         )
 
     def get_call(self, call_id: str) -> Call | None:
-        row = self._one(f"SELECT {_CALL_COLUMNS} FROM calls WHERE id = %s", (call_id,))
+        row = self._one(f"SELECT {_CALL_COLUMNS} FROM calls WHERE id = %s{self._lock}", (call_id,))
         return self._call(row) if row else None
 
     def latest_call_at(self, run_id: str, agent_no: int, seq: int) -> Call | None:
@@ -403,7 +407,7 @@ class PostgresTx(StoreTx):
     def get_document(self, context_id: str, kind: str) -> DocumentRow | None:
         row = self._one(
             "SELECT context_id, kind, revision, body, digest, updated_at, updated_by"
-            " FROM documents WHERE context_id = %s AND kind = %s",
+            f" FROM documents WHERE context_id = %s AND kind = %s{self._lock}",
             (context_id, kind),
         )
         return DocumentRow(*row) if row else None
@@ -456,7 +460,8 @@ class PostgresTx(StoreTx):
 
     def get_conflict(self, conflict_id: int) -> Conflict | None:
         row = self._one(
-            f"SELECT {self._CONFLICT_COLUMNS} FROM conflicts WHERE id = %s", (conflict_id,)
+            f"SELECT {self._CONFLICT_COLUMNS} FROM conflicts WHERE id = %s{self._lock}",
+            (conflict_id,),
         )
         return self._conflict(row) if row else None
 

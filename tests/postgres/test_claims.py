@@ -203,8 +203,8 @@ def test_a_takeover_waits_for_a_write_in_flight_which_commits_first(
 
 
 def test_a_write_racing_a_takeover_commit_is_refused(open_journal, postgres_server, pg_namespace):
-    """A takeover that locked the run first: the late write waits, then (after a
-    serialisation retry) finds the new token and commits nothing."""
+    """A takeover that locked the run first: the late write waits, then finds the new
+    token and commits nothing."""
     w1 = open_journal("w1", lease_seconds=0.3)
     run = w1.admit("chat", "in-1", sha("x")).run
     wait_for(lambda: not w1.cluster.is_live(run.id), what="the lease to run out")
