@@ -50,7 +50,11 @@ def test_rotation_decrypts_and_matches_under_every_key():
         ResourceCipher(KEY).decrypt(rotated.encrypt(b"y"))
 
 
-@pytest.mark.parametrize("keys", ["", " , ", "short", "a" * 44, f"{KEY},nope"])
+@pytest.mark.parametrize(
+    "keys",
+    ["", " , ", "short", "a" * 44, f"{KEY},nope"],
+    ids=["empty", "only-commas", "short", "wrong-length", "second-key-bad"],
+)
 def test_bad_keys_are_refused_without_showing_them(keys):
     with pytest.raises(ConfigurationError) as info:
         ResourceCipher(keys)
