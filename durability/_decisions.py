@@ -1,4 +1,10 @@
-"""What each of the five decisions does to a held run and its uncertain call."""
+"""What each of the five decisions does to a held run and its uncertain call.
+
+On a run held for ``corrupt_record`` the decided call is the damaged one (even when its
+result was committed): ``resume`` sets the damaged result aside (abandoned, never read),
+``new_attempt`` / ``confirmed_not_completed`` run it again, ``confirmed_completed`` puts the
+person's note in its place.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from durability.errors import (
 )
 from durability.records import (
     OPEN_RUN_STATUSES,
+    RESULT_STATES,
     Call,
     Decision,
     DecisionOutcome,
@@ -23,16 +30,37 @@ from durability.records import (
 from durability.store.base import StoreTx
 
 
+def _damaged_call_id(run: Run) -> str | None:
+    """The call a ``corrupt_record`` hold names (its damaged result is what is decided on)."""
+    detail = run.reason_detail
+    if run.reason != "corrupt_record" or not isinstance(detail, dict):
+        return None
+    call_id = detail.get("call_id")
+    return call_id if isinstance(call_id, str) else None
+
+
 def _target_call(tx: StoreTx, run: Run, call_id: str | None) -> Call | None:
+    damaged = _damaged_call_id(run)
     if call_id is not None:
         call = tx.get_call(call_id)
         if call is None or call.run_id != run.id:
             raise CallNotFound("no such call in this run", run_id=run.id, call_id=call_id)
-        if call.state != "open":
+        if call.state != "open" and call.id != damaged:
             raise NoOpenCall("the call is not uncertain", call_id=call_id, state=call.state)
+        return call
+    call = _damaged_call(tx, run)
+    if call is not None:
         return call
     open_calls = tx.list_calls(run.id, ["open"])
     return open_calls[-1] if open_calls else None  # the innermost, most recent intent
+
+
+def _damaged_call(tx: StoreTx, run: Run) -> Call | None:
+    damaged = _damaged_call_id(run)
+    call = tx.get_call(damaged) if damaged is not None else None
+    if call is not None and call.run_id == run.id and call.state in ("open", *RESULT_STATES):
+        return call
+    return None
 
 
 def _close(tx: StoreTx, call: Call, state: str, now: float, result: object = None) -> None:
@@ -76,7 +104,7 @@ def apply_decision(
         open_calls = tx.list_calls(run_id, ["open"])
         for call in open_calls:
             _close(tx, call, "abandoned", now)
-        target = open_calls[-1] if open_calls else None
+        target = open_calls[-1] if open_calls else _damaged_call(tx, run)
         updated = bump(tx, run, now, status="stopped", reason="stopped_by_decision",
                        reason_detail=None)  # fmt: skip
     else:

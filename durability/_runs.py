@@ -44,6 +44,14 @@ def transition(
             "a held run becomes active again only through a decision",
             run_id=run.id, status=run.status, wanted=status,
         )  # fmt: skip
-    if status == "completed" and tx.list_calls(run.id, ["open"]):
-        raise OpenIntents("the run still has calls without a result", run_id=run.id)
+    if status in TERMINAL_RUN_STATUSES:
+        open_calls = tx.list_calls(run.id, ["open"])
+        if open_calls:  # only the stop decision ends a run with open calls (abandoning them)
+            raise OpenIntents(
+                "the run still has calls without a result",
+                run_id=run.id,
+                status=run.status,
+                wanted=status,
+                call_ids=[c.id for c in open_calls[:10]],
+            )
     return bump(tx, run, now, status=status, reason=reason, reason_detail=detail)

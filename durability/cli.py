@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from durability import integrity
 from durability.backup import JournalNotFound, create_backup, restore_backup
 from durability.errors import DurabilityError
 from durability.records import DECISIONS, RUN_STATUSES
@@ -79,7 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--actor", help="who decides (default: cli:<login name>)")
     p.add_argument("--call", metavar="CALL_ID", help="the uncertain call (default: the latest)")
 
-    sub.add_parser("verify", parents=[common], help="integrity check and checkpoint digests")
+    sub.add_parser(
+        "verify",
+        parents=[common],
+        help="integrity check and every digest: checkpoints, blobs, calls, events, documents",
+    )
 
     p = sub.add_parser("backup", parents=[common], help="private copy via SQLite's backup API")
     p.add_argument(
@@ -234,14 +239,15 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         _dump(out, report.to_dict())
     elif report.ok:
-        out.write(
-            f"ok: {args.db}: integrity check passed, "
-            f"{report.checkpoints_checked} checkpoints verified\n"
-        )
+        counts = ", ".join(f"{n} {kind}" for kind, n in report.checked.items())
+        out.write(f"ok: {args.db}: integrity check passed; verified {counts or 'nothing'}\n")
     else:
         out.write(f"FAILED: {args.db}: {len(report.problems)} problem(s)\n")
         for problem in report.problems:
             out.write(f"  {problem.describe()}\n")
+    if not args.json:
+        for note in report.notes:
+            out.write(f"note: {note}\n")
     return EXIT_OK if report.ok else EXIT_ERROR
 
 
@@ -310,12 +316,14 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
 def export_records(journal: Any, run_id: str) -> Iterator[dict[str, Any]]:
     """The run, then each call, checkpoint metadata, decision, retry grant and event.
 
-    Every record carries ``type``; an event's own type is in ``event_type``.
+    Every record carries ``type``; an event's own type is in ``event_type``. A damaged call
+    or event is exported as stored, with ``damaged`` naming what failed its digest.
     """
     detail = journal.read_run(run_id)
     yield {"type": "run", **detail.run.to_dict()}
     for call in detail.calls:
-        yield {"type": "call", **call.to_dict()}
+        damaged = [d.to_dict() for d in integrity.call_damages(call)]
+        yield {"type": "call", **call.to_dict(), **({"damaged": damaged} if damaged else {})}
     for checkpoint in _checkpoints(journal, run_id):
         yield {"type": "checkpoint", **checkpoint}
     for decision in detail.decisions:
@@ -324,9 +332,12 @@ def export_records(journal: Any, run_id: str) -> Iterator[dict[str, Any]]:
         yield {"type": "retry_grant", **grant.to_dict()}
     after = 0
     while True:
-        events = journal.list_events(run_id=run_id, after_id=after, limit=1000)
+        events = journal.list_events(run_id=run_id, after_id=after, limit=1000, verify=False)
         for event in events:
             fields = event.to_dict()
+            damage = integrity.event_damage(event)
+            if damage is not None:
+                fields["damaged"] = [damage.to_dict()]
             yield {**fields, "type": "event", "event_type": fields.pop("type")}
         if len(events) < 1000:
             return

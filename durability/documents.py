@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
+from durability import integrity
 from durability.canonical import canonical_json, digest
 from durability.errors import DocumentConflict, DocumentInvalid, DocumentTooLarge
 from durability.masking import Masker
@@ -80,14 +80,18 @@ def _kind(kind: str) -> tuple[Callable[[Any], Any], Any]:
 
 
 def read_document(tx: StoreTx, context_id: str, kind: str) -> Document:
+    """The document checked against its digest (CorruptRecord when damaged)."""
     _, empty = _kind(kind)
     row = tx.get_document(context_id, kind)
     if row is None:
         return Document(context_id, kind, 0, empty, digest(empty), None, None)
+    value = integrity.load_json(row.body)
+    damage = integrity.document_damage(context_id, kind, row.revision, value, row.digest)
+    if damage is not None:
+        raise damage.error()
     return Document(
-        context_id, kind, row.revision, json.loads(row.body), row.digest, row.updated_at,
-        row.updated_by,
-    )  # fmt: skip
+        context_id, kind, row.revision, value, row.digest, row.updated_at, row.updated_by
+    )
 
 
 def prepare_value(kind: str, value: Any, masker: Masker) -> Any:
@@ -100,22 +104,33 @@ def replace_document(
     tx: StoreTx, context_id: str, kind: str, value: Any, expected_revision: int, actor: str,
     now: float,
 ) -> Document:  # fmt: skip
-    """Replace on the expected revision, or record a conflict row and raise DocumentConflict."""
-    current = read_document(tx, context_id, kind)
-    if current.revision > 0 and canonical_json(value) == canonical_json(current.value):
+    """Replace on the expected revision, or record a conflict row and raise DocumentConflict.
+
+    A damaged stored value is never read, but it can be replaced whole on its revision (the
+    new value does not depend on it): that is how a person repairs a damaged plan.
+    """
+    row = tx.get_document(context_id, kind)
+    damaged = row is not None and integrity.document_row_damage(row) is not None
+    current = None if damaged else read_document(tx, context_id, kind)
+    revision = row.revision if row is not None else 0
+    if (
+        current is not None
+        and current.revision > 0
+        and (canonical_json(value) == canonical_json(current.value))
+    ):
         return current  # the same content again (e.g. a retry whose answer was lost): no-op
-    if current.revision != expected_revision:
+    if revision != expected_revision:
         tx.ensure_context(context_id, now)
         conflict_id = tx.insert_conflict(
-            context_id, kind, expected_revision, current.revision, value, actor, now
+            context_id, kind, expected_revision, revision, value, actor, now
         )
         raise DocumentConflict(
             "the document changed since it was read",
             context_id=context_id, kind=kind, expected_revision=expected_revision,
-            current_revision=current.revision, conflict_id=conflict_id,
+            current_revision=revision, conflict_id=conflict_id,
         )  # fmt: skip
     tx.ensure_context(context_id, now)
     body = canonical_json(value)
-    row = DocumentRow(context_id, kind, current.revision + 1, body, digest(value), now, actor)
-    tx.put_document(row)
+    new = DocumentRow(context_id, kind, revision + 1, body, digest(value), now, actor)
+    tx.put_document(new)
     return read_document(tx, context_id, kind)

@@ -152,6 +152,16 @@ class CorruptCheckpoint(DurabilityError):
     http_status = 500
 
 
+class CorruptRecord(DurabilityError):
+    """A stored value no longer matches its digest, or cannot be decoded: it is never used.
+    Fields name the record (``record``, ``reason`` and its ids, see durability/integrity.py).
+    A journal write that finds one holds the run in the same transaction."""
+
+    code = "corrupt_record"
+    http_status = 500
+    keeps_writes = True  # the hold (reason corrupt_record) is committed
+
+
 class CorruptDatabase(DurabilityError):
     code = "corrupt_database"
     http_status = 500
@@ -238,6 +248,7 @@ ALL_ERRORS: tuple[type[DurabilityError], ...] = (
     ConflictNotFound,
     BlobNotFound,
     CorruptCheckpoint,
+    CorruptRecord,
     CorruptDatabase,
     SchemaTooNew,
     FencingLost,

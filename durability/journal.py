@@ -15,10 +15,11 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from durability import _decisions, checkpoints, documents
+from durability import _decisions, checkpoints, documents, integrity
 from durability._runs import bump, load_run, require_active, transition
 from durability.canonical import (
     canonical_json,
+    digest,
     digest_bytes,
     digest_text,
     fingerprint_from_json,
@@ -259,8 +260,8 @@ class Journal:
                 run = open_run
             tx.insert_input(InputRow(input_id, content_digest, context_id, run.id, kind, now))
             event_type = "input" if kind == "run" else "intervention"
-            tx.insert_event(context_id, run.id, event_type,
-                            {"input_id": input_id, "message": payload}, now)  # fmt: skip
+            event = {"input_id": input_id, "message": payload}
+            tx.insert_event(context_id, run.id, event_type, event, now, digest(event))
             if kind == "run" and self.cluster is not None:  # the admitting worker runs it
                 adopt.append(self.cluster.adopt_new_run(tx, run.id))
             return Admission(run, created=True, kind=kind)
@@ -330,7 +331,13 @@ class Journal:
                     **detail,
                 )
             if latest is not None and latest.state not in ("superseded", "not_completed"):
-                return latest
+                damage = integrity.result_damage(latest)
+                if damage is not None:  # a damaged result is never reused: hold the run
+                    held = {"status": "needs_attention", "reason": "corrupt_record"}
+                    bump(tx, run, now, **held, reason_detail=damage.to_dict())
+                    raise damage.error()
+                # the arguments handed back are the caller's, proven equal by the fingerprint
+                return dataclasses.replace(latest, args=masked_args)
             call = dataclasses.replace(fresh, attempt=(latest.attempt + 1) if latest else 1)
             tx.insert_call(call)
             bump(tx, run, now)
@@ -645,6 +652,13 @@ class Journal:
     ) -> list[Conflict]:
         return self.store.read(lambda tx: tx.list_conflicts(context_id, unresolved_only))
 
+    def get_conflict(self, conflict_id: int) -> Conflict:
+        """One document conflict, resolved or not (ConflictNotFound when unknown)."""
+        conflict = self.store.read(lambda tx: tx.get_conflict(conflict_id))
+        if conflict is None:
+            raise ConflictNotFound("no such conflict", conflict_id=conflict_id)
+        return conflict
+
     def resolve_conflict(self, conflict_id: int, *, resolution: str, actor: str) -> Conflict:
         """Mark a document conflict resolved (``resolution``: e.g. kept_current, applied)."""
         _require_text("resolution", resolution, max_length=64)
@@ -689,21 +703,38 @@ class Journal:
         _require_text("context_id", context_id)
         _require_text("type", type, max_length=64)
         masked = self._mask(payload)
+        payload_digest = digest(masked)
         now = self._clock()
 
         def op(tx: StoreTx) -> Event:
-            event_id = tx.insert_event(context_id, run_id, type, masked, now)
-            return Event(event_id, context_id, run_id, type, masked, now)
+            event_id = tx.insert_event(context_id, run_id, type, masked, now, payload_digest)
+            return Event(event_id, context_id, run_id, type, masked, now, payload_digest)
 
         if run_id is None:
             return self.store.write(op)
         return self._write_run(op, run_id=run_id)
 
     def list_events(
-        self, *, context_id: str | None = None, run_id: str | None = None, after_id: int = 0,
+        self,
+        *,
+        context_id: str | None = None,
+        run_id: str | None = None,
+        after_id: int = 0,
         limit: int = 1000,
-    ) -> list[Event]:  # fmt: skip
-        return self.store.read(lambda tx: tx.list_events(context_id, run_id, after_id, limit))
+        verify: bool = True,
+    ) -> list[Event]:
+        """Events, oldest first. With ``verify`` (the default) a damaged payload among them
+        raises CorruptRecord; without it (listings, exports) it is returned as stored."""
+        events = self.store.read(lambda tx: tx.list_events(context_id, run_id, after_id, limit))
+        if verify:
+            for event in events:
+                integrity.require_event(event)
+        return events
+
+    def verify_records(self) -> integrity.RecordsReport:
+        """Check every call, event, document and each run's latest checkpoint against its
+        digest (any backend; ``python -m durability verify`` checks a SQLite file)."""
+        return self.store.read(integrity.verify_records)
 
 
 class AsyncJournal:

@@ -172,6 +172,7 @@ class Event(_Record):
     type: str
     payload: Any
     created_at: float
+    digest: str | None = None  # SHA-256 of the payload's canonical JSON (integrity.py)
 
 
 @dataclass(frozen=True)

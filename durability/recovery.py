@@ -7,6 +7,7 @@ Policy only: this module decides, the journal records, and the agent-side glue
 | --- | --- |
 | run already held | ``skip``: never re-queued, its version does not change |
 | checkpoint corrupt | ``hold`` (corrupt_checkpoint), nothing repaired |
+| a record the resume would use is damaged | ``hold`` (corrupt_record), nothing repaired |
 | recovery keeps failing without progress | ``hold`` (recovery_attempts_exceeded) |
 | no open intent | ``resume`` |
 | open subordinate intent (child workflow) | the child resumes inside the run |
@@ -14,6 +15,7 @@ Policy only: this module decides, the journal records, and the agent-side glue
 | open intent, adapter policy, adapter proves completed | result committed from the receipt |
 | open intent, adapter proves not started | ``resume`` with a ``run`` permit |
 | anything else (model calls included) | ``hold`` (uncertain_call) |
+| classifying the run raised (any exception) | ``hold`` (recovery_error); the others go on |
 """
 
 from __future__ import annotations
@@ -22,10 +24,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from durability import replay
-from durability.errors import CorruptCheckpoint, DurabilityError
+from durability import integrity, replay
+from durability.errors import CorruptCheckpoint, CorruptRecord, DurabilityError
 from durability.journal import Journal
 from durability.records import Call, Run
+
+#: Longest exception message kept in a recovery_error detail (it is masked as well).
+ERROR_MESSAGE_CHARS = 500
 
 #: Consecutive recovery attempts that made no progress before a run is parked.
 MAX_RECOVERY_ATTEMPTS = 3
@@ -82,19 +87,41 @@ def _call_detail(call: Call, why: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def error_detail(exc: BaseException, stage: str) -> dict[str, Any]:
+    """What a ``recovery_error`` hold records about an exception: its type and (shortened)
+    message, never a traceback; the journal masks secrets in it."""
+    if isinstance(exc, DurabilityError):
+        return {"stage": stage, "type": type(exc).__name__, **exc.to_dict()}
+    message = str(exc)[:ERROR_MESSAGE_CHARS]
+    return {"stage": stage, "type": type(exc).__name__, "message": message}
+
+
 def _progress(journal: Journal, run_id: str) -> int:
     return sum(1 for c in journal.list_calls(run_id) if c.state != "open")
 
 
 def _stalled_attempts(journal: Journal, run: Run, progress: int) -> int:
-    """Recovery attempts in a row (most recent first) that found the same progress."""
-    events = journal.list_events(run_id=run.id, limit=100_000)
+    """Recovery attempts in a row (most recent first) that found the same progress, since
+    the run's last decision (a person's decision starts the count afresh). Each event whose
+    payload is used is checked first (CorruptRecord)."""
+    decided = max((d.created_at for d in journal.list_decisions(run.id)), default=None)
+    events = journal.list_events(run_id=run.id, limit=100_000, verify=False)
     count = 0
     for event in reversed([e for e in events if e.type == "recovery_attempt"]):
-        if (event.payload or {}).get("progress") != progress:
+        if decided is not None and event.created_at <= decided:
+            break
+        payload = integrity.require_event(event).payload
+        if not isinstance(payload, dict) or payload.get("progress") != progress:
             break
         count += 1
     return count
+
+
+def _input_damage(journal: Journal, run: Run) -> integrity.Damage | None:
+    """The run's journaled input, which a resume without a checkpoint starts from."""
+    events = journal.list_events(run_id=run.id, limit=100_000, verify=False)
+    first = next((e for e in events if e.type == "input"), None)
+    return None if first is None else integrity.event_damage(first)
 
 
 def _classify_call(
@@ -148,15 +175,25 @@ def classify_run(
     if run.status == "needs_attention":
         return RecoveryPlan(run, "skip", run.reason, run.reason_detail)
     try:
-        journal.latest_checkpoint(run.id)
+        checkpoint = journal.latest_checkpoint(run.id)
     except CorruptCheckpoint as exc:
         return RecoveryPlan(run, "hold", "corrupt_checkpoint", exc.to_dict())
-    progress = _progress(journal, run.id)
-    if _stalled_attempts(journal, run, progress) >= max_attempts:
+    calls = journal.list_calls(run.id)
+    damage = next(integrity.run_call_damages(calls), None)
+    if damage is None and checkpoint is None:
+        damage = _input_damage(journal, run)
+    if damage is not None:
+        return RecoveryPlan(run, "hold", "corrupt_record", damage.to_dict())
+    progress = sum(1 for c in calls if c.state != "open")
+    try:
+        stalled = _stalled_attempts(journal, run, progress)
+    except CorruptRecord as exc:
+        return RecoveryPlan(run, "hold", "corrupt_record", exc.fields)
+    if stalled >= max_attempts:
         parked = {"attempts": max_attempts, "progress": progress}
         return RecoveryPlan(run, "hold", "recovery_attempts_exceeded", parked)
     plan = RecoveryPlan(run, "resume")
-    for call in journal.open_intents(run.id):
+    for call in [c for c in calls if c.state == "open"]:
         detail = _classify_call(journal, run, call, plan, adapters or {}, is_safe)
         if detail is not None:
             return RecoveryPlan(run, "hold", "uncertain_call", detail)
@@ -191,10 +228,10 @@ def scan(
                 journal, run, adapters=adapters, is_safe=is_safe, max_attempts=max_attempts
             )
             plans.append(apply_plan(journal, plan))
-        except DurabilityError as exc:  # one bad run never stops the scan of the others
-            held = RecoveryPlan(run, "hold", "recovery_error", exc.to_dict())
+        except Exception as exc:  # one bad run never stops the scan of the others
+            held = RecoveryPlan(run, "hold", "recovery_error", error_detail(exc, "scan"))
             try:
                 plans.append(apply_plan(journal, held))
-            except DurabilityError:
+            except Exception:
                 plans.append(held)
     return plans

@@ -35,8 +35,9 @@ SAFE_REPLAY: dict[str, str] = {
     # again resumes the child instead of repeating its effects
     "call_subordinate": "4067dfdbc284887d5c416d917daa60f5954ede87afb9fd322725fb4a3667ba9d",
     # durable_plan: reads or replaces the chat's plan document only; a replace sent again
-    # with the same content is a no-op in the journal, so a replay gives the same answer
-    "durable_plan": "9cf907b7cd6f37ae41789fea5fc4fa4d77f2937448c728de2c63c169a4a5915e",
+    # with the same content is a no-op in the journal, so a replay gives the same answer;
+    # a damaged stored plan raises corrupt_record (the run is held), nothing is written
+    "durable_plan": "ea9ff67647c20cef8225b6e388c8b0bbc782dcccac286433d65f697bd379d8a2",
 }
 
 

@@ -1,4 +1,6 @@
-"""Verify a journal file: SQLite's own integrity check, then every checkpoint's digest."""
+"""Verify a journal file: SQLite's own integrity check, then every digest the journal keeps:
+checkpoints and their history chains, blobs, calls (arguments against the fingerprint,
+results against their digest), events and documents. Nothing is written or repaired."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from durability import integrity
 from durability.store import sqlite_ops
+from durability.store._sqlite_rows import SqliteTx
 from durability.store.sqlite import migrations
 
 REQUIRED_TABLES = ("runs", "calls", "checkpoints", "blobs", "inputs", "events", "decisions")
@@ -27,15 +31,17 @@ _REASONS = {
 
 @dataclass(frozen=True)
 class Problem:
-    code: str  # stable: not_found, not_sqlite, unreadable, integrity, foreign_key, ...
+    code: str  # stable: not_found, not_sqlite, unreadable, integrity, foreign_key, checkpoint,
+    # blob, call_args, call_result, event, document, ...
     message: str
     where: str = ""  # e.g. "checkpoint 12 (run r-1)"
+    ids: dict[str, Any] = field(default_factory=dict)  # the damaged record's ids
 
     def describe(self) -> str:
         return f"{self.code}: {self.where + ': ' if self.where else ''}{self.message}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "where": self.where}
+        return {"code": self.code, "message": self.message, "where": self.where, "ids": self.ids}
 
 
 @dataclass
@@ -43,6 +49,8 @@ class VerifyReport:
     path: Path
     problems: list[Problem] = field(default_factory=list)
     checkpoints_checked: int = 0
+    checked: dict[str, int] = field(default_factory=dict)  # records checked, per kind
+    notes: list[str] = field(default_factory=list)  # checks that could not run (old schema)
 
     @property
     def ok(self) -> bool:
@@ -53,6 +61,8 @@ class VerifyReport:
             "path": str(self.path),
             "ok": self.ok,
             "checkpoints_checked": self.checkpoints_checked,
+            "checked": dict(self.checked),
+            "notes": list(self.notes),
             "problems": [p.to_dict() for p in self.problems],
         }
 
@@ -95,16 +105,48 @@ def _check(conn: sqlite3.Connection, report: VerifyReport) -> None:
         )
         return
     checked, damaged = sqlite_ops.checkpoint_problems(conn)
-    report.checkpoints_checked = checked
+    report.checkpoints_checked = report.checked["checkpoints"] = checked
     for cp in damaged:
         report.problems.append(
             Problem(
                 "checkpoint",
                 f"{cp.reason} ({_REASONS.get(cp.reason, 'damaged')})",
                 where=f"checkpoint {cp.checkpoint_id} (run {cp.run_id})",
+                ids={"checkpoint_id": cp.checkpoint_id, "run_id": cp.run_id},
             )
         )
-    for blob_hash in sqlite_ops.blob_problems(conn):
+    blobs, bad_blobs = sqlite_ops.blob_problems(conn)
+    report.checked["blobs"] = blobs
+    for blob_hash in bad_blobs:
         report.problems.append(
-            Problem("blob", "stored bytes no longer match their hash", where=f"blob {blob_hash}")
+            Problem(
+                "blob",
+                "stored bytes no longer match their hash",
+                where=f"blob {blob_hash}",
+                ids={"blob_hash": blob_hash},
+            )
         )
+    _check_records(conn, report)
+
+
+_RECORD_REASONS = {
+    "digest_mismatch": "the stored value no longer matches its digest",
+    "undecodable": "the stored value is not valid JSON",
+    "blob_missing": "the blob holding the value is missing",
+    "digest_missing": "the digest recorded with the value is missing",
+}
+
+
+def _check_records(conn: sqlite3.Connection, report: VerifyReport) -> None:
+    """Calls, events and documents through the journal's own checks (durability/integrity)."""
+    has_event_digests = "digest" in sqlite_ops.column_names(conn, "events")
+    if not has_event_digests:
+        report.notes.append(
+            "events carry no digests before schema 5: start the server once to upgrade"
+        )
+    records = integrity.verify_records(SqliteTx(conn), checkpoints=False, events=has_event_digests)
+    report.checked.update(records.checked)
+    for damage in records.damages:
+        where = damage.describe().rsplit(": ", 1)[0]
+        message = f"{damage.reason} ({_RECORD_REASONS.get(damage.reason, 'damaged')})"
+        report.problems.append(Problem(damage.record, message, where=where, ids=damage.ids))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from durability.canonical import canonical_json
+from durability.canonical import canonical_json, digest_text
 
 NOW = "extract(epoch from clock_timestamp())::double precision"
 
@@ -51,11 +51,11 @@ def _write_claim(
     token, expires_at, now = int(row[0]), float(row[1]), float(row[2])
     conn.execute("UPDATE runs SET fence = %s WHERE id = %s", (token, run_id))
     previous = None if prev is None else {"worker_id": prev[0], "token": prev[1]}
-    payload = {"worker_id": worker_id, "token": token, "previous": previous}
+    payload = canonical_json({"worker_id": worker_id, "token": token, "previous": previous})
     conn.execute(
-        "INSERT INTO events (context_id, run_id, type, payload, created_at)"
-        " VALUES (%s, %s, 'claim', %s, %s)",
-        (context_id, run_id, canonical_json(payload), now),
+        "INSERT INTO events (context_id, run_id, type, payload, created_at, digest)"
+        " VALUES (%s, %s, 'claim', %s, %s, %s)",
+        (context_id, run_id, payload, now, digest_text(payload)),
     )
     prev_worker, prev_token = (None, None) if prev is None else (prev[0], prev[1])
     return ClaimRow(run_id, context_id, worker_id, token, expires_at, prev_worker, prev_token)
@@ -132,10 +132,11 @@ def release(conn: Any, worker_id: str, run_id: str, token: int) -> bool:
     ).fetchone()
     if row is None:
         return False
+    payload = canonical_json({"worker_id": worker_id, "token": token})
     conn.execute(
-        "INSERT INTO events (context_id, run_id, type, payload, created_at)"
-        f" VALUES (%s, %s, 'release', %s, {NOW})",
-        (row[0], run_id, canonical_json({"worker_id": worker_id, "token": token})),
+        "INSERT INTO events (context_id, run_id, type, payload, created_at, digest)"
+        f" VALUES (%s, %s, 'release', %s, {NOW}, %s)",
+        (row[0], run_id, payload, digest_text(payload)),
     )
     return True
 

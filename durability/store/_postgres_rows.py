@@ -9,11 +9,11 @@ CTEs), so an intent or a result costs one round trip besides BEGIN and COMMIT.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from durability.canonical import canonical_json
+from durability.integrity import Undecodable, load_json
 from durability.records import Call, Conflict, Decision, Event, RetryGrant, Run
 from durability.store._sqlite_rows import RESULT_SPILL_BYTES
 from durability.store.base import CheckpointRow, DocumentRow, InputRow, StoreTx
@@ -68,7 +68,7 @@ def _dump(value: Any) -> str:
 
 
 def _load(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+    return load_json(text)  # damage comes back as an Undecodable marker, never an error
 
 
 def _marks(n: int) -> str:
@@ -192,26 +192,16 @@ class PostgresTx(StoreTx):
     def _call(self, row: Any) -> Call:
         (id_, run_id, agent_no, seq, attempt, kind, name, args, policy, fp, state) = row[:11]
         result_text, result_blob, result_digest, created_at, closed_at = row[11:16]
+        result: Any
         if result_blob is not None:
             data = self.get_blobs([result_blob]).get(result_blob)
-            result_text = None if data is None else data.decode("utf-8")
-        return Call(
-            id_,
-            run_id,
-            agent_no,
-            seq,
-            attempt,
-            kind,
-            name,
-            _load(args),
-            policy,
-            fp,
-            state,
-            _load(result_text),
-            result_digest,
-            created_at,
-            closed_at,
-        )
+            result = Undecodable("the result's blob is missing", "blob_missing")
+            if data is not None:
+                result = load_json(data)
+        else:
+            result = _load(result_text)
+        values = (id_, run_id, agent_no, seq, attempt, kind, name, _load(args), policy, fp)
+        return Call(*values, state, result, result_digest, created_at, closed_at)
 
     def _result_columns(self, call: Call) -> tuple[str | None, str | None]:
         if call.result_digest is None:
@@ -412,6 +402,13 @@ class PostgresTx(StoreTx):
         )
         return DocumentRow(*row) if row else None
 
+    def list_documents(self) -> list[DocumentRow]:
+        rows = self._all(
+            "SELECT context_id, kind, revision, body, digest, updated_at, updated_by"
+            " FROM documents ORDER BY context_id, kind"
+        )
+        return [DocumentRow(*r) for r in rows]
+
     def put_document(self, row: DocumentRow) -> None:
         self.conn.execute(
             "INSERT INTO documents (context_id, kind, revision, body, digest, updated_at,"
@@ -545,12 +542,18 @@ class PostgresTx(StoreTx):
 
     # events
     def insert_event(
-        self, context_id: str, run_id: str | None, type: str, payload: object, now: float
+        self,
+        context_id: str,
+        run_id: str | None,
+        type: str,
+        payload: object,
+        now: float,
+        digest: str,
     ) -> int:
         row = self._one(
-            "INSERT INTO events (context_id, run_id, type, payload, created_at)"
-            " VALUES (%s, %s, %s, %s, %s) RETURNING id",
-            (context_id, run_id, type, _dump(payload), now),
+            "INSERT INTO events (context_id, run_id, type, payload, created_at, digest)"
+            " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+            (context_id, run_id, type, _dump(payload), now, digest),
         )
         return int(row[0])
 
@@ -566,11 +569,11 @@ class PostgresTx(StoreTx):
             where.append("run_id = %s")
             args.append(run_id)
         rows = self._all(
-            "SELECT id, context_id, run_id, type, payload, created_at FROM events"
+            "SELECT id, context_id, run_id, type, payload, created_at, digest FROM events"
             f" WHERE {' AND '.join(where)} ORDER BY id LIMIT %s",
             [*args, limit],
         )
-        return [Event(r[0], r[1], r[2], r[3], _load(r[4]), r[5]) for r in rows]
+        return [Event(r[0], r[1], r[2], r[3], _load(r[4]), r[5], r[6]) for r in rows]
 
     # claims (shared workers): see durability/cluster.py
     def lock_fence(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from durability.canonical import canonical_json, digest_text
+from durability.integrity import Undecodable, load_json
 from durability.records import Call, Conflict, Decision, Event, RetryGrant, Run
 from durability.store.base import CheckpointRow, DocumentRow, InputRow, StoreTx
 
@@ -29,7 +29,7 @@ def _dump(value: Any) -> str:
 
 
 def _load(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+    return load_json(text)  # damage comes back as an Undecodable marker, never an error
 
 
 def _placeholders(n: int) -> str:
@@ -149,10 +149,14 @@ class SqliteTx(StoreTx):
     def _call(self, row: Any) -> Call:
         (id_, run_id, agent_no, seq, attempt, kind, name, args, policy, fp, state) = row[:11]
         result_text, result_blob, result_digest, created_at, closed_at = row[11:]
+        result: Any
         if result_blob is not None:
             data = self.get_blobs([result_blob]).get(result_blob)
-            result_text = None if data is None else data.decode("utf-8")
-        result = _load(result_text)
+            result = Undecodable("the result's blob is missing", "blob_missing")
+            if data is not None:
+                result = load_json(data)
+        else:
+            result = _load(result_text)
         return Call(
             id_, run_id, agent_no, seq, attempt, kind, name, _load(args), policy, fp, state,
             result, result_digest, created_at, closed_at,
@@ -328,6 +332,13 @@ class SqliteTx(StoreTx):
         )
         return DocumentRow(*row) if row else None
 
+    def list_documents(self) -> list[DocumentRow]:
+        rows = self._all(
+            "SELECT context_id, kind, revision, body, digest, updated_at, updated_by"
+            " FROM documents ORDER BY context_id, kind"
+        )
+        return [DocumentRow(*r) for r in rows]
+
     def put_document(self, row: DocumentRow) -> None:
         self.conn.execute(
             "INSERT INTO documents (context_id, kind, revision, body, digest, updated_at,"
@@ -448,12 +459,18 @@ class SqliteTx(StoreTx):
 
     # events
     def insert_event(
-        self, context_id: str, run_id: str | None, type: str, payload: object, now: float
+        self,
+        context_id: str,
+        run_id: str | None,
+        type: str,
+        payload: object,
+        now: float,
+        digest: str,
     ) -> int:
         cur = self.conn.execute(
-            "INSERT INTO events (context_id, run_id, type, payload, created_at)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (context_id, run_id, type, _dump(payload), now),
+            "INSERT INTO events (context_id, run_id, type, payload, created_at, digest)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (context_id, run_id, type, _dump(payload), now, digest),
         )
         return int(cur.lastrowid or 0)
 
@@ -469,8 +486,8 @@ class SqliteTx(StoreTx):
             where.append("run_id = ?")
             args.append(run_id)
         rows = self._all(
-            "SELECT id, context_id, run_id, type, payload, created_at FROM events"
+            "SELECT id, context_id, run_id, type, payload, created_at, digest FROM events"
             f" WHERE {' AND '.join(where)} ORDER BY id LIMIT ?",
             [*args, limit],
         )
-        return [Event(r[0], r[1], r[2], r[3], _load(r[4]), r[5]) for r in rows]
+        return [Event(r[0], r[1], r[2], r[3], _load(r[4]), r[5], r[6]) for r in rows]

@@ -53,7 +53,11 @@ class DocumentRow:
 
 
 class StoreTx(ABC):
-    """Row-level operations inside one transaction. Values are already masked."""
+    """Row-level operations inside one transaction. Values are already masked.
+
+    Stored JSON is decoded with ``durability.integrity.load_json``: damage comes back as an
+    ``Undecodable`` marker, never as an error; the journal checks every digest.
+    """
 
     # contexts and inputs
     @abstractmethod
@@ -178,6 +182,10 @@ class StoreTx(ABC):
     def put_document(self, row: DocumentRow) -> None: ...
 
     @abstractmethod
+    def list_documents(self) -> list[DocumentRow]:
+        """Every stored document (for ``verify``)."""
+
+    @abstractmethod
     def insert_conflict(
         self,
         context_id: str,
@@ -222,8 +230,16 @@ class StoreTx(ABC):
     # events
     @abstractmethod
     def insert_event(
-        self, context_id: str, run_id: str | None, type: str, payload: object, now: float
-    ) -> int: ...
+        self,
+        context_id: str,
+        run_id: str | None,
+        type: str,
+        payload: object,
+        now: float,
+        digest: str,
+    ) -> int:
+        """Append an event; ``digest`` (SHA-256 of the payload's canonical JSON) is stored
+        with it and comes back as ``Event.digest``."""
 
     @abstractmethod
     def list_events(

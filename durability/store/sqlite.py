@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import queue
 import re
@@ -51,6 +52,11 @@ def translate_error(exc: BaseException) -> BaseException:
     if isinstance(exc, sqlite3.IntegrityError):
         return StorageError("the journal refused a write (constraint)", reason=text)
     return StorageError("the journal database failed", reason=text)
+
+
+def _sha256_text(text: str | None) -> str | None:
+    """SHA-256 of a text column's UTF-8 bytes (for migrations that add digests)."""
+    return None if text is None else hashlib.sha256(str(text).encode("utf-8")).hexdigest()
 
 
 def _prepare_private_file(path: Path) -> None:
@@ -142,6 +148,7 @@ class SqliteStore(Store):
 
     @staticmethod
     def _migrate(conn: sqlite3.Connection) -> None:
+        conn.create_function("a0_sha256", 1, _sha256_text, deterministic=True)
         current = conn.execute("PRAGMA user_version").fetchone()[0]
         known = migrations()
         newest = known[-1][0] if known else 0

@@ -247,13 +247,19 @@ def checkpoint_problems(conn: sqlite3.Connection) -> tuple[int, list[CheckpointP
     return checked, problems
 
 
-def blob_problems(conn: sqlite3.Connection) -> list[str]:
-    """Hashes of blobs whose bytes no longer match their content address."""
+def blob_problems(conn: sqlite3.Connection) -> tuple[int, list[str]]:
+    """(blobs checked, hashes of blobs whose bytes no longer match their content address)."""
     bad = []
+    checked = 0
     for blob_hash, data in conn.execute("SELECT hash, data FROM blobs"):
+        checked += 1
         if hashlib.sha256(bytes(data)).hexdigest() != blob_hash:
             bad.append(str(blob_hash))
-    return bad
+    return checked, bad
+
+
+def column_names(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})").fetchall()}
 
 
 def _reachable_from(conn: sqlite3.Connection, where: str, args: list[str]) -> set[str]:

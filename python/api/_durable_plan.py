@@ -31,11 +31,16 @@ def require_chat_id(runtime: Runtime, input: dict[str, Any]) -> str:
 def conflict_row(conflict: Any) -> dict[str, Any]:
     return {
         "id": conflict.id,
+        "context_id": conflict.context_id,
+        "kind": conflict.kind,
         "expected_revision": conflict.expected_revision,
         "actual_revision": conflict.actual_revision,
         "proposed": conflict.proposed,
         "actor": conflict.actor,
         "created_at": conflict.created_at,
+        "resolved_at": conflict.resolved_at,
+        "resolution": conflict.resolution,
+        "resolved_by": conflict.resolved_by,
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from durability import integrity
 from python.helpers.api import bad_request, get_str
 
 DECISIONS = ("resume", "stop", "new_attempt", "confirmed_completed", "confirmed_not_completed")
@@ -59,7 +60,14 @@ def call_row(call: Any) -> dict[str, Any]:
         "result": None if call.result is None else _preview(call.result),
         "created_at": call.created_at,
         "closed_at": call.closed_at,
+        "damaged": damage_of(call),
     }
+
+
+def damage_of(call: Any) -> str | None:
+    """``record:reason`` for each damaged part of the call (never used; see integrity.py)."""
+    found = integrity.call_damages(call)
+    return ", ".join(f"{d.record}:{d.reason}" for d in found) or None
 
 
 def run_row(run: Any, calls: list[Any] | None = None) -> dict[str, Any]:

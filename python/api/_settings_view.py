@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,7 @@ from python.helpers import settings as settings_mod
 
 SECRET_SETTINGS = settings_mod.SECRET_SETTINGS
 API_KEY_PREFIX = settings_mod.API_KEY_FIELD
+_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (dict, "object"), (str, "text"))
 
 
 def provider_ids() -> list[str]:
@@ -18,13 +21,39 @@ def provider_ids() -> list[str]:
     return sorted(load_providers())
 
 
+def field_types() -> dict[str, dict[str, Any]]:
+    """{name: {type, default, secret}} for every setting, from the defaults' types."""
+    fields = {}
+    for name, default in settings_mod.DEFAULTS.items():
+        kind = next(label for cls, label in _TYPES if isinstance(default, cls))
+        secret = name in SECRET_SETTINGS
+        fields[name] = {"type": kind, "default": "" if secret else default, "secret": secret}
+    return fields
+
+
+def env_overrides(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Settings fixed by an ``A0_SET_<name>`` variable: a saved value does not apply to them."""
+    env = os.environ if environ is None else environ
+    by_lower = {name.lower(): name for name in settings_mod.DEFAULTS}
+    prefix = settings_mod.ENV_PREFIX
+    names = {
+        by_lower[key[len(prefix) :].lower()]
+        for key in env
+        if key[: len(prefix)].upper() == prefix and key[len(prefix) :].lower() in by_lower
+    }
+    return sorted(names)
+
+
 async def settings_view(settings: dict[str, Any], usr: Path) -> dict[str, Any]:
-    """{settings, secrets: {name: bool}, api_keys: {provider: bool}, providers: [...]}."""
+    """{settings, secrets: {name: bool}, api_keys: {provider: bool}, providers: [...],
+    fields: {name: {type, default, secret}}, env_overrides: [names]}."""
 
     def build() -> dict[str, Any]:
         providers = provider_ids()
         view = settings_mod.public_view(settings, usr, providers)
         view["providers"] = providers
+        view["fields"] = field_types()
+        view["env_overrides"] = env_overrides()
         return view
 
     return await asyncio.to_thread(build)

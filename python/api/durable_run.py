@@ -1,9 +1,10 @@
-"""POST /api/durable_run: one run with its phase, calls and decisions."""
+"""POST /api/durable_run: one run with its phase, calls (with their evidence) and decisions."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from python.api._durable_evidence import add_evidence
 from python.api._durable_plan import require_journal
 from python.api._durable_runs import detail_row, require_run_id
 from python.helpers.api import ApiHandler
@@ -15,4 +16,5 @@ class DurableRun(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
         journal = require_journal(self.runtime)
         detail = await journal.aio.read_run(require_run_id(input))
-        return {"run": detail_row(detail)}
+        row = await add_evidence(detail_row(detail), detail.calls, self.runtime)
+        return {"run": row}

@@ -24,24 +24,32 @@ MAX_JSON_BYTES = 10 * 1024 * 1024
 
 
 class ApiError(Exception):
-    """An error with a stable code that the HTTP layer returns as JSON."""
+    """An error with a stable code that the HTTP layer returns as JSON.
 
-    def __init__(self, code: str, message: str, status: int = 400) -> None:
+    ``details`` are extra JSON fields of the error object, e.g. ``field`` (the input field
+    at fault) so that a form can show the message next to it.
+    """
+
+    def __init__(self, code: str, message: str, status: int = 400, **details: Any) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.status = status
+        self.details = details
 
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message}
+        return {**self.details, "code": self.code, "message": self.message}
 
 
-def bad_request(message: str) -> ApiError:
-    return ApiError("bad_request", message, 400)
+def bad_request(message: str, **details: Any) -> ApiError:
+    return ApiError("bad_request", message, 400, **details)
 
 
-def error_response(code: str, message: str, status: int) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+def error_response(
+    code: str, message: str, status: int, details: Mapping[str, Any] | None = None
+) -> JSONResponse:
+    error = {**(details or {}), "code": code, "message": message}
+    return JSONResponse({"error": error}, status_code=status)
 
 
 def _mask(text: str) -> str:
@@ -50,6 +58,14 @@ def _mask(text: str) -> str:
         return str(secrets.mask(text))
     except Exception:  # an unreadable usr/.env must not turn an error into a crash
         return text
+
+
+def _mask_value(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        masked = secrets.mask(value)
+        return masked if isinstance(masked, dict) else {}
+    except Exception:  # same rule as _mask: never turn an error into a crash
+        return {}
 
 
 # (exception class name, code, status): matched by class name along the MRO so that this
@@ -79,7 +95,8 @@ _SAFE_MESSAGE_CODES = {
 def exception_to_response(exc: BaseException) -> JSONResponse:
     """Turn any exception into a JSON error response; unknown ones become internal_error."""
     if isinstance(exc, ApiError):
-        return error_response(exc.code, _mask(exc.message), exc.status)
+        details = _mask_value(exc.details) if exc.details else None
+        return error_response(exc.code, _mask(exc.message), exc.status, details)
     code = getattr(exc, "code", None)
     status = getattr(exc, "http_status", None)
     if isinstance(code, str) and code and isinstance(status, int) and 400 <= status < 600:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from durability import failpoints, replay
 from durability.canonical import canonical_json, digest
 from durability.errors import (
+    CorruptRecord,
     DurabilityError,
     InvalidTransition,
     OpenIntents,
@@ -128,7 +129,7 @@ async def _drive(context: AgentContext, agent: Agent, *, resume: bool) -> str:
         context.log.log(
             type="warning",
             heading="Run held for a decision",
-            content=f"This run waits for a person's decision (reason: {hold.reason}).",
+            content=held_text(hold.reason, hold.detail),
             kvps={"run_id": state.run_id, "reason": hold.reason},
         )
         return ""
@@ -162,6 +163,19 @@ async def _finish(context: AgentContext, response: str, *, failed: bool) -> None
         await journal.aio.set_run_status(state.run_id, "failed" if failed else "completed")
     except (OpenIntents, InvalidTransition, RunNotActive) as exc:
         logger.warning("run %s could not be closed: %s", state.run_id, exc.code)
+
+
+def held_text(reason: str | None, detail: Any = None) -> str:
+    """The chat's warning for a held run; a damaged record is named."""
+    text = f"This run waits for a person's decision (reason: {reason})."
+    if reason == "corrupt_record" and isinstance(detail, dict):
+        from durability.integrity import Damage
+
+        ids = {k: v for k, v in detail.items() if k not in ("record", "reason", "code")}
+        ids.pop("message", None)
+        damage = Damage(str(detail.get("record")), str(detail.get("reason")), ids)
+        text += f" A journaled record is damaged and was not used: {damage.describe()}."
+    return text
 
 
 def _stop_quietly(journal: Journal, run_id: str) -> None:
@@ -199,6 +213,8 @@ async def _intent(agent: Agent, seq: int, kind: str, name: str, args: Any, polic
         )  # fmt: skip
     except ReplayDivergence as exc:  # the engine already held the run
         raise DurableHold("replay_divergence", exc.to_dict()) from None
+    except CorruptRecord as exc:  # a damaged result is never reused; the engine held the run
+        raise DurableHold("corrupt_record", exc.to_dict()) from None
 
 
 def _position(call: Call) -> dict[str, Any]:
@@ -361,6 +377,8 @@ async def tool_call(agent: Agent, tool: Any, effect: Any) -> Response:
     except InterventionException:
         await journal.aio.commit_result(call.id, {"interrupted": True, "progress": tool.progress})
         raise
+    except CorruptRecord as exc:  # the tool met a damaged record (the plan): nothing was used
+        await hold(context, "corrupt_record", exc.to_dict())
     except Exception as exc:
         kind_of = "repairable" if isinstance(exc, RepairableException) else "error"
         error = {"error": kind_of, "type": type(exc).__name__, "message": str(exc)[:4000]}

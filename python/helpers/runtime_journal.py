@@ -92,12 +92,20 @@ async def start(runtime: Runtime) -> list[Any]:
     for ctx in contexts:
         attach(runtime, ctx)
     adapters = {"adapter:shell": runtime.receipts.classify}
-    plans = await durable_resume.recover(journal, adapters=adapters)
+    try:  # each run is held on its own failure; this guards what all runs share
+        plans = await durable_resume.recover(journal, adapters=adapters)
+    except Exception as exc:
+        logger.warning("recovery did not run: %s", getattr(exc, "code", type(exc).__name__))
+        plans = []
     for ctx in contexts:
         task = getattr(ctx, "task", None)
         if isinstance(task, asyncio.Task) and not task.done():
             runtime.track_task(ctx.id, task)
-    pruned = await asyncio.to_thread(runtime.receipts.prune, _receipt_needed(journal))
+    try:
+        pruned = await asyncio.to_thread(runtime.receipts.prune, _receipt_needed(journal))
+    except Exception as exc:
+        logger.warning("receipts not pruned: %s", type(exc).__name__)
+        pruned = 0
     if pruned:
         logger.info("receipts: %d finished calls' receipts removed", pruned)
     held = [p for p in plans if p.action in ("hold", "skip")]

@@ -223,7 +223,8 @@ def save(values: Mapping[str, Any], usr: Path | None = None) -> dict[str, Any]:
         if key is None or key == "":
             return
         if not isinstance(key, str) or not provider.strip():
-            raise SettingsError(f"the API key for '{provider}' must be text", API_KEY_FIELD)
+            field = f"{API_KEY_FIELD}{provider}"
+            raise SettingsError(f"the API key for '{provider}' must be text", field)
         env_updates[api_key_env_name(provider)] = key.strip()
 
     for name, value in values.items():

@@ -3,7 +3,8 @@
 The tool is on the safe-replay allowlist (durability/replay.py): it is deterministic and
 touches nothing but the plan document. Running an interrupted call again is harmless:
 a read has no effect, and a replace with the same content is a no-op in the journal.
-Every refusal is a message to the agent (with a stable code), never an exception.
+Every refusal is a message to the agent (with a stable code), never an exception; the one
+exception is a damaged stored plan (corrupt_record), which holds the run for a person.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from durability.documents import PLAN_KIND, PLAN_MAX_BYTES, PLAN_MAX_ITEMS
 from durability.errors import (
+    CorruptRecord,
     DocumentConflict,
     DocumentInvalid,
     DocumentTooLarge,
@@ -104,6 +106,8 @@ class DurablePlan(Tool):
             return self._answer(await self._replace(journal))
         except PlanArgsError as e:
             return self._answer(refusal(e.code, str(e)))
+        except CorruptRecord:
+            raise  # a damaged plan is never used: the journaled loop holds the run
         except DurabilityError as e:
             return self._answer(refusal(e.code, e.message))
 

@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
+from contextlib import closing
 
 import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.integration._durable_system import crashable
 from tests.support.model_server import ScriptedFailure
 
 pytestmark = pytest.mark.browser
 
+__all__ = ["crashable"]  # the fixture
+
 TIMEOUT_MS = 60_000
 KEY = {"X-API-KEY": "test-token"}
+DECISION_WORDS = {
+    "resume": "recorded as abandoned",
+    "stop": "End the run",
+    "new_attempt": "again, on purpose",
+    "confirmed_completed": "it did happen",
+    "confirmed_not_completed": "it did not happen",
+}
 
 
 def test_held_run_banner_panel_stale_refresh_and_decision(page: Page, running_ui, model_server):
@@ -38,11 +50,20 @@ def test_held_run_banner_panel_stale_refresh_and_decision(page: Page, running_ui
     expect(card.get_by_test_id("run-phase")).to_have_text("result_committed")
     expect(card.get_by_test_id("recovery-call")).to_have_count(1)
     expect(card.get_by_test_id("recovery-call")).to_contain_text("model")
-    options = card.get_by_test_id("decision-select").locator("option")
-    expect(options).to_have_count(5)
+    expect(card.get_by_test_id("reason-text")).to_contain_text("model provider failed")
+    expect(card.get_by_test_id("reason-detail")).to_contain_text("provider down")
+    expect(card.get_by_test_id("timeline-step")).to_have_count(1)
+    expect(card.get_by_test_id("decision-history")).to_have_text("None yet.")
+    # the five decisions are readable in full, each with its explanation, none cut off
+    for name, words in DECISION_WORDS.items():
+        option = card.get_by_test_id(f"decision-{name}")
+        expect(option).to_be_visible()
+        expect(option).to_contain_text(words)
+        box = option.bounding_box()
+        assert box is not None and box["width"] > 300, (name, box)
 
     # a confirmed_* decision needs a note
-    card.get_by_test_id("decision-select").select_option("confirmed_completed")
+    card.get_by_test_id("decision-confirmed_completed").click()
     card.get_by_test_id("decision-submit").click()
     expect(page.get_by_test_id("recovery-message")).to_contain_text("note is required")
 
@@ -54,11 +75,15 @@ def test_held_run_banner_panel_stale_refresh_and_decision(page: Page, running_ui
     assert granted.status_code == 200, granted.text
     _wait_held_beyond(running_ui, run_id, version)
 
-    card.get_by_test_id("decision-select").select_option("stop")
+    card.get_by_test_id("decision-stop").click()
     card.get_by_test_id("decision-submit").click()
     expect(page.get_by_test_id("recovery-message")).to_contain_text("refreshed")
+    changes = page.get_by_test_id("stale-changes")
+    expect(changes).to_contain_text(f"version {version}")
+    expect(changes).to_contain_text("(attempt 2) is now failed")  # the granted retry
     card = dialog.get_by_test_id("recovery-run")
-    card.get_by_test_id("decision-select").select_option("stop")
+    expect(card.get_by_test_id("recovery-call")).to_have_count(2)  # both attempts are listed
+    card.get_by_test_id("decision-stop").click()
     card.get_by_test_id("decision-note").fill("provider is down for the day")
     card.get_by_test_id("decision-submit").click()
     expect(page.get_by_test_id("recovery-message")).to_contain_text("recorded")
@@ -84,3 +109,38 @@ def _wait_held_beyond(server, run_id: str, version: int) -> None:
             return
         time.sleep(0.05)  # polling interval of a deadline wait
     raise AssertionError("the run did not hold again after the retry grant")
+
+
+def test_a_damaged_record_is_named_in_the_panel_and_decided(page: Page, crashable, model_server):
+    model_server.tool("response", {"text": "the committed answer"})
+    model_server.respond_with(
+        lambda body: {"tool_name": "response", "tool_args": {"text": "again"}}
+    )
+    env = {"A0_CRASH_AT": "after_result", "A0_CRASH_MATCH": "model"}
+    crashable.crash_during("question", "q-1", **env)
+    db = crashable.usr / "durability" / "journal.sqlite"
+    with closing(sqlite3.connect(db)) as conn, conn:
+        call_id, result = conn.execute(
+            "SELECT id, result FROM calls WHERE name = 'model'"
+        ).fetchone()
+        forged = result.replace("the committed answer", "a forged answer")
+        conn.execute("UPDATE calls SET result = ? WHERE id = ?", (forged, call_id))
+    server = crashable.start()
+
+    page.goto(server.url)
+    page.get_by_test_id("chat-item").first.click()
+    expect(page.get_by_test_id("held-banner")).to_contain_text("corrupt_record", timeout=TIMEOUT_MS)
+    page.get_by_test_id("held-open").click()
+    card = page.get_by_test_id("recovery-dialog").get_by_test_id("recovery-run")
+    expect(card.get_by_test_id("run-reason")).to_contain_text("corrupt_record")
+    detail = card.get_by_test_id("run-detail")
+    expect(detail).to_contain_text(f"call_result of call {call_id}")
+    expect(detail).to_contain_text("digest_mismatch")
+    expect(card.get_by_test_id("recovery-call")).to_contain_text("damaged: call_result")
+
+    card.get_by_test_id("decision-resume").click()
+    card.get_by_test_id("decision-submit").click()
+    expect(page.get_by_test_id("recovery-message")).to_contain_text("recorded")
+    run_id = crashable.only_run()["run_id"]
+    assert crashable.wait_status(run_id, "completed")["status"] == "completed"
+    crashable.stop()

@@ -29,6 +29,8 @@ class Backend:
     #: Overwrite stored bytes behind the journal's back (for corruption checks).
     corrupt_checkpoint: Callable[[int, str], None]
     corrupt_blob: Callable[[str, bytes], None]
+    #: overwrite(table, column, value, key_column, key): one stored column, raw.
+    overwrite: Callable[[str, str, object, str, object], None] | None = None
 
 
 def _sqlite_backend(tmp_path: Path) -> Backend:
@@ -49,6 +51,9 @@ def _sqlite_backend(tmp_path: Path) -> Backend:
         open_journal,
         lambda cid, body: execute_raw("UPDATE checkpoints SET body = ? WHERE id = ?", (body, cid)),
         lambda h, data: execute_raw("UPDATE blobs SET data = ? WHERE hash = ?", (data, h)),
+        lambda table, column, value, key_column, key: execute_raw(
+            f"UPDATE {table} SET {column} = ? WHERE {key_column} = ?", (value, key)
+        ),
     )
     backend.path = path  # type: ignore[attr-defined]
     return backend
@@ -78,6 +83,9 @@ def _postgres_backend(request: pytest.FixtureRequest) -> Backend:
             "UPDATE checkpoints SET body = %s WHERE id = %s", (body, cid)
         ),
         lambda h, data: execute_raw("UPDATE blobs SET data = %s WHERE hash = %s", (data, h)),
+        lambda table, column, value, key_column, key: execute_raw(
+            f"UPDATE {table} SET {column} = %s WHERE {key_column} = %s", (value, key)
+        ),
     )
     backend.namespace = namespace  # type: ignore[attr-defined]
     return backend

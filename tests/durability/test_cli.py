@@ -230,3 +230,58 @@ def test_every_command_and_option_is_documented() -> None:
     }
     missing = {opt for opt in options if f"`{opt}" not in doc}
     assert not missing, f"undocumented options: {sorted(missing)}"
+
+
+def test_verify_lists_every_damaged_record_with_its_ids(setup: Setup) -> None:
+    with Journal.open_sqlite(setup.db) as journal:
+        plan = {"title": "t", "items": [{"id": "a", "text": "one", "done": False}]}
+        journal.replace_document("chat-1", "plan", plan, expected_revision=0, actor="alice")
+        calls = journal.list_calls(setup.done)
+        event = journal.list_events(run_id=setup.done)[0]
+    clean = setup.cli("verify", "--json").json()
+    assert clean["ok"] is True, clean["problems"]
+    assert clean["checked"]["calls"] == 7 and clean["checked"]["documents"] == 1
+    assert clean["checked"]["events"] >= 2 and clean["checked"]["blobs"] > 0
+
+    conn = sqlite3.connect(setup.db)
+    with conn:
+        conn.execute("UPDATE calls SET result = '{\"ok\":99}' WHERE id = ?", (calls[0].id,))
+        conn.execute("UPDATE calls SET args = '{\"i\":' WHERE id = ?", (calls[1].id,))
+        conn.execute("UPDATE events SET payload = '{}' WHERE id = ?", (event.id,))
+        conn.execute('UPDATE documents SET body = \'{"title":"x","items":[]}\'')
+    conn.close()
+    bad = setup.cli("verify")
+    assert bad.code == 1 and bad.out.startswith("FAILED: ") and "4 problem(s)" in bad.out
+    lines = bad.out.splitlines()
+    assert any(f"call {calls[0].id}" in x and "call_result" in x and "seq 0" in x for x in lines)
+    assert any(f"call {calls[1].id}" in x and "undecodable" in x for x in lines)
+    assert any(f"event {event.id} (input; run {setup.done})" in x for x in lines)
+    assert any("document plan of chat chat-1 (revision 1)" in x for x in lines)
+
+    report = setup.cli("verify", "--json")
+    assert report.code == 1
+    problems = {p["code"]: p for p in report.json()["problems"]}
+    assert set(problems) == {"call_result", "call_args", "event", "document"}
+    assert problems["call_result"]["ids"]["call_id"] == calls[0].id
+    assert problems["call_result"]["ids"]["run_id"] == setup.done
+    assert (problems["call_args"]["ids"]["agent_no"], problems["call_args"]["ids"]["seq"]) == (0, 1)
+    assert problems["event"]["ids"]["event_id"] == event.id
+    assert problems["document"]["ids"] == {"context_id": "chat-1", "kind": "plan", "revision": 1}
+
+
+def test_export_shows_damaged_records_as_stored(setup: Setup) -> None:
+    with Journal.open_sqlite(setup.db) as journal:
+        call = journal.list_calls(setup.done)[0]
+        event = journal.list_events(run_id=setup.done)[0]
+    conn = sqlite3.connect(setup.db)
+    with conn:
+        conn.execute("UPDATE calls SET result = '{\"ok\":' WHERE id = ?", (call.id,))
+        conn.execute("UPDATE events SET payload = '{}' WHERE id = ?", (event.id,))
+    conn.close()
+    result = setup.cli("export", setup.done)
+    assert result.code == 0, result.err
+    records = [json.loads(line) for line in result.out.splitlines()]
+    (bad_call,) = [r for r in records if r.get("damaged") and r["type"] == "call"]
+    assert bad_call["id"] == call.id and bad_call["damaged"][0]["reason"] == "undecodable"
+    (bad_event,) = [r for r in records if r.get("damaged") and r["type"] == "event"]
+    assert bad_event["id"] == event.id and bad_event["payload"] == {}

@@ -113,3 +113,25 @@ def test_a_journaled_step_writes_four_pages_per_commit(tmp_path):
             journal.commit_result(call.id, {"ok": seq}, checkpoint=data)
             after = os.path.getsize(wal)
             assert (middle - before, after - middle) == (4 * FRAME, 4 * FRAME), seq
+
+
+def test_events_written_before_schema_5_get_the_digest_of_their_payload(tmp_path):
+    path = tmp_path / "journal.sqlite"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for number, script in migrations():
+        if number > 4:
+            break
+        conn.executescript(f"BEGIN;\n{script.read_text(encoding='utf-8')}\nCOMMIT;")
+    conn.execute("PRAGMA user_version=4")
+    conn.execute("INSERT INTO contexts (id, created_at) VALUES ('chat', 1.0)")
+    conn.execute(
+        "INSERT INTO events (context_id, run_id, type, payload, created_at)"
+        " VALUES ('chat', NULL, 'note', ?, 1.0)",
+        ('{"n":1,"text":"caf\u00e9"}',),
+    )
+    conn.close()
+    with Journal.open_sqlite(path) as journal:
+        (event,) = journal.list_events(context_id="chat")
+        assert event.payload == {"n": 1, "text": "caf\u00e9"}
+        assert event.digest == sha('{"n":1,"text":"caf\u00e9"}')
+        assert journal.verify_records().ok

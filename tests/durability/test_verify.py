@@ -95,3 +95,21 @@ def _fold_wal(db: Path) -> None:
 def test_newer_schema_is_named(db: Path) -> None:
     execute(db, "PRAGMA user_version = 999")
     assert [p.code for p in verify_database(db).problems] == ["schema_too_new"]
+
+
+def test_a_schema_4_file_is_verified_without_event_digests(tmp_path: Path) -> None:
+    import sqlite3
+
+    from durability.store.sqlite import migrations
+
+    path = tmp_path / "journal.sqlite"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for number, script in migrations():
+        if number <= 4:
+            conn.executescript(f"BEGIN;\n{script.read_text(encoding='utf-8')}\nCOMMIT;")
+    conn.execute("PRAGMA user_version=4")
+    conn.close()
+    report = verify_database(path)
+    assert report.ok, report.problems
+    assert "events" not in report.checked
+    assert report.notes and "schema 5" in report.notes[0]

@@ -8,7 +8,7 @@ import threading
 import pytest
 from psycopg import sql
 
-from durability import CheckpointData, FencingLost
+from durability import CheckpointData, FencingLost, digest
 from durability.store import _postgres_claims
 from tests.postgres.conftest import sha, wait_for
 
@@ -183,7 +183,7 @@ def test_a_takeover_waits_for_a_write_in_flight_which_commits_first(
     def slow_write(tx):
         inside.set()
         assert go_on.wait(30)
-        tx.insert_event("chat", run.id, "slow", {}, 0.0)
+        tx.insert_event("chat", run.id, "slow", {}, 0.0, digest({}))
 
     writer = threading.Thread(target=lambda: w1._write_run(slow_write, run_id=run.id))
     writer.start()

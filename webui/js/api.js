@@ -4,10 +4,11 @@ let csrfToken = null;
 export const session = { login: false };
 
 export class ApiCallError extends Error {
-  constructor(code, message, status) {
+  constructor(code, message, status, details = {}) {
     super(message);
     this.code = code;
     this.status = status;
+    this.details = details; // the error object's other fields (e.g. field, fields)
   }
 }
 
@@ -34,26 +35,37 @@ async function requestToken() {
   return csrfToken;
 }
 
-async function send(name, payload, retry) {
-  if (!csrfToken) await fetchToken();
+function post(name, payload) {
   const isForm = payload instanceof FormData;
-  const response = await fetch(`/api/${name}`, {
+  return fetch(`/api/${name}`, {
     method: "POST",
     credentials: "same-origin",
     headers: isForm ? { "X-CSRF-Token": csrfToken } : { "Content-Type": "application/json", "X-CSRF-Token": csrfToken },
     body: isForm ? payload : JSON.stringify(payload ?? {}),
   });
+}
+
+async function send(name, payload, retry, raw = false) {
+  if (!csrfToken) await fetchToken();
+  const response = await post(name, payload);
+  if (raw && response.ok) return response;
   const body = await response.json().catch(() => ({}));
   if (response.ok) return body;
   const code = body.error?.code || "http_error";
   if (code === "csrf_failed" && retry) {
     csrfToken = null;
-    return send(name, payload, false);
+    return send(name, payload, false, raw);
   }
   if (response.status === 401) location.href = "/login";
-  throw new ApiCallError(code, body.error?.message || `HTTP ${response.status}`, response.status);
+  const { code: _code, message: _message, ...details } = body.error || {};
+  throw new ApiCallError(code, body.error?.message || `HTTP ${response.status}`, response.status, details);
 }
 
 export function callApi(name, payload) {
   return send(name, payload, true);
+}
+
+/** The raw Response of a successful call (downloads); errors throw ApiCallError as usual. */
+export function callApiRaw(name, payload) {
+  return send(name, payload, true, true);
 }

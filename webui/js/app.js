@@ -4,6 +4,8 @@ import { ApiCallError, callApi } from "./api.js";
 import { renderItem } from "./render.js";
 import { openSettings, initSettings } from "./settings.js";
 import { initRecovery, showHeld } from "./recovery.js";
+import { initFiles } from "./files.js";
+import { initPlan } from "./plan.js";
 
 const state = {
   context: localStorage.getItem("a0.context") || null,
@@ -80,7 +82,7 @@ function applyLogs(snapshot) {
 
 function applyControls() {
   const has = Boolean(state.context);
-  for (const id of ["pause-chat", "nudge-chat", "reset-chat", "remove-chat"]) $(id).disabled = !has;
+  for (const id of ["pause-chat", "nudge-chat", "reset-chat", "remove-chat", "plan-open"]) $(id).disabled = !has;
   $("stop-chat").disabled = !has || !state.running;
   $("pause-chat").textContent = state.paused ? "Resume" : "Pause";
   const status = $("chat-status");
@@ -180,6 +182,8 @@ function init() {
   });
   initSettings(showError);
   initRecovery();
+  initFiles(() => state.context);
+  initPlan(() => state.context);
   schedulePoll(0);
 }
 

@@ -1,76 +1,144 @@
-// The Recovery panel ("Continue with confidence"): held runs, their calls, the five decisions.
+// The Recovery panel ("Continue with confidence"): held runs with the evidence to check
+// (calls, commands, shell receipts, attempts, earlier decisions, a timeline) and the five
+// decisions, each explained.
 
 import { ApiCallError, callApi } from "./api.js";
+import { el, when, keyValues, callTimeline, callsList, decisionsList } from "./recovery_view.js";
 
-const DECISIONS = [
-  ["resume", "Resume: continue; the uncertain step is recorded as unknown and not repeated"],
-  ["stop", "Stop: end the run"],
-  ["new_attempt", "New attempt: run the uncertain step again, on purpose"],
-  ["confirmed_completed", "Confirmed completed: I checked, it happened (note required)"],
-  ["confirmed_not_completed", "Confirmed not completed: I checked, it did not happen (note required)"],
+export const DECISIONS = [
+  ["resume", "Resume",
+    "Continue from the last safe checkpoint. The uncertain step is recorded as abandoned " +
+    "(outcome unknown) and the agent is told not to repeat it blindly."],
+  ["stop", "Stop", "End the run here. Nothing more runs."],
+  ["new_attempt", "New attempt", "Run the uncertain step again, on purpose, as attempt + 1."],
+  ["confirmed_completed", "Confirmed completed",
+    "You checked and it did happen: your note becomes the step's result and the run goes on. " +
+    "Note required."],
+  ["confirmed_not_completed", "Confirmed not completed",
+    "You checked and it did not happen: the step then runs as its first real execution. " +
+    "Note required."],
 ];
 const NEEDS_NOTE = new Set(["confirmed_completed", "confirmed_not_completed"]);
 
+// Why a run is held, in plain words; an unknown reason falls back to its code.
+const REASONS = {
+  uncertain_call: "A call was started but no result was recorded: it may or may not have happened.",
+  model_failed: "The model provider failed and no retry is left.",
+  corrupt_checkpoint: "The run's last checkpoint is damaged. Nothing was repaired.",
+  replay_divergence: "On resume the agent asked for a different call than the one recorded at that position.",
+  recovery_attempts_exceeded: "Recovery was tried several times without progress, so the run was parked.",
+  recovery_error: "Recovery itself failed for this run.",
+  corrupt_record: "A stored record failed its digest check; it was not used. Nothing was repaired.",
+};
+const PHASES = {
+  admitted: "admitted, no call made yet",
+  intent_open: "a call was started and has no recorded result",
+  result_committed: "between calls: every started call has a recorded result",
+  ended: "ended",
+};
+
 const $ = (id) => document.getElementById(id);
 
-function el(tag, props = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "testid") node.setAttribute("data-testid", value);
-    else if (key === "text") node.textContent = value;
-    else node[key] = value;
-  }
-  node.append(...children);
-  return node;
-}
-
-function notice(text) {
+function notice(content) {
   const box = $("recovery-message");
-  box.textContent = text || "";
-  box.hidden = !text;
+  if (typeof content === "string") box.textContent = content;
+  else box.replaceChildren(...(content || []));
+  box.hidden = !content || (typeof content === "string" && !content);
 }
 
-function callsTable(calls) {
-  const head = el("tr", {}, ...["#", "agent", "kind", "name", "status", "result committed", "policy"].map(
-    (h) => el("th", { text: h }),
-  ));
-  const rows = calls.map((call) =>
-    el(
-      "tr",
-      { className: call.committed ? "" : "uncertain", testid: "recovery-call" },
-      el("td", { text: String(call.seq) }),
-      el("td", { text: String(call.agent_no) }),
-      el("td", { text: call.kind }),
-      el("td", { text: call.name }),
-      el("td", { text: call.status }),
-      el("td", { text: call.committed ? "yes" : "no" }),
-      el("td", { text: call.replay_policy }),
-    ),
-  );
-  return el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows));
+function errorText(error) {
+  return error instanceof ApiCallError ? `${error.message} (${error.code})` : String(error);
+}
+
+function reasonBlock(run) {
+  const words = REASONS[run.reason] || `Held (${run.reason || "no reason given"}).`;
+  const detail = run.reason_detail && typeof run.reason_detail === "object" ? run.reason_detail : null;
+  return el("div", { className: "reason" },
+    el("div", {}, el("strong", { text: "Why it is held: " }),
+      el("span", { text: words, testid: "reason-text" }), " ",
+      el("code", { text: run.reason || "-", testid: "run-reason" })),
+    heldDetail(run) ? el("p", { className: "held-detail", text: heldDetail(run), testid: "run-detail" }) : "",
+    detail ? keyValues(detail, "reason-detail") : "");
+}
+
+// What a hold names beyond its reason: the damaged record (corrupt_record) or the failure
+// (recovery_error), so a person knows what to check before deciding.
+export function heldDetail(run) {
+  const d = run.reason_detail;
+  if (!d || typeof d !== "object") return "";
+  if (run.reason === "corrupt_record") {
+    const where = d.call_id
+      ? `call ${d.call_id} (${d.name}, agent ${d.agent_no}, seq ${d.seq}, attempt ${d.attempt})`
+      : d.event_id !== undefined ? `event ${d.event_id} (${d.event_type})`
+      : `document ${d.kind} (revision ${d.revision})`;
+    return `Damaged record, not used: ${d.record} of ${where}: ${d.reason}.`;
+  }
+  if (run.reason === "recovery_error") {
+    return `Recovery failed while ${d.stage === "restore" ? "rebuilding the chat" : "resuming"}: ` +
+      `${d.type}${d.message ? `: ${d.message}` : ""}.`;
+  }
+  return "";
+}
+
+function decisionForm(run) {
+  const name = `decision-${run.run_id}`;
+  const options = DECISIONS.map(([value, label, help]) =>
+    el("label", { className: "decision-option", testid: `decision-${value}` },
+      el("input", { type: "radio", name, value }),
+      el("span", {}, el("strong", { text: label }), el("span", { className: "muted", text: ` ${help}` }))));
+  const note = el("textarea", {
+    rows: 2, testid: "decision-note",
+    placeholder: "What did you check? (required for the two 'confirmed' decisions)",
+  });
+  const submit = el("button", { className: "primary", type: "button", text: "Decide", testid: "decision-submit" });
+  const form = el("fieldset", { className: "decision-form" },
+    el("legend", { text: `Decide on version ${run.version}` }), ...options, note,
+    el("div", { className: "dialog-buttons" }, submit));
+  submit.addEventListener("click", () => {
+    const chosen = form.querySelector(`input[name="${CSS.escape(name)}"]:checked`);
+    decide(run, chosen ? chosen.value : "", note.value);
+  });
+  return form;
 }
 
 function runCard(run) {
-  const select = el("select", { testid: "decision-select" },
-    ...DECISIONS.map(([value, label]) => el("option", { value, text: label })));
-  const note = el("textarea", { rows: 2, placeholder: "What did you check? (required for confirmed_*)", testid: "decision-note" });
-  const submit = el("button", { className: "primary", type: "button", text: "Decide", testid: "decision-submit" });
-  submit.addEventListener("click", () => decide(run, select.value, note.value));
-  const reason = run.reason_detail?.name ? `${run.reason} (${run.reason_detail.name})` : run.reason;
-  return el(
-    "div",
-    { className: "run-card", testid: "recovery-run" },
-    el("div", {},
+  const heldCall = run.reason_detail?.call_id;
+  const grants = run.recovery_attempts ? ` · ${run.recovery_attempts} recovery attempt(s) so far` : "";
+  return el("article", { className: "run-card", testid: "recovery-run" },
+    el("header", {},
       el("strong", { text: `Run ${run.run_id.slice(0, 8)}` }),
-      ` in chat ${run.context_id} · reason `, el("code", { text: reason || "-", testid: "run-reason" }),
-      " · phase ", el("code", { text: run.phase, testid: "run-phase" }),
-      ` · version ${run.version}`),
-    callsTable(run.calls),
-    el("div", { className: "decision-row" }, select, note, submit),
-  );
+      ` in chat ${run.context_id} · status ${run.status} · version ${run.version}${grants}`),
+    reasonBlock(run),
+    el("div", {}, el("strong", { text: "Phase: " }), el("code", { text: run.phase, testid: "run-phase" }),
+      ` ${PHASES[run.phase] || ""}`),
+    el("h4", { text: "Timeline" }), callTimeline(run.calls, heldCall),
+    el("h4", { text: `Calls (${run.calls.length})` }), callsList(run.calls, heldCall),
+    el("h4", { text: "Earlier decisions" }), decisionsList(run.decisions),
+    decisionForm(run));
+}
+
+function whatChanged(before, after) {
+  if (!before) return [];
+  const lines = [`version ${before.version} → ${after.version}`];
+  if (before.status !== after.status) lines.push(`status ${before.status} → ${after.status}`);
+  if (before.reason !== after.reason) lines.push(`reason ${before.reason} → ${after.reason}`);
+  const known = new Set(before.calls.map((c) => `${c.call_id}:${c.status}`));
+  for (const call of after.calls) {
+    if (!known.has(`${call.call_id}:${call.status}`)) {
+      lines.push(`call #${call.seq} ${call.name} (attempt ${call.attempt}) is now ${call.status}`);
+    }
+  }
+  for (const d of after.decisions.slice(before.decisions.length)) {
+    lines.push(`decision ${d.decision} by ${d.actor} at ${when(d.created_at)}`);
+  }
+  return lines;
 }
 
 async function decide(run, decision, note) {
+  if (!decision) {
+    notice("Choose one of the five decisions first.");
+    return;
+  }
   if (NEEDS_NOTE.has(decision) && !note.trim()) {
     notice("A note is required: say what you checked.");
     return;
@@ -82,9 +150,15 @@ async function decide(run, decision, note) {
     notice(`Decision '${decision}' recorded.`);
   } catch (error) {
     if (error instanceof ApiCallError && error.code === "stale_version") {
-      notice("The run changed since you loaded it; it has been refreshed. Please check and decide again.");
+      const fresh = await callApi("durable_run", { run_id: run.run_id }).then((r) => r.run, () => null);
+      const changes = fresh ? whatChanged(run, fresh) : [];
+      notice([
+        el("span", { text: "The run changed since you loaded it; it has been refreshed. " +
+          "Please check it again and decide on the new version." }),
+        el("ul", { testid: "stale-changes" }, ...changes.map((line) => el("li", { text: line }))),
+      ]);
     } else {
-      notice(error instanceof ApiCallError ? `${error.message} (${error.code})` : String(error));
+      notice(errorText(error));
     }
   }
   await loadRuns(false);
@@ -95,10 +169,11 @@ export async function loadRuns(clearNotice = true) {
   const list = $("recovery-runs");
   try {
     const { runs } = await callApi("durable_runs", { status: "needs_attention" });
-    list.replaceChildren(...(runs.length ? runs.map(runCard)
+    const details = await Promise.all(runs.map((r) => callApi("durable_run", { run_id: r.run_id }).then((d) => d.run)));
+    list.replaceChildren(...(details.length ? details.map(runCard)
       : [el("p", { className: "muted", text: "No run needs attention.", testid: "recovery-empty" })]));
   } catch (error) {
-    notice(error instanceof ApiCallError ? `${error.message} (${error.code})` : String(error));
+    notice(errorText(error));
   }
 }
 

@@ -1,26 +1,45 @@
 // Turns poll log items into DOM nodes (one node per log item number, updated in place).
+// Answers and messages are Markdown (sanitised); tool output stays preformatted text.
+
+import { renderMarkdown, renderText } from "./markdown.js";
 
 const HEADINGS = {
   user: "You", agent: "Thinking", response: "Answer", tool: "Tool", code_exe: "Code",
   warning: "Warning", error: "Error", info: "Info", util: "Utility", hint: "Hint", progress: "Progress",
 };
+// log item types whose content is Markdown written by the model or a person
+const MARKDOWN_TYPES = new Set(["response", "user", "warning", "info", "hint", "util"]);
 
-function formatKvps(kvps) {
-  if (!kvps || typeof kvps !== "object") return "";
-  const lines = [];
-  for (const [key, value] of Object.entries(kvps)) {
-    if (value === null || value === undefined || value === "") continue;
-    const text = typeof value === "string" ? value : JSON.stringify(value, null, 1);
-    lines.push(`${key}: ${text}`);
+function kvpText(value) {
+  if (Array.isArray(value) && value.every((v) => typeof v === "string")) return value.join("\n");
+  return typeof value === "string" ? value : JSON.stringify(value, null, 1);
+}
+
+function renderKvps(container, kvps) {
+  const rows = [];
+  if (kvps && typeof kvps === "object") {
+    for (const [key, value] of Object.entries(kvps)) {
+      if (value === null || value === undefined || value === "") continue;
+      const row = document.createElement("div");
+      row.className = "kvp";
+      const name = document.createElement("span");
+      name.className = "kvp-key";
+      name.textContent = key;
+      const text = document.createElement("span");
+      text.className = "kvp-value";
+      text.textContent = kvpText(value);
+      row.append(name, text);
+      rows.push(row);
+    }
   }
-  return lines.join("\n");
+  container.replaceChildren(...rows);
+  container.hidden = rows.length === 0;
 }
 
 export function renderItem(node, item) {
   const type = item.type || "info";
   node.className = `msg ${type}${item.agentno ? " sub" : ""}`;
   node.dataset.type = type;
-  node.dataset.testid = `log-${type}`;
   node.setAttribute("data-testid", `log-${type}`);
   node.dataset.no = String(item.no);
   let heading = node.querySelector(".heading");
@@ -38,7 +57,8 @@ export function renderItem(node, item) {
   const agent = item.agentno ? ` (A${item.agentno})` : "";
   heading.textContent = (item.heading || HEADINGS[type] || type) + agent;
   // thoughts stream as kvps; answers and tool output as content
-  content.textContent = item.content || "";
-  kvps.textContent = formatKvps(item.kvps);
-  kvps.hidden = !kvps.textContent;
+  if (MARKDOWN_TYPES.has(type)) renderMarkdown(content, item.content);
+  else renderText(content, item.content);
+  content.hidden = !item.content;
+  renderKvps(kvps, item.kvps);
 }

@@ -1,29 +1,157 @@
-// The settings dialog: models and keys. Keys are write-only: the UI only learns "set" or "not set".
+// The settings dialog: every setting the server describes, grouped; errors next to their field.
+// Keys and the API token are write-only: the UI only learns "set" or "not set".
 
 import { callApi } from "./api.js";
 
 const dialog = () => document.getElementById("settings-dialog");
 const form = () => document.getElementById("settings-form");
-const FIELDS = [
-  "chat_model_provider", "chat_model_name", "chat_model_api_base",
-  "util_model_provider", "util_model_name", "util_model_api_base",
-];
 
-function fillProviders(select, providers, value) {
-  const options = providers.map((p) => {
+// Groups by name prefix, in display order; anything else lands in "Other".
+const GROUPS = [
+  ["chat_model_", "Chat model (the agent's main model)"],
+  ["util_model_", "Utility model (summaries, chat names)"],
+  ["agent_", "Agent"],
+  ["mcp_", "External API and MCP"],
+  ["code_exec_", "Code execution"],
+  ["retention_", "Journal retention"],
+];
+const HELP = {
+  provider: "Provider id from conf/model_providers.yaml.",
+  name: "Model name as the provider spells it.",
+  api_base: "Endpoint URL; empty uses the provider's default.",
+  ctx_length: "The model's context window in tokens.",
+  ctx_history: "Share of the window (above 0, at most 1) the history may fill.",
+  kwargs: 'Extra request parameters as a JSON object, e.g. {"temperature": 0}.',
+  rl_requests: "Most requests per 60 seconds; 0 means no limit.",
+  rl_input: "Most input tokens per 60 seconds; 0 means no limit.",
+  rl_output: "Most output tokens per 60 seconds; 0 means no limit.",
+  agent_profile: "The profile new chats use (agents/<profile>/).",
+  mcp_server_token: "Token of the external API (header X-API-KEY); stored in usr/.env.",
+  code_exec_first_output_timeout: "Seconds to wait for a command's first output.",
+  code_exec_between_output_timeout: "Seconds of silence before the tool returns what it has.",
+  code_exec_max_timeout: "Seconds after which the tool returns whatever output there is.",
+  retention_runs: "The newest finished runs the journal keeps.",
+  retention_days: "Finished runs older than this many days may be removed.",
+};
+
+let view = null; // the last settings view from the server
+let reportError = () => {};
+
+function helpFor(name) {
+  if (HELP[name]) return HELP[name];
+  const suffix = name.replace(/^(chat_model|util_model)_/, "");
+  return suffix !== name ? HELP[suffix] || "" : "";
+}
+
+function groupOf(name) {
+  const found = GROUPS.find(([prefix]) => name.startsWith(prefix));
+  return found ? found[1] : "Other";
+}
+
+const LABELS = {
+  provider: "Provider", name: "Model name", api_base: "API base URL",
+  ctx_length: "Context window (tokens)", ctx_history: "History share of the window",
+  kwargs: "Extra request parameters (JSON)", rl_requests: "Rate limit: requests per minute",
+  rl_input: "Rate limit: input tokens per minute", rl_output: "Rate limit: output tokens per minute",
+  mcp_server_token: "External API token", agent_profile: "Agent profile",
+};
+
+function humanName(name) {
+  const short = name.replace(/^(chat_model|util_model|code_exec|retention)_/, "");
+  if (LABELS[name] || LABELS[short]) return LABELS[name] || LABELS[short];
+  const text = short.replace(/_/g, " ");
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+function displayValue(value, type) {
+  if (type === "object") return JSON.stringify(value ?? {}, null, 1);
+  return value === null || value === undefined ? "" : String(value);
+}
+
+function providerSelect(name, value) {
+  const select = document.createElement("select");
+  const ids = [...view.providers];
+  if (value && !ids.includes(value)) ids.push(value);
+  for (const id of ids) {
     const option = document.createElement("option");
-    option.value = p;
-    option.textContent = p;
-    return option;
-  });
-  if (value && !providers.includes(value)) {
-    const option = document.createElement("option");
-    option.value = value;
-    option.textContent = value;
-    options.push(option);
+    option.value = id;
+    option.textContent = id;
+    select.append(option);
   }
-  select.replaceChildren(...options);
   select.value = value || "";
+  return select;
+}
+
+function makeInput(name, field, value) {
+  let input;
+  if (name.endsWith("_provider")) input = providerSelect(name, value);
+  else if (field.type === "boolean") {
+    input = document.createElement("input");
+    input.type = "checkbox";
+    input.checked = Boolean(value);
+  } else if (field.type === "object") {
+    input = document.createElement("textarea");
+    input.rows = 2;
+    input.value = displayValue(value, "object");
+  } else {
+    input = document.createElement("input");
+    if (field.secret) {
+      input.type = "password";
+      input.autocomplete = "off";
+      input.placeholder = view.secrets[name] ? "set - type to replace" : "not set";
+    } else {
+      input.value = displayValue(value, field.type);
+      if (field.type === "integer") input.inputMode = "numeric";
+      if (field.type === "number") input.inputMode = "decimal";
+      if (name.endsWith("_api_base")) input.placeholder = "(provider default)";
+    }
+  }
+  input.name = name;
+  input.setAttribute("data-testid", name);
+  input.dataset.type = field.type;
+  return input;
+}
+
+function fieldRow(name, field) {
+  const value = field.secret ? "" : view.settings[name];
+  const label = document.createElement("label");
+  label.className = "setting";
+  const title = document.createElement("span");
+  title.className = "setting-name";
+  title.textContent = humanName(name);
+  const code = document.createElement("code");
+  code.textContent = name;
+  title.append(" ", code);
+  const input = makeInput(name, field, value);
+  const locked = view.env_overrides.includes(name);
+  if (locked) {
+    input.disabled = true;
+    input.title = `Fixed by the environment variable A0_SET_${name}`;
+  }
+  const help = document.createElement("span");
+  help.className = "key-state";
+  help.textContent = locked ? `Fixed by A0_SET_${name}.` : helpFor(name);
+  const error = document.createElement("span");
+  error.className = "field-error";
+  error.hidden = true;
+  error.setAttribute("data-testid", `error-${name}`);
+  label.append(title, input, help, error);
+  return label;
+}
+
+function renderFields() {
+  const groups = new Map([...GROUPS.map(([, title]) => [title, []]), ["Other", []]]);
+  for (const [name, field] of Object.entries(view.fields)) groups.get(groupOf(name)).push(fieldRow(name, field));
+  const sets = [];
+  for (const [title, rows] of groups) {
+    if (!rows.length) continue;
+    const set = document.createElement("fieldset");
+    const legend = document.createElement("legend");
+    legend.textContent = title;
+    set.append(legend, ...rows);
+    sets.push(set);
+  }
+  document.getElementById("settings-fields").replaceChildren(...sets);
 }
 
 function renderKeys(apiKeys) {
@@ -40,32 +168,70 @@ function renderKeys(apiKeys) {
     input.autocomplete = "off";
     input.placeholder = isSet ? "set - type to replace" : "not set";
     input.setAttribute("data-testid", `api-key-${provider}`);
-    label.append(stateText, input);
+    const error = document.createElement("span");
+    error.className = "field-error";
+    error.hidden = true;
+    error.setAttribute("data-testid", `error-api_key_${provider}`);
+    label.append(stateText, input, error);
     return label;
   });
   document.getElementById("api-key-fields").replaceChildren(...rows);
 }
 
-function render(view) {
-  const f = form();
-  for (const name of FIELDS) {
-    const field = f.elements[name];
-    const value = view.settings[name] ?? "";
-    if (field.tagName === "SELECT") fillProviders(field, view.providers, value);
-    else field.value = value;
-  }
-  const token = f.elements.mcp_server_token;
-  token.value = "";
-  token.placeholder = view.secrets.mcp_server_token ? "set - type to replace" : "not set";
+function render(next) {
+  view = next;
+  renderFields();
   renderKeys(view.api_keys);
+  showErrors({}, "");
 }
 
-let reportError = () => {};
+function showErrors(fields, message) {
+  const f = form();
+  for (const node of f.querySelectorAll(".field-error")) {
+    node.hidden = true;
+    node.textContent = "";
+  }
+  for (const node of f.querySelectorAll(".invalid")) node.classList.remove("invalid");
+  let unplaced = message;
+  for (const [name, text] of Object.entries(fields)) {
+    const node = f.querySelector(`[data-testid="error-${CSS.escape(name)}"]`);
+    if (!node) continue;
+    node.textContent = text;
+    node.hidden = false;
+    f.elements[name]?.classList.add("invalid");
+    unplaced = "";
+  }
+  const box = document.getElementById("settings-error");
+  box.textContent = unplaced;
+  box.hidden = !unplaced;
+  const first = f.querySelector(".invalid");
+  if (first) first.focus();
+}
+
+/** The fields whose value differs from what the server sent (secrets: when typed in). */
+function changes() {
+  const out = {};
+  for (const input of form().querySelectorAll("input, select, textarea")) {
+    const name = input.name;
+    if (!name || input.disabled) continue;
+    if (input.type === "password") {
+      if (input.value) out[name] = input.value;
+      continue;
+    }
+    const field = view.fields[name];
+    if (!field) continue;
+    if (field.type === "boolean") {
+      if (input.checked !== Boolean(view.settings[name])) out[name] = input.checked;
+    } else if (input.value !== displayValue(view.settings[name], field.type)) {
+      out[name] = input.value;
+    }
+  }
+  return out;
+}
 
 export async function openSettings() {
   try {
     render(await callApi("settings_get", {}));
-    document.getElementById("settings-error").hidden = true;
     dialog().showModal();
   } catch (error) {
     reportError(error);
@@ -73,19 +239,17 @@ export async function openSettings() {
 }
 
 async function save() {
-  const f = form();
-  const settings = {};
-  for (const name of FIELDS) settings[name] = f.elements[name].value;
-  for (const input of f.querySelectorAll("input[type=password]")) {
-    if (input.value) settings[input.name] = input.value;
+  const settings = changes();
+  if (!Object.keys(settings).length) {
+    dialog().close();
+    return;
   }
   try {
     render(await callApi("settings_set", { settings }));
     dialog().close();
   } catch (error) {
-    const box = document.getElementById("settings-error");
-    box.textContent = `${error.message} (${error.code || "error"})`;
-    box.hidden = false;
+    const fields = error.details?.fields || (error.details?.field ? { [error.details.field]: error.message } : {});
+    showErrors(fields, `${error.message} (${error.code || "error"})`);
   }
 }
 

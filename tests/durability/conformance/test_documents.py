@@ -6,6 +6,7 @@ import pytest
 
 from durability import DocumentConflict, DocumentInvalid, DocumentTooLarge
 from durability.documents import PLAN_MAX_BYTES, PLAN_MAX_ITEMS
+from durability.errors import ConflictNotFound
 
 pytestmark = pytest.mark.unit
 
@@ -59,6 +60,13 @@ def test_stale_revision_records_a_conflict_and_loses_nothing(journal):
     assert resolved.resolution == "kept_current" and resolved.resolved_at is not None
     assert journal.list_conflicts("chat-1") == []
     assert len(journal.list_conflicts("chat-1", unresolved_only=False)) == 1
+    assert journal.get_conflict(conflict.id) == resolved
+
+
+def test_get_conflict_of_an_unknown_id(journal):
+    with pytest.raises(ConflictNotFound) as info:
+        journal.get_conflict(12345)
+    assert info.value.code == "conflict_not_found"
 
 
 def test_same_content_again_is_a_no_op(journal):

@@ -68,15 +68,44 @@ def test_held_run_reactivates_only_by_decision(journal):
     assert journal.set_run_status(run.id, "failed").status == "failed"
 
 
-def test_completing_with_an_open_intent_is_refused(journal):
+@pytest.mark.parametrize("status", ["completed", "failed", "stopped"])
+@pytest.mark.parametrize("held", [False, True])
+def test_ending_a_run_with_an_open_intent_is_refused(journal, status, held):
     run = start(journal, "a")
-    journal.record_intent(
+    call = journal.record_intent(
         run.id, agent_no=0, seq=1, kind="model", name="chat", args={}, policy="hold"
     )
+    if held:
+        journal.mark_needs_attention(run.id, "uncertain_call")
+    before = journal.get_run(run.id)
     with pytest.raises(OpenIntents) as info:
-        journal.set_run_status(run.id, "completed")
+        journal.set_run_status(run.id, status)
     assert info.value.code == "open_intents"
-    assert journal.get_run(run.id).status == "active"
+    assert info.value.fields["call_ids"] == [call.id]
+    assert info.value.fields["wanted"] == status
+    assert journal.get_run(run.id) == before  # nothing changed
+    assert journal.get_call(call.id).state == "open"
+
+
+def test_the_stop_decision_ends_a_run_with_open_intents_by_abandoning_them(journal):
+    run = start(journal, "a")
+    call = journal.record_intent(
+        run.id, agent_no=0, seq=1, kind="model", name="chat", args={}, policy="hold"
+    )
+    version = journal.get_run(run.id).version
+    outcome = journal.decide(run.id, "stop", version=version, actor="user:stop")
+    assert outcome.run.status == "stopped"
+    assert journal.get_call(call.id).state == "abandoned"
+    assert journal.open_intents(run.id) == []
+
+
+def test_a_run_ends_once_its_intents_have_results(journal):
+    run = start(journal, "a")
+    call = journal.record_intent(
+        run.id, agent_no=0, seq=1, kind="model", name="chat", args={}, policy="hold"
+    )
+    journal.commit_result(call.id, "error", failed=True)
+    assert journal.set_run_status(run.id, "failed").status == "failed"
 
 
 def test_recovery_attempts_are_counted(journal):

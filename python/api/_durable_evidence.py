@@ -1,0 +1,94 @@
+"""What the Recovery panel needs to check a held run: per call its command, its outcome and,
+for an open shell call, what the receipt proves right now.
+
+Only fields are added to the rows of ``_durable_runs.detail_row``; nothing is decided here.
+The receipt is read live (``ShellReceipts.explain``): a command still running when the run
+was held may have finished since, and the operator should see that before deciding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from durability.adapters.shell import SHELL_POLICY
+
+OUTPUT_TAIL_CHARS = 4000
+SHELL_TOOL = "code_execution_tool"
+
+
+def command_of(call: Any) -> dict[str, Any] | None:
+    """The shell command of a code_execution_tool call (already masked in the journal)."""
+    if call.name != SHELL_TOOL or not isinstance(call.args, dict):
+        return None
+    args = call.args.get("args")
+    if not isinstance(args, dict):
+        return None
+    return {key: args[key] for key in ("runtime", "session", "code") if key in args}
+
+
+def outcome_of(call: Any) -> str:
+    """One word for the timeline: how this call ended (or that it did not)."""
+    result = call.result if isinstance(call.result, dict) else {}
+    if call.state == "completed":
+        if "receipt" in result:
+            return "proven_by_receipt"
+        if result.get("confirmed_completed"):
+            return "confirmed_by_person"
+        return "committed"
+    return str(call.state)  # open, failed, abandoned, superseded, not_completed
+
+
+def _tail(text: str) -> str:
+    return text if len(text) <= OUTPUT_TAIL_CHARS else "..." + text[-OUTPUT_TAIL_CHARS:]
+
+
+def _read_tail(path: str) -> tuple[str, int]:
+    """The last bytes of a receipt's output file (the output seen so far) and its size."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - OUTPUT_TAIL_CHARS * 4))
+            data = f.read()
+    except OSError:
+        return "", 0
+    return data.decode("utf-8", errors="replace"), size
+
+
+def receipt_evidence(receipts: Any, call: Any, masker: Any) -> dict[str, Any]:
+    """What the shell receipt of one open call proves, in a form the panel shows as is."""
+    found = receipts.explain(call)
+    detail = found.get("detail") or {}
+    classification = str(found.get("classification"))
+    evidence: dict[str, Any] = {
+        "classification": classification.partition(":")[0],
+        "started": classification != "not_started" and "started_at" in detail,
+        "started_at": detail.get("started_at"),
+        "finished": classification == "completed",
+        "finished_at": detail.get("finished_at"),
+        "exit_code": found.get("exit_code"),
+        "shell_pid": detail.get("shell_pid"),
+        "shell_alive": detail.get("shell_alive"),
+        "rejected_reason": found.get("reason"),
+    }
+    if classification == "completed":
+        output = str(found.get("output") or "")
+        evidence["output_bytes"] = len(output.encode("utf-8"))
+    else:
+        output, evidence["output_bytes"] = _read_tail(receipts.output_path(call.id))
+    evidence["output_tail"] = masker.mask_text(_tail(output)) if output else ""
+    return evidence
+
+
+async def add_evidence(row: dict[str, Any], calls: list[Any], runtime: Any) -> dict[str, Any]:
+    """``row`` (a detail row) with ``command``, ``outcome`` and ``receipt`` on each call."""
+    receipts = getattr(runtime, "receipts", None)
+    masker = runtime.journal.masker
+    for call, out in zip(calls, row["calls"], strict=True):
+        out["command"] = command_of(call)
+        out["outcome"] = outcome_of(call)
+        out["receipt"] = None
+        if call.policy == SHELL_POLICY and call.state == "open" and receipts is not None:
+            out["receipt"] = await asyncio.to_thread(receipt_evidence, receipts, call, masker)
+    return row

@@ -1,0 +1,149 @@
+// The work-folder browser: list a folder, go in and up, upload, download, delete.
+
+import { ApiCallError, callApi, callApiRaw } from "./api.js";
+
+const $ = (id) => document.getElementById(id);
+const state = { context: null, path: "", parent: null };
+
+function notice(text) {
+  $("files-message").textContent = text || "";
+  $("files-message").hidden = !text;
+}
+
+function errorText(error) {
+  return error instanceof ApiCallError ? `${error.message} (${error.code})` : String(error);
+}
+
+function sizeText(entry) {
+  if (entry.type !== "file") return "";
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let size = entry.size;
+  let unit = 0;
+  while (size >= 1024 && unit < units.length - 1) {
+    size /= 1024;
+    unit += 1;
+  }
+  return `${unit ? size.toFixed(1) : size} ${units[unit]}`;
+}
+
+function button(text, testid, onClick, className = "") {
+  const node = document.createElement("button");
+  node.type = "button";
+  node.textContent = text;
+  node.className = className;
+  node.setAttribute("data-testid", testid);
+  node.addEventListener("click", onClick);
+  return node;
+}
+
+function row(entry) {
+  const tr = document.createElement("tr");
+  tr.setAttribute("data-testid", "files-entry");
+  tr.dataset.name = entry.name;
+  tr.dataset.type = entry.type;
+  const name = document.createElement("td");
+  if (entry.type === "dir") {
+    const link = button(`${entry.name}/`, "files-open-dir", () => load(entry.path), "link");
+    name.append(link);
+  } else {
+    name.textContent = entry.name;
+    if (entry.outside) name.append(" (link outside the folder)");
+  }
+  const size = document.createElement("td");
+  size.textContent = sizeText(entry);
+  const modified = document.createElement("td");
+  modified.textContent = new Date(entry.modified * 1000).toLocaleString();
+  const actions = document.createElement("td");
+  actions.className = "actions";
+  if (entry.type === "file") actions.append(button("Download", "files-download", () => download(entry)));
+  actions.append(button("Delete", "files-delete", () => remove(entry), "danger"));
+  tr.append(name, size, modified, actions);
+  return tr;
+}
+
+function show(listing) {
+  state.path = listing.path;
+  state.parent = listing.parent;
+  $("files-root").textContent = listing.root;
+  $("files-path").textContent = `/${listing.path}`;
+  $("files-up").disabled = listing.parent === null;
+  const rows = listing.entries.map(row);
+  if (!rows.length) {
+    const empty = document.createElement("tr");
+    empty.innerHTML = '<td colspan="4" class="muted" data-testid="files-empty">This folder is empty.</td>';
+    rows.push(empty);
+  }
+  $("files-list").replaceChildren(...rows);
+}
+
+function payload(extra = {}) {
+  return state.context ? { context: state.context, ...extra } : extra;
+}
+
+async function load(path = state.path) {
+  try {
+    show(await callApi("get_work_dir_files", payload({ path })));
+  } catch (error) {
+    notice(errorText(error));
+  }
+}
+
+async function upload() {
+  const input = $("files-upload");
+  if (!input.files.length) return;
+  const form = new FormData();
+  form.append("path", state.path);
+  if (state.context) form.append("context", state.context);
+  for (const file of input.files) form.append("files", file);
+  try {
+    const result = await callApi("upload_work_dir_files", form);
+    show(result);
+    notice(`Uploaded ${result.uploaded.map((u) => u.name).join(", ")}.`);
+  } catch (error) {
+    notice(errorText(error));
+  }
+  input.value = "";
+}
+
+async function download(entry) {
+  try {
+    const response = await callApiRaw("download_work_dir_file", payload({ path: entry.path }));
+    const url = URL.createObjectURL(await response.blob());
+    const link = document.createElement("a");
+    link.href = url;
+    link.download = entry.name;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  } catch (error) {
+    notice(errorText(error));
+  }
+}
+
+async function remove(entry) {
+  const what = entry.type === "dir" ? `the folder ${entry.name} and everything in it` : entry.name;
+  if (!window.confirm(`Delete ${what}?`)) return;
+  try {
+    show(await callApi("delete_work_dir_file", payload({ path: entry.path })));
+    notice(`Deleted ${entry.name}.`);
+  } catch (error) {
+    notice(errorText(error));
+  }
+}
+
+export function openFiles(context) {
+  state.context = context || null;
+  state.path = "";
+  notice("");
+  $("files-dialog").showModal();
+  load("");
+}
+
+export function initFiles(currentContext) {
+  $("files-open").addEventListener("click", () => openFiles(currentContext()));
+  $("files-up").addEventListener("click", () => state.parent !== null && load(state.parent));
+  $("files-refresh").addEventListener("click", () => load());
+  $("files-upload").addEventListener("change", upload);
+  $("files-close").addEventListener("click", () => $("files-dialog").close());
+}
