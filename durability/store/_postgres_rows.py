@@ -188,6 +188,15 @@ class PostgresTx(StoreTx):
     def delete_run(self, run_id: str) -> None:
         self.conn.execute("DELETE FROM runs WHERE id = %s", (run_id,))
 
+    def contexts_with_runs(self, context_ids: Sequence[str]) -> set[str]:
+        """The given chats that still have at least one run (wip/7-admission's retention
+        adds this to StoreTx)."""
+        ids = list(dict.fromkeys(context_ids))
+        if not ids:
+            return set()
+        rows = self._all("SELECT DISTINCT context_id FROM runs WHERE context_id = ANY(%s)", (ids,))
+        return {str(r[0]) for r in rows}
+
     # calls
     def _call(self, row: Any) -> Call:
         (id_, run_id, agent_no, seq, attempt, kind, name, args, policy, fp, state) = row[:11]
