@@ -84,6 +84,10 @@ class HistoryCache:
             while len(self._entries) > self._max:
                 self._entries.pop(next(iter(self._entries)))
 
+    def forget(self, context_id: str) -> None:
+        with self._lock:
+            self._entries.pop(context_id, None)
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()

@@ -173,10 +173,43 @@ class SchemaTooNew(DurabilityError):
 
 
 class FencingLost(DurabilityError):
-    """This worker's claim was taken over: it may write nothing more for the run."""
+    """This worker holds no current claim on the run (never claimed, released, or taken
+    over by another worker with a newer fencing token): it may write nothing for the run."""
 
     code = "fencing_lost"
     http_status = 409
+
+
+class ConfigurationError(DurabilityError):
+    """A setting (environment variable) is missing or wrong; ``setting`` names it."""
+
+    code = "invalid_configuration"
+    http_status = 500
+
+
+class ResourceRefused(DurabilityError):
+    """A shared resource (attachment, work-folder file) with a name or type that could
+    write outside its folder: ``..``, an absolute path, a link, a device."""
+
+    code = "resource_refused"
+    http_status = 400
+
+
+class ResourceTooLarge(DurabilityError):
+    code = "resource_too_large"
+    http_status = 413
+
+
+class ResourceUndecryptable(DurabilityError):
+    """Stored resource bytes that the configured key cannot decrypt (wrong key, damage)."""
+
+    code = "resource_undecryptable"
+    http_status = 500
+
+
+class ResourceNotFound(DurabilityError):
+    code = "resource_not_found"
+    http_status = 404
 
 
 class StorageError(DurabilityError):
@@ -219,6 +252,11 @@ ALL_ERRORS: tuple[type[DurabilityError], ...] = (
     CorruptDatabase,
     SchemaTooNew,
     FencingLost,
+    ConfigurationError,
+    ResourceRefused,
+    ResourceTooLarge,
+    ResourceUndecryptable,
+    ResourceNotFound,
     StorageError,
     JournalClosed,
 )

@@ -13,7 +13,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from durability import _decisions, checkpoints, documents, integrity
 from durability._runs import bump, load_run, require_active, transition
@@ -25,11 +25,13 @@ from durability.canonical import (
     fingerprint_from_json,
     is_digest,
 )
+from durability.dsn import PostgresDsn
 from durability.errors import (
     ActiveRunExists,
     BlobNotFound,
     CallNotFound,
     ConflictNotFound,
+    FencingLost,
     InputConflict,
     IntentMissing,
     InvalidArgument,
@@ -64,6 +66,10 @@ from durability.records import (
 )
 from durability.store.base import InputRow, Store, StoreTx
 
+if TYPE_CHECKING:  # pragma: no cover
+    from durability.cluster import Cluster
+
+T = TypeVar("T")
 MAX_ID_LENGTH = 200
 MAX_RETRY_ATTEMPTS = 100
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f]")
@@ -93,12 +99,21 @@ class Journal:
     """Admit inputs, journal call intents and results, checkpoint, decide, and read back."""
 
     def __init__(
-        self, store: Store, *, masker: Masker | None = None, clock: Callable[[], float] = time.time
+        self,
+        store: Store,
+        *,
+        masker: Masker | None = None,
+        clock: Callable[[], float] = time.time,
+        cluster: Cluster | None = None,
     ) -> None:
         self.store = store
         self._masker = masker or Masker({})
         self._clock = clock
         self._history_cache = checkpoints.HistoryCache()
+        #: Shared workers only: this worker's claims; every run write is fenced by them.
+        self.cluster = cluster
+        if cluster is not None:
+            cluster.on_claim = lambda claim: self._history_cache.forget(claim.context_id)
 
     @classmethod
     def open_sqlite(
@@ -113,6 +128,60 @@ class Journal:
         from durability.store.sqlite import SqliteStore
 
         return cls(SqliteStore(path, quick_check=quick_check), masker=masker, clock=clock)
+
+    @classmethod
+    def open_postgres(
+        cls,
+        dsn: str | PostgresDsn,
+        *,
+        namespace: str = "agent_zero",
+        masker: Masker | None = None,
+        clock: Callable[[], float] = time.time,
+        pool_size: int = 10,
+        connect_timeout: float = 10.0,
+        worker_id: str | None = None,
+        lease_seconds: float = 30.0,
+    ) -> Journal:
+        """Open (creating the schema ``namespace``, migrating) the journal on PostgreSQL.
+
+        With ``worker_id`` the journal is a shared worker's: it claims the runs it admits,
+        and every write for a run is fenced by this worker's claim on it
+        (``journal.cluster``, durability/cluster.py). Without, it takes no claims and
+        fences nothing: one process owning every run, like SQLite.
+        """
+        from durability.cluster import Cluster
+        from durability.store.postgres import PostgresStore
+
+        store = PostgresStore(
+            dsn, namespace=namespace, pool_size=pool_size, connect_timeout=connect_timeout
+        )
+        cluster = None
+        if worker_id is not None:
+            try:
+                cluster = Cluster(store, worker_id, lease_seconds=lease_seconds)
+            except BaseException:
+                store.close()
+                raise
+        return cls(store, masker=masker, clock=clock, cluster=cluster)
+
+    def _write_run(
+        self, op: Callable[[StoreTx], T], *, run_id: str | None = None, call_id: str | None = None
+    ) -> T:
+        """A write for one run: fenced by this worker's claim when there is a cluster."""
+        cluster = self.cluster
+        if cluster is None:
+            return self.store.write(op)
+
+        def fenced(tx: StoreTx) -> T:
+            cluster.check_fence(tx, run_id=run_id, call_id=call_id)
+            return op(tx)
+
+        try:
+            return self.store.write(fenced)
+        except FencingLost as exc:
+            if exc.reason == "superseded":
+                cluster.lose(exc.run_id, "a newer claim superseded this worker's token")
+            raise
 
     # lifecycle
     @property
@@ -154,8 +223,10 @@ class Journal:
         _require_digest("content_digest", content_digest)
         payload = self._mask(message) if message is not None else None
         now = self._clock()
+        adopt: list[Callable[[], Any]] = []
 
         def op(tx: StoreTx) -> Admission:
+            adopt.clear()  # a backend may run op again (PostgreSQL, after a conflict)
             known = tx.get_input(input_id)
             if known is not None:
                 if known.digest != content_digest or known.context_id != context_id:
@@ -191,9 +262,14 @@ class Journal:
             event_type = "input" if kind == "run" else "intervention"
             event = {"input_id": input_id, "message": payload}
             tx.insert_event(context_id, run.id, event_type, event, now, digest(event))
+            if kind == "run" and self.cluster is not None:  # the admitting worker runs it
+                adopt.append(self.cluster.adopt_new_run(tx, run.id))
             return Admission(run, created=True, kind=kind)
 
-        return self.store.write(op)
+        admission = self.store.write(op)
+        for adopted in adopt:
+            adopted()
+        return admission
 
     def admit(
         self, context_id: str, input_id: str, content_digest: str, *, message: Any = None
@@ -267,7 +343,7 @@ class Journal:
             bump(tx, run, now)
             return call
 
-        return self.store.write(op)
+        return self._write_run(op, run_id=run_id)
 
     def commit_result(
         self, call_id: str, result: Any, *, failed: bool = False,
@@ -284,6 +360,7 @@ class Journal:
         cache_update: list[Any] = []
 
         def op(tx: StoreTx) -> Call:
+            cache_update.clear()  # a backend may run op again (PostgreSQL, after a conflict)
             closed = tx.close_open_call(call_id, state, masked, result_json, result_digest, now)
             if closed is not None:  # the common case: an open call of an active run
                 done, context_id = closed
@@ -319,7 +396,7 @@ class Journal:
                 )
             return done
 
-        call = self.store.write(op)
+        call = self._write_run(op, call_id=call_id)
         self._apply_cache(cache_update)
         return call
 
@@ -370,6 +447,7 @@ class Journal:
         cache_update: list[Any] = []
 
         def op(tx: StoreTx) -> CheckpointRef:
+            cache_update.clear()  # a backend may run op again (PostgreSQL, after a conflict)
             context_id = tx.bump_active_run(run_id, now)
             if context_id is None:
                 require_active(load_run(tx, run_id))  # raises the precise error
@@ -378,7 +456,7 @@ class Journal:
             cache_update.append(update)
             return update[1]
 
-        ref = self.store.write(op)
+        ref = self._write_run(op, run_id=run_id)
         self._apply_cache(cache_update)
         return ref
 
@@ -438,8 +516,9 @@ class Journal:
         _require_text("reason", reason, max_length=64)
         masked = self._mask(detail)
         now = self._clock()
-        return self.store.write(
-            lambda tx: transition(tx, load_run(tx, run_id), "needs_attention", now, reason, masked)
+        return self._write_run(
+            lambda tx: transition(tx, load_run(tx, run_id), "needs_attention", now, reason, masked),
+            run_id=run_id,
         )
 
     def set_run_status(self, run_id: str, status: str, *, reason: str | None = None) -> Run:
@@ -449,8 +528,8 @@ class Journal:
         if reason is not None:
             _require_text("reason", reason, max_length=64)
         now = self._clock()
-        return self.store.write(
-            lambda tx: transition(tx, load_run(tx, run_id), status, now, reason)
+        return self._write_run(
+            lambda tx: transition(tx, load_run(tx, run_id), status, now, reason), run_id=run_id
         )
 
     def note_recovery_attempt(self, run_id: str) -> Run:
@@ -462,7 +541,7 @@ class Journal:
             require_active(run)
             return bump(tx, run, now, recovery_attempts=run.recovery_attempts + 1)
 
-        return self.store.write(op)
+        return self._write_run(op, run_id=run_id)
 
     def delete_run(self, run_id: str) -> None:
         """Remove a finished run with its calls, checkpoints, decisions, events and input ids."""
@@ -542,7 +621,7 @@ class Journal:
                 bump(tx, run, now)
             return True
 
-        return self.store.write(op)
+        return self._write_run(op, run_id=run_id)
 
     def list_retry_grants(self, run_id: str) -> list[RetryGrant]:
         return self.store.read(lambda tx: tx.list_grants(run_id))
@@ -631,7 +710,9 @@ class Journal:
             event_id = tx.insert_event(context_id, run_id, type, masked, now, payload_digest)
             return Event(event_id, context_id, run_id, type, masked, now, payload_digest)
 
-        return self.store.write(op)
+        if run_id is None:
+            return self.store.write(op)
+        return self._write_run(op, run_id=run_id)
 
     def list_events(
         self,

@@ -16,3 +16,32 @@ def _private_usr_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
     usr = tmp_path_factory.mktemp("usr")
     monkeypatch.setenv("A0_USR_DIR", str(usr))
     return usr
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One PostgreSQL per pytest process (each xdist worker has its own), or the server
+    A0_TEST_POSTGRES_DSN names. Missing in CI (CI=true) is a failure, elsewhere a skip."""
+    import os
+
+    from tests.support.postgres import PostgresUnavailable, server_for_session
+
+    try:
+        manager = server_for_session()
+        server = manager.__enter__()
+    except PostgresUnavailable as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL is required in CI: {exc}")
+        pytest.skip(f"PostgreSQL is not available: {exc}")
+    try:
+        yield server
+    finally:
+        manager.__exit__(None, None, None)
+
+
+@pytest.fixture
+def pg_namespace(postgres_server):
+    """A schema of the test's own; dropped afterwards."""
+    namespace = postgres_server.new_namespace()
+    yield namespace
+    postgres_server.drop_namespace(namespace)

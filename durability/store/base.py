@@ -246,6 +246,18 @@ class StoreTx(ABC):
         self, context_id: str | None, run_id: str | None, after_id: int, limit: int
     ) -> list[Event]: ...
 
+    # claims (shared workers, durability/cluster.py): only engines with claims implement these
+    def lock_fence(
+        self, run_id: str | None = None, call_id: str | None = None
+    ) -> tuple[str, int | None] | None:
+        """The run (named, or through one of its calls) and its current fencing token, its
+        row locked until the transaction ends; None when there is no such run or call."""
+        raise NotImplementedError(f"{type(self).__name__} has no claims")
+
+    def insert_claim(self, run_id: str, worker_id: str, lease_seconds: float) -> Any:
+        """Claim a run that nobody can hold yet (the one this transaction admits)."""
+        raise NotImplementedError(f"{type(self).__name__} has no claims")
+
 
 class Store(ABC):
     """A journal backend: transactions, integrity checks, lifecycle."""

@@ -1,0 +1,324 @@
+"""Shared workers: worker identity, claims with leases, heartbeats, fencing tokens.
+
+A run is executed by the one worker that holds its **claim**: a lease with an end time on
+the database's clock, renewed by heartbeat. Each claim carries a **fencing token** from
+one sequence, so a run's tokens only grow; the run's current token is kept on its row.
+
+Fencing: a journal opened with a worker identity (``Journal.open_postgres(...,
+worker_id=...)``) keeps the tokens of the claims it holds here, in its ``cluster``. Each of
+its writes for a run (intent, result, checkpoint, status, hold, recovery attempt, retry
+consumption, run events) first locks the run's row and compares the run's token with the
+held one, inside the same transaction: a worker whose claim was taken over (or that
+never claimed the run, or released it) gets ``FencingLost`` and nothing of that write
+commits. The glue passes no token: the journal knows it. A takeover locks and updates
+the run's row too, so a late write and a takeover serialise on that row: the write either
+commits before the takeover, or waits for it, then reads the new token and is refused.
+
+A worker also stops *starting effects* on its own clock: ``is_live(run_id)`` is False once
+the lease it last renewed may have run out (``live_until``, measured from the moment the
+renewal was sent), even before anybody took the run over.
+
+People's actions (decisions, retry grants, interventions, plans) are not fenced: any
+worker serves them, and run versions guard them as in single-process mode.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from durability.errors import DurabilityError, FencingLost, InvalidArgument
+from durability.store.base import StoreTx
+
+logger = logging.getLogger("a0.durability.cluster")
+
+DEFAULT_LEASE_SECONDS = 30.0
+#: A worker resumes at most this many taken-over runs at once (DESIGN.md section 5).
+DEFAULT_SWEEP_LIMIT = 2
+
+
+@dataclass(frozen=True)
+class Claim:
+    run_id: str
+    context_id: str
+    worker_id: str
+    token: int
+    expires_at: float  # the database's clock (Unix seconds)
+    live_until: float  # this process's monotonic clock: start no new effect after it
+    previous_worker: str | None = None  # the holder this claim took the run from
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who holds a run now, as the database says."""
+
+    worker_id: str | None  # None: released
+    token: int
+    expires_at: float
+    live: bool
+
+
+@dataclass(frozen=True)
+class Renewal:
+    renewed: list[Claim]
+    lost: list[str]  # run ids whose claim was taken over or released meanwhile
+
+
+class Cluster:
+    """One worker's claims on one shared journal store (a PostgresStore)."""
+
+    def __init__(
+        self,
+        store: Any,
+        worker_id: str,
+        *,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not isinstance(worker_id, str) or not worker_id.strip() or len(worker_id) > 128:
+            raise InvalidArgument("worker_id must be a non-empty string", field="worker_id")
+        if not lease_seconds > 0:
+            raise InvalidArgument("lease_seconds must be positive", field="lease_seconds")
+        self.store = store
+        self.worker_id = worker_id
+        self.lease_seconds = float(lease_seconds)
+        self._monotonic = monotonic
+        self._book: dict[str, Claim] = {}
+        self._lock = threading.Lock()
+        #: Called with each claim this worker takes (the journal forgets cached state).
+        self.on_claim: Callable[[Claim], None] | None = None
+
+    def __repr__(self) -> str:
+        return f"Cluster(worker_id={self.worker_id!r}, claims={len(self._book)})"
+
+    # the book of claims this worker holds
+    def token(self, run_id: str) -> int | None:
+        with self._lock:
+            claim = self._book.get(run_id)
+        return None if claim is None else claim.token
+
+    def claims(self) -> list[Claim]:
+        with self._lock:
+            return list(self._book.values())
+
+    def get(self, run_id: str) -> Claim | None:
+        with self._lock:
+            return self._book.get(run_id)
+
+    def is_live(self, run_id: str) -> bool:
+        """True while this worker holds the run's claim and its lease cannot have run out."""
+        claim = self.get(run_id)
+        return claim is not None and self._monotonic() < claim.live_until
+
+    def _adopt(self, row: Any, sent_at: float) -> Claim:
+        claim = Claim(
+            run_id=row.run_id,
+            context_id=row.context_id,
+            worker_id=row.worker_id,
+            token=row.token,
+            expires_at=row.expires_at,
+            live_until=sent_at + self.lease_seconds,
+            previous_worker=row.previous_worker,
+        )
+        with self._lock:
+            self._book[claim.run_id] = claim
+        if claim.previous_worker is not None and claim.previous_worker != self.worker_id:
+            logger.info(
+                "claim: worker %s took run %s over from %s (token %d)",
+                self.worker_id,
+                claim.run_id,
+                claim.previous_worker,
+                claim.token,
+            )
+        if self.on_claim is not None:
+            self.on_claim(claim)
+        return claim
+
+    def lose(self, run_id: str, reason: str) -> None:
+        """Forget a claim this worker no longer holds, and say so in the log."""
+        with self._lock:
+            claim = self._book.pop(run_id, None)
+        if claim is not None:
+            logger.warning(
+                "claim lost: worker %s no longer holds run %s (%s); it starts no new effect"
+                " and writes nothing more for that run",
+                self.worker_id,
+                run_id,
+                reason,
+            )
+
+    # claiming
+    def claim(self, run_id: str) -> Claim | None:
+        """Claim one active run whose claim is free or expired; None when another worker
+        holds a live claim (or the run is not active). A claim this worker already holds
+        is renewed instead."""
+        from durability.store import _postgres_claims as sql
+
+        if self.get(run_id) is not None:
+            renewal = self.renew([run_id])
+            return renewal.renewed[0] if renewal.renewed else None
+        sent = self._monotonic()
+        row = self.store.run(
+            "claims", lambda conn: sql.claim_run(conn, run_id, self.worker_id, self.lease_seconds)
+        )
+        return None if row is None else self._adopt(row, sent)
+
+    def sweep(self, limit: int = DEFAULT_SWEEP_LIMIT) -> list[Claim]:
+        """Claim up to ``limit`` active runs whose lease expired or that nobody claimed
+        (``FOR NO KEY UPDATE SKIP LOCKED``: concurrent sweepers never wait on each other
+        and never win the same run). Recover each through the start-up classification."""
+        from durability.store import _postgres_claims as sql
+
+        if limit <= 0:
+            return []
+        sent = self._monotonic()
+        rows = self.store.run(
+            "claims", lambda conn: sql.sweep(conn, self.worker_id, self.lease_seconds, limit)
+        )
+        return [self._adopt(row, sent) for row in rows]
+
+    def adopt_new_run(self, tx: StoreTx, run_id: str) -> Callable[[], Claim]:
+        """Inside an admission's transaction: claim the run it admits. Returns what to call
+        once the transaction committed (the claim enters the book only then)."""
+        sent = self._monotonic()
+        row = tx.insert_claim(run_id, self.worker_id, self.lease_seconds)
+        return lambda: self._adopt(row, sent)
+
+    def renew(self, run_ids: list[str] | None = None) -> Renewal:
+        """Renew this worker's claims (all, or ``run_ids``); claims taken over or released
+        meanwhile are lost: forgotten and logged."""
+        from durability.store import _postgres_claims as sql
+
+        with self._lock:
+            held = {r: c.token for r, c in self._book.items() if run_ids is None or r in run_ids}
+        if not held:
+            return Renewal([], [])
+        sent = self._monotonic()
+        renewed_at = self.store.run(
+            "claims", lambda conn: sql.renew(conn, self.worker_id, self.lease_seconds, held)
+        )
+        renewed, lost = [], []
+        for run_id, token in held.items():
+            if run_id in renewed_at:
+                with self._lock:
+                    current = self._book.get(run_id)
+                    if current is not None and current.token == token:
+                        current = replace(
+                            current,
+                            expires_at=renewed_at[run_id],
+                            live_until=sent + self.lease_seconds,
+                        )
+                        self._book[run_id] = current
+                if current is not None:
+                    renewed.append(current)
+            else:
+                lost.append(run_id)
+                self.lose(run_id, "taken over or released while this worker held it")
+        return Renewal(renewed, lost)
+
+    def release(self, run_id: str) -> bool:
+        """Give a run's claim up (its run ended, was held, or this worker stops)."""
+        from durability.store import _postgres_claims as sql
+
+        with self._lock:
+            claim = self._book.pop(run_id, None)
+        if claim is None:
+            return False
+        return bool(
+            self.store.run(
+                "claims",
+                lambda conn: sql.release(conn, self.worker_id, run_id, claim.token),
+            )
+        )
+
+    def release_all(self) -> int:
+        return sum(self.release(claim.run_id) for claim in self.claims())
+
+    def owner(self, run_id: str) -> Owner | None:
+        """The run's claim as the database has it (None: never claimed)."""
+        from durability.store import _postgres_claims as sql
+
+        found = self.store.run("read", lambda conn: sql.owner(conn, run_id))
+        if found is None:
+            return None
+        worker, token, expires_at, now = found
+        return Owner(worker, token, expires_at, live=worker is not None and expires_at > now)
+
+    # fencing
+    def check_fence(
+        self, tx: StoreTx, *, run_id: str | None = None, call_id: str | None = None
+    ) -> None:
+        """Inside a write transaction: refuse (FencingLost) unless this worker holds the
+        run's current token. A run or call that does not exist passes (the operation then
+        raises its own precise error)."""
+        found = tx.lock_fence(run_id=run_id, call_id=call_id)
+        if found is None:
+            return
+        rid, current = found
+        held = self.token(rid)
+        if held is None:
+            raise FencingLost(
+                "this worker holds no claim on the run",
+                run_id=rid,
+                worker_id=self.worker_id,
+                reason="not_claimed",
+            )
+        if current != held:
+            raise FencingLost(
+                "the run was claimed by another worker",
+                run_id=rid,
+                worker_id=self.worker_id,
+                reason="superseded",
+                held_token=held,
+                current_token=current,
+            )
+
+    # heartbeat
+    def start_heartbeat(
+        self, interval: float, on_lost: Callable[[list[str]], None] | None = None
+    ) -> Heartbeat:
+        heartbeat = Heartbeat(self, interval, on_lost)
+        heartbeat.start()
+        return heartbeat
+
+
+class Heartbeat:
+    """A daemon thread renewing the worker's claims every ``interval`` seconds. A failed
+    renewal (database unreachable) is logged; the claims' ``live_until`` then passes and
+    the worker stops starting effects until a renewal succeeds again."""
+
+    def __init__(
+        self, cluster: Cluster, interval: float, on_lost: Callable[[list[str]], None] | None
+    ) -> None:
+        self.cluster = cluster
+        self.interval = interval
+        self.on_lost = on_lost
+        self.beats = 0
+        self.failures = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._loop, name=f"heartbeat:{cluster.worker_id}", daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                renewal = self.cluster.renew()
+            except DurabilityError as exc:
+                self.failures += 1
+                logger.warning("heartbeat failed (%s): claims are not renewed", exc.code)
+                continue
+            self.beats += 1
+            if renewal.lost and self.on_lost is not None:
+                self.on_lost(renewal.lost)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=max(5.0, self.interval * 2))

@@ -1,0 +1,405 @@
+"""Shared resources: a run's attachments and a chat's work folder, moved between workers
+through the journal, encrypted (durability/crypto.py), restored only into a new private
+directory.
+
+- **Capture.** ``snapshot_folder`` walks a folder without following links: regular files
+  are taken; links (symbolic, or files with several hard links) and special files are
+  *refused* (listed in the snapshot, never read). Each file is stored once under its keyed
+  content address (equal bytes are never stored twice); a file whose size and mtime
+  match the previous snapshot keeps its address without being read again, and only
+  bodies not yet stored are encrypted and sent. The manifest (names, sizes, modes,
+  addresses) is encrypted too. A snapshot larger than ``max_bytes`` is refused whole.
+- **Attachments.** ``store_attachments`` takes names and bytes: any name that is not a
+  plain relative path refuses the whole call (nothing stored).
+- **Restore.** ``restore(snapshot_id, into)`` creates ``into`` (which must not exist, mode
+  0700) and writes the files below it, directories 0700, files 0600 (0700 when they were
+  executable). Every name is checked before anything is created, every path is opened
+  relative to its directory without following links, and nothing is ever written into
+  an existing folder: a merge is never possible.
+
+Shared resources exist only on PostgreSQL (shared workers); with SQLite files stay on
+their host. A work-folder snapshot of a run is a write of that run: with shared workers
+it is fenced by the worker's claim like every journal write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from durability.crypto import ResourceCipher
+from durability.errors import (
+    InvalidArgument,
+    ResourceNotFound,
+    ResourceRefused,
+    ResourceTooLarge,
+    ResourceUndecryptable,
+)
+
+KINDS = ("attachments", "workdir")
+MAX_NAME_LENGTH = 4096
+MAX_COMPONENT_BYTES = 255
+MANIFEST_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: str  # relative, "/"-separated, checked by check_name
+    size: int
+    mode: int  # 0o600 or 0o700
+    address: str
+    mtime_ns: int = 0
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    id: int
+    context_id: str
+    run_id: str | None
+    kind: str
+    entries: list[Entry]
+    total_size: int
+    created_at: float
+    refused: list[dict[str, str]] = field(default_factory=list)  # {"path", "reason"}
+    stored: int = 0  # file bodies this capture added (the rest were already stored)
+
+
+def check_name(name: object) -> tuple[str, ...]:
+    """The components of a safe relative name; ResourceRefused for anything that could
+    leave its folder or is not a plain name."""
+
+    def refuse(reason: str) -> ResourceRefused:
+        shown = name[:200] if isinstance(name, str) else repr(name)[:200]
+        return ResourceRefused(f"refused resource name ({reason})", path=shown, reason=reason)
+
+    if not isinstance(name, str) or not name:
+        raise refuse("empty")
+    if len(name) > MAX_NAME_LENGTH:
+        raise refuse("too_long")
+    if "\x00" in name:
+        raise refuse("nul")
+    if "\\" in name:
+        raise refuse("backslash")
+    if name.startswith("/"):
+        raise refuse("absolute")
+    parts = tuple(name.split("/"))
+    for part in parts:
+        if part == "..":
+            raise refuse("parent")
+        if part in ("", "."):
+            raise refuse("not_normal")
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
+            raise refuse("too_long")
+    return parts
+
+
+def _check_tree(names: list[str]) -> None:
+    """No duplicates, and no name that is both a file and a folder of another."""
+    files = set()
+    for name in names:
+        if name in files:
+            raise ResourceRefused(
+                "a resource name appears twice", path=name[:200], reason="duplicate"
+            )
+        files.add(name)
+    for name in names:
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            if "/".join(parts[:i]) in files:
+                raise ResourceRefused(
+                    "a resource name is both a file and a folder",
+                    path=name[:200],
+                    reason="file_is_folder",
+                )
+
+
+class SharedResources:
+    """Encrypted resources in a PostgreSQL journal (``journal.store`` a PostgresStore)."""
+
+    def __init__(
+        self,
+        journal: Any,
+        cipher: ResourceCipher,
+        *,
+        max_bytes: int,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if getattr(journal.store, "engine", None) != "postgres":
+            raise InvalidArgument("shared resources need the PostgreSQL journal", field="journal")
+        self.journal = journal
+        self.store = journal.store
+        self.cipher = cipher
+        self.max_bytes = int(max_bytes)
+        self._clock = clock
+
+    # capture
+    def store_attachments(
+        self, context_id: str, run_id: str | None, files: Mapping[str, bytes]
+    ) -> Snapshot:
+        """Store a message's attachments (name -> bytes); one bad name refuses them all."""
+        names = list(files)
+        for name in names:
+            check_name(name)
+        _check_tree(names)
+        total = sum(len(files[n]) for n in names)
+        self._check_size(total)
+        entries = []
+        bodies: dict[str, bytes] = {}
+        for name in sorted(names):
+            data = bytes(files[name])
+            address = self.cipher.address(data)
+            bodies[address] = data
+            entries.append(Entry(name, len(data), 0o600, address))
+        return self._save(context_id, run_id, "attachments", entries, bodies, [], fenced=False)
+
+    def snapshot_folder(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        context_id: str,
+        run_id: str | None = None,
+        previous: Snapshot | None = None,
+    ) -> Snapshot:
+        """Capture a work folder (see the module doc); ``previous`` lets unchanged files
+        (same size and mtime) keep their address without being read."""
+        root = Path(folder)
+        info = os.lstat(root)
+        if not stat.S_ISDIR(info.st_mode):
+            raise ResourceRefused(
+                "the work folder is not a folder", path=root.name, reason="not_a_folder"
+            )
+        known = {e.path: e for e in previous.entries} if previous is not None else {}
+        found: list[tuple[str, os.stat_result]] = []
+        refused: list[dict[str, str]] = []
+        self._walk(root, "", found, refused)
+        total = sum(st.st_size for _, st in found)
+        self._check_size(total)
+        entries, bodies = [], {}
+        for rel, st in found:
+            mode = 0o700 if st.st_mode & stat.S_IXUSR else 0o600
+            old = known.get(rel)
+            if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+                entries.append(Entry(rel, old.size, mode, old.address, old.mtime_ns))
+                continue
+            data = _read_regular(root, rel)
+            if data is None:  # replaced by a link or a special file meanwhile
+                refused.append({"path": rel, "reason": "changed_type"})
+                continue
+            address = self.cipher.address(data)
+            bodies[address] = data
+            entries.append(Entry(rel, len(data), mode, address, st.st_mtime_ns))
+        total = sum(e.size for e in entries)
+        self._check_size(total)
+        return self._save(
+            context_id, run_id, "workdir", entries, bodies, refused, fenced=run_id is not None
+        )
+
+    def _walk(
+        self,
+        root: Path,
+        prefix: str,
+        found: list[tuple[str, os.stat_result]],
+        refused: list[dict[str, str]],
+    ) -> None:
+        with os.scandir(root / prefix if prefix else root) as it:
+            items = sorted(it, key=lambda e: e.name)
+        for item in items:
+            rel = f"{prefix}/{item.name}" if prefix else item.name
+            try:
+                check_name(rel)
+            except ResourceRefused as exc:
+                refused.append({"path": rel[:200], "reason": str(exc.reason)})
+                continue
+            st = item.stat(follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                refused.append({"path": rel, "reason": "link"})
+            elif stat.S_ISDIR(st.st_mode):
+                self._walk(root, rel, found, refused)
+            elif not stat.S_ISREG(st.st_mode):
+                refused.append({"path": rel, "reason": "special_file"})
+            elif st.st_nlink > 1:
+                refused.append({"path": rel, "reason": "hard_link"})
+            else:
+                found.append((rel, st))
+
+    def _check_size(self, total: int) -> None:
+        if total > self.max_bytes:
+            raise ResourceTooLarge(
+                "the resources exceed the size limit", limit=self.max_bytes, size=total
+            )
+
+    def _save(
+        self,
+        context_id: str,
+        run_id: str | None,
+        kind: str,
+        entries: list[Entry],
+        bodies: dict[str, bytes],
+        refused: list[dict[str, str]],
+        *,
+        fenced: bool,
+    ) -> Snapshot:
+        from durability.store import _postgres_resources as sql
+        from durability.store._postgres_rows import PostgresTx
+
+        manifest = json.dumps(
+            {"v": MANIFEST_VERSION, "entries": [e.__dict__ for e in entries]},
+            sort_keys=True,
+            separators=(",", ":"),
+        ).encode("utf-8")
+        sealed_manifest = self.cipher.encrypt(manifest)
+        total = sum(e.size for e in entries)
+        now = self._clock()
+        present = self.store.run("read", lambda c: sql.existing_addresses(c, list(bodies)))
+        sealed = {a: self.cipher.encrypt(d) for a, d in bodies.items() if a not in present}
+        cluster = self.journal.cluster if fenced else None
+
+        def op(conn: Any) -> int:
+            if cluster is not None and run_id is not None:
+                cluster.check_fence(PostgresTx(conn), run_id=run_id)
+            for address, token in sealed.items():
+                sql.insert_file(conn, address, len(bodies[address]), token, now)
+            return sql.insert_snapshot(conn, context_id, run_id, kind, sealed_manifest, total, now)
+
+        snapshot_id = self.store.run("write", op)
+        return Snapshot(
+            snapshot_id, context_id, run_id, kind, entries, total, now, refused, len(sealed)
+        )
+
+    # read back
+    def _snapshot(self, row: tuple[Any, ...] | None) -> Snapshot | None:
+        if row is None:
+            return None
+        snapshot_id, context_id, run_id, kind, sealed, total, created_at = row
+        try:
+            body = json.loads(self.cipher.decrypt(sealed))
+            entries = [Entry(**e) for e in body["entries"]]
+            for e in entries:
+                if not (
+                    isinstance(e.path, str)
+                    and isinstance(e.address, str)
+                    and type(e.size) is int
+                    and type(e.mode) is int
+                ):
+                    raise TypeError("entry field types")
+        except ResourceUndecryptable:
+            raise
+        except (ValueError, KeyError, TypeError):
+            raise ResourceUndecryptable(
+                "a resource manifest is malformed", snapshot_id=snapshot_id
+            ) from None
+        return Snapshot(
+            int(snapshot_id), context_id, run_id, kind, entries, int(total), float(created_at)
+        )
+
+    def get(self, snapshot_id: int) -> Snapshot:
+        from durability.store import _postgres_resources as sql
+
+        found = self._snapshot(self.store.run("read", lambda c: sql.get_snapshot(c, snapshot_id)))
+        if found is None:
+            raise ResourceNotFound("no such resource snapshot", snapshot_id=snapshot_id)
+        return found
+
+    def latest(self, context_id: str, kind: str, *, run_id: str | None = None) -> Snapshot | None:
+        """The newest snapshot of a chat (or of one run) of ``kind``."""
+        from durability.store import _postgres_resources as sql
+
+        if kind not in KINDS:
+            raise InvalidArgument(f"kind must be one of {', '.join(KINDS)}", field="kind")
+        return self._snapshot(
+            self.store.run("read", lambda c: sql.latest_snapshot(c, context_id, kind, run_id))
+        )
+
+    # restore
+    def restore(self, snapshot_id: int, into: str | os.PathLike[str]) -> Path:
+        """Write the snapshot's files into the NEW private directory ``into`` (see the
+        module doc); returns it. Nothing is written when any name is refused."""
+        from durability.store import _postgres_resources as sql
+
+        snapshot = self.get(snapshot_id)
+        for entry in snapshot.entries:
+            check_name(entry.path)
+        _check_tree([e.path for e in snapshot.entries])
+        addresses = sorted({e.address for e in snapshot.entries})
+        sealed = self.store.run("read", lambda c: sql.get_files(c, addresses))
+        plain: dict[str, bytes] = {}
+        for address in addresses:
+            if address not in sealed:
+                raise ResourceUndecryptable("a resource file is missing", address=address)
+            data = self.cipher.decrypt(sealed[address])
+            if not self.cipher.matches(data, address):
+                raise ResourceUndecryptable(
+                    "a resource file does not match its address", address=address
+                )
+            plain[address] = data
+        target = Path(into)
+        try:
+            os.mkdir(target, 0o700)
+        except FileExistsError:
+            raise ResourceRefused(
+                "resources are restored only into a new folder", path=target.name, reason="exists"
+            ) from None
+        os.chmod(target, 0o700)
+        try:
+            _write_tree(target, [(e.path, e.mode, plain[e.address]) for e in snapshot.entries])
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+        return target
+
+
+def _read_regular(root: Path, rel: str) -> bytes | None:
+    """The bytes of a regular file below ``root``, opened without following any link."""
+    fds: list[int] = []
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        fds.append(fd)
+        *dirs, name = rel.split("/")
+        for part in dirs:
+            fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            fds.append(fd)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+        fds.append(fd)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read()
+    except OSError:  # a link where a folder was, or the file vanished
+        return None
+    finally:
+        for opened in reversed(fds):
+            os.close(opened)
+
+
+def _write_tree(target: Path, files: list[tuple[str, int, bytes]]) -> None:
+    root = os.open(target, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        for rel, mode, data in files:
+            *dirs, name = rel.split("/")
+            fds: list[int] = []
+            fd = root
+            try:
+                for part in dirs:
+                    try:
+                        os.mkdir(part, 0o700, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                    fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                    fds.append(fd)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                out = os.open(name, flags, 0o700 if mode & 0o100 else 0o600, dir_fd=fd)
+                with os.fdopen(out, "wb") as fh:
+                    fh.write(data)
+            finally:
+                for opened in reversed(fds):
+                    os.close(opened)
+    finally:
+        os.close(root)

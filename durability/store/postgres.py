@@ -1,0 +1,347 @@
+"""The PostgreSQL backend: one schema (namespace) per installation, a pool of connections.
+
+Concurrency: SQLite has one writer per process, so a journal operation's reads and writes
+never interleave with another's. Here several workers write at once. Every write
+transaction runs at READ COMMITTED and locks each row it reads to decide a write (the
+run, the call, the chat's open run, the document, the conflict) as it reads it, so the
+operations on one run, call or document run one after another, as under a single writer,
+while different runs never wait for each other. Where two transactions could both find a
+row missing and both insert it (an input id, a chat's one open run, a call position, a
+document), the unique constraint refuses the second, and the whole operation is run again
+from the start, as it is after a deadlock (nothing of a failed attempt was committed): the
+second attempt finds the first's row and answers as a single writer would.
+(SERIALIZABLE was tried first: its predicate locks are per index page, so concurrent runs
+whose rows share a page failed each other: 8 concurrent runs retried ~3 times per step.)
+Reads run in one REPEATABLE READ READ ONLY snapshot. PostgreSQL commits concurrent
+transactions together itself (WAL group commit), so there is no group-commit writer here.
+
+A lost connection before COMMIT was sent is retried on a new connection (nothing can have
+been committed); a lost connection during COMMIT is a StorageError with
+``outcome_unknown=True``: the journal operations are idempotent, so the caller may
+repeat the operation and gets the recorded outcome back.
+
+psycopg (3) and psycopg_pool are imported here only: the default install stays without
+them (requirements-postgres.txt).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from durability.canonical import digest_bytes, digest_text
+from durability.dsn import PostgresDsn
+from durability.errors import (
+    DurabilityError,
+    InvalidArgument,
+    JournalClosed,
+    SchemaTooNew,
+    StorageError,
+)
+from durability.store._postgres_rows import PostgresTx
+from durability.store.base import Store, StoreTx
+
+T = TypeVar("T")
+
+logger = logging.getLogger("a0.durability.postgres")
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations" / "postgres"
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+NAMESPACE_PATTERN = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+#: SQLSTATEs after which a write is run again from the start (nothing was committed).
+_RETRY_STATES = {"40001", "40P01"}
+_UNIQUE_VIOLATION = "23505"
+MAX_ATTEMPTS = 30
+#: A connection lost before COMMIT: run again on a fresh connection this many times.
+MAX_CONNECTION_RETRIES = 2
+#: Connection-level failures: class 08, the server shutting down or killing the session.
+_CONNECTION_STATES = ("08", "57P01", "57P02", "57P03")
+
+
+def migrations() -> list[tuple[int, Path]]:
+    """Numbered migration files of this engine, in order."""
+    found = []
+    for path in MIGRATIONS_DIR.iterdir():
+        match = _MIGRATION_NAME.match(path.name)
+        if match:
+            found.append((int(match.group(1)), path))
+    return sorted(found)
+
+
+def check_namespace(namespace: str) -> str:
+    if not isinstance(namespace, str) or not NAMESPACE_PATTERN.match(namespace):
+        raise InvalidArgument(
+            "the namespace must be a lowercase SQL name (letters, digits, _; at most 63)",
+            field="namespace",
+        )
+    if namespace.startswith("pg_"):
+        raise InvalidArgument("a namespace may not start with pg_", field="namespace")
+    return namespace
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    if isinstance(exc, PoolTimeout):
+        return True
+    if not isinstance(exc, psycopg.Error):
+        return False
+    state = exc.sqlstate or ""
+    if state.startswith(_CONNECTION_STATES):
+        return True
+    return isinstance(exc, psycopg.OperationalError) and not state
+
+
+class _Retry(Exception):
+    """Internal: run the write again (serialisation failure, deadlock, lost connection)."""
+
+    def __init__(self, cause: BaseException, connection: bool = False) -> None:
+        super().__init__(type(cause).__name__)
+        self.cause = cause
+        self.connection = connection
+
+
+class PostgresStore(Store):
+    engine = "postgres"
+
+    def __init__(
+        self,
+        dsn: str | PostgresDsn,
+        *,
+        namespace: str = "agent_zero",
+        pool_size: int = 10,
+        connect_timeout: float = 10.0,
+        application_name: str = "agent-zero",
+    ) -> None:
+        self.dsn = dsn if isinstance(dsn, PostgresDsn) else PostgresDsn(dsn)
+        self.namespace = check_namespace(namespace)
+        self._closed = False
+        self._lock = threading.Lock()
+        self.retries = 0  # writes run again after a serialisation failure (for tests, bench)
+        search_path = sql.SQL("SET search_path TO {}").format(sql.Identifier(self.namespace))
+
+        def configure(conn: psycopg.Connection[Any]) -> None:
+            conn.execute(search_path)
+
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            self.dsn.conninfo,
+            min_size=1,
+            max_size=max(1, pool_size),
+            kwargs={
+                "autocommit": True,
+                "connect_timeout": max(1, int(connect_timeout)),
+                "application_name": application_name[:63],
+            },
+            configure=configure,
+            open=False,
+            timeout=connect_timeout,
+            name=f"journal:{self.namespace}",
+        )
+        try:
+            # one direct connection first: its error says what is wrong (no such database,
+            # authentication), where the pool would only time out
+            with psycopg.connect(
+                self.dsn.conninfo, autocommit=True, connect_timeout=max(1, int(connect_timeout))
+            ) as conn:
+                configure(conn)
+                self._migrate(conn)
+            self._pool.open(wait=True, timeout=connect_timeout)
+        except BaseException as exc:
+            self._pool.close()
+            raise self.translate(exc) from None
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.dsn.masked!r}, namespace={self.namespace!r})"
+
+    # errors
+    def translate(self, exc: BaseException) -> BaseException:
+        """Turn psycopg errors into durability errors; the DSN's password is masked."""
+        if isinstance(exc, DurabilityError) or not isinstance(exc, psycopg.Error | PoolTimeout):
+            return exc
+        text = self.dsn.mask(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+        state = getattr(exc, "sqlstate", None) or ""
+        if _is_connection_error(exc):
+            return StorageError(
+                "the journal database is unreachable", reason=text, sqlstate=state or None
+            )
+        if state.startswith("22") or isinstance(exc, psycopg.DataError):
+            return InvalidArgument(
+                "the journal cannot store this value", reason=text, sqlstate=state
+            )
+        if state.startswith("23"):
+            return StorageError(
+                "the journal refused a write (constraint)", reason=text, sqlstate=state
+            )
+        return StorageError("the journal database failed", reason=text, sqlstate=state or None)
+
+    # connections and transactions
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        if self._closed:
+            raise JournalClosed("the journal is closed")
+        conn = self._pool.getconn()
+        try:
+            yield conn
+        finally:
+            self._pool.putconn(conn)
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        lock_key = int.from_bytes(
+            hashlib.sha256(f"a0-migrate:{self.namespace}".encode()).digest()[:8], "big", signed=True
+        )
+        ident = sql.Identifier(self.namespace)
+        conn.execute("BEGIN")
+        try:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key,))
+            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
+                " name TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)"
+            )
+            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
+            current = int(row[0]) if row else 0
+            known = migrations()
+            newest = known[-1][0] if known else 0
+            if current > newest:
+                raise SchemaTooNew(
+                    "the journal was written by a newer version of this program",
+                    schema_version=current,
+                    supported=newest,
+                )
+            for number, path in known:
+                if number > current:
+                    conn.execute(path.read_text(encoding="utf-8").encode("utf-8"))
+                    conn.execute(
+                        "INSERT INTO schema_migrations (version, name, applied_at)"
+                        " VALUES (%s, %s, %s)",
+                        (number, path.name, time.time()),
+                    )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.pgconn.transaction_status != psycopg.pq.TransactionStatus.UNKNOWN:
+                conn.execute("ROLLBACK")
+            raise
+
+    @property
+    def schema_version(self) -> int:
+        def op(conn: psycopg.Connection[Any]) -> int:
+            row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+            return int(row[0]) if row and row[0] is not None else 0
+
+        return self.run("read", op)
+
+    def run(self, mode: str, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Run ``fn(conn)`` in one transaction: ``mode`` is ``write`` or ``claims`` (READ
+        COMMITTED, run again after a deadlock, a serialisation failure or a unique
+        violation) or ``read`` (REPEATABLE READ READ ONLY)."""
+        begin = {
+            "write": "BEGIN ISOLATION LEVEL READ COMMITTED",
+            "claims": "BEGIN ISOLATION LEVEL READ COMMITTED",
+            "read": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+        }[mode]
+        attempt = lost = 0
+        while True:
+            attempt += 1
+            try:
+                return self._run_once(begin, fn)
+            except PoolTimeout as exc:  # no connection to be had within the timeout
+                raise self.translate(exc) from None
+            except _Retry as retry:
+                lost += retry.connection
+                if attempt >= MAX_ATTEMPTS or lost > MAX_CONNECTION_RETRIES:
+                    raise self.translate(retry.cause) from None
+                with self._lock:
+                    self.retries += 1
+                time.sleep(random.uniform(0, min(0.05, 0.0005 * 2**attempt)))
+
+    def _run_once(self, begin: str, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
+        committing = False
+        try:
+            with self._connection() as conn:
+                try:
+                    conn.execute(begin)
+                    try:
+                        value = fn(conn)
+                    except DurabilityError as exc:
+                        if exc.keeps_writes:
+                            committing = True
+                            conn.execute("COMMIT")
+                        else:
+                            conn.execute("ROLLBACK")
+                        raise
+                    committing = True
+                    conn.execute("COMMIT")
+                    return value
+                except BaseException:
+                    status = conn.pgconn.transaction_status
+                    if status in (
+                        psycopg.pq.TransactionStatus.INTRANS,
+                        psycopg.pq.TransactionStatus.INERROR,
+                    ):
+                        try:
+                            conn.execute("ROLLBACK")
+                        except psycopg.Error:
+                            pass
+                    raise
+        except (DurabilityError, PoolTimeout):
+            raise
+        except psycopg.Error as exc:
+            state = exc.sqlstate or ""
+            if state in _RETRY_STATES or state == _UNIQUE_VIOLATION:
+                raise _Retry(exc) from None
+            if _is_connection_error(exc):
+                if committing:
+                    raise StorageError(
+                        "the connection was lost while committing: the write may or may not"
+                        " have been committed (repeat it: journal operations are idempotent)",
+                        reason=self.dsn.mask(str(exc).strip()[:300]),
+                        outcome_unknown=True,
+                    ) from None
+                raise _Retry(exc, connection=True) from None
+            raise self.translate(exc) from None
+
+    def write(self, fn: Callable[[StoreTx], T]) -> T:
+        return self.run("write", lambda conn: fn(PostgresTx(conn, locking=True)))
+
+    def read(self, fn: Callable[[StoreTx], T]) -> T:
+        return self.run("read", lambda conn: fn(PostgresTx(conn)))
+
+    def integrity_check(self, full: bool = False) -> list[str]:
+        """Problems found: a schema from another version; with ``full``, every checkpoint's
+        and blob's digest recomputed."""
+
+        def op(conn: psycopg.Connection[Any]) -> list[str]:
+            problems: list[str] = []
+            row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+            newest = migrations()[-1][0]
+            if row is None or row[0] != newest:
+                problems.append(f"schema version {row[0] if row else None}, expected {newest}")
+            if not full:
+                return problems
+            for cp_id, body, digest in conn.execute(
+                "SELECT id, body, digest FROM checkpoints ORDER BY id"
+            ):
+                if digest_text(body) != digest:
+                    problems.append(f"checkpoint {cp_id}: digest mismatch")
+            for blob_hash, data in conn.execute("SELECT hash, data FROM blobs"):
+                if digest_bytes(bytes(data)) != blob_hash:
+                    problems.append(f"blob {blob_hash}: digest mismatch")
+            return problems
+
+        return self.run("read", op)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.close()
