@@ -52,7 +52,9 @@ def parse_args(
     host = settings.env_value("WEB_UI_HOST", folder) or "127.0.0.1"
     parser = argparse.ArgumentParser(description="Agent Zero (durable) web UI and API")
     parser.add_argument("--host", default=host)
-    parser.add_argument("--port", type=int, default=_env_port(settings.env_value("WEB_UI_PORT", folder)))
+    parser.add_argument(
+        "--port", type=int, default=_env_port(settings.env_value("WEB_UI_PORT", folder))
+    )
     args, unknown = parser.parse_known_args(argv)
     extras: dict[str, str] = {}
     for item in unknown:
