@@ -214,7 +214,8 @@ def _truthy(expression: str, variables: dict[str, Any], name: str) -> bool:
     except (TypeError, ValueError, ArithmeticError, LookupError):
         return False  # e.g. `"a" in x` with x not given: the condition does not hold
     except (simpleeval.InvalidExpression, SyntaxError) as exc:
-        raise PromptSyntaxError(f"{name}: '{{{{if {expression}}}}}' cannot be evaluated: {exc}")
+        message = f"{name}: '{{{{if {expression}}}}}' cannot be evaluated: {exc}"
+        raise PromptSyntaxError(message) from None
 
 
 @dataclass

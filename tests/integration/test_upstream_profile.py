@@ -93,7 +93,8 @@ def test_a_turn_with_an_upstream_style_profile(tmp_path, model_server: ScriptedM
     assert "## Your role" in system  # include original: our role follows the override
     assert "UPSTREAM-CODE-EXE prompt" in system
     assert "Runs code in persistent sessions" not in system  # our prompt was replaced
-    assert system.count("### code_execution_tool") == 1 and system.count("### call_subordinate") == 1
+    assert system.count("### code_execution_tool") == 1
+    assert system.count("### call_subordinate") == 1
     assert "UPSTREAM-CALL-SUB" in system
     assert f"- {PROFILE}: Upstream-style agent." in system  # our plugin, through the alias
     user = json.loads(first[-1]["content"])

@@ -14,14 +14,14 @@ from python.helpers.prompts import PromptPluginError, PromptSyntaxError, render
 
 pytestmark = pytest.mark.unit
 
-PLUGIN = '''
+PLUGIN = """
 from python.helpers.files import VariablesPlugin
 
 
 class Variables(VariablesPlugin):
     def get_variables(self, file, backup_dirs=None):
         return {"agent_profiles": ["coder", "writer"], "greeting": "from the plugin"}
-'''
+"""
 
 
 def write(folder, name, text):
@@ -34,25 +34,34 @@ def upstream_dirs(tmp_path):
     profile, base = tmp_path / "profile", tmp_path / "base"
     profile.mkdir()
     base.mkdir()
-    write(base, "agent.system.main.md", """
-        # Manual
-        {{ include "agent.system.main.role.md" }}
-        {{if mode == "strict" and len(agent_profiles) > 1}}strict with profiles{{else}}relaxed{{endif}}
-        {{if undefined_name}}never{{endif}}{{if not undefined_name}}unset is false{{endif}}
-    """)
+    main = [
+        "# Manual",
+        '{{ include "agent.system.main.role.md" }}',
+        '{{if mode == "strict" and len(agent_profiles) > 1}}strict with profiles'
+        "{{else}}relaxed{{endif}}",
+        "{{if undefined_name}}never{{endif}}{{if not undefined_name}}unset is false{{endif}}",
+    ]
+    write(base, "agent.system.main.md", "\n".join(main))
     write(base, "agent.system.main.role.md", "base role")
     write(profile, "agent.system.main.role.md", "profile role, then {{ include original }}")
     write(base, "agent.system.tools.md", "## Tools\n{{tools}}")
-    write(base, "agent.system.tool.call_sub.md", """
+    write(
+        base,
+        "agent.system.tool.call_sub.md",
+        """
         ### call_subordinate (upstream file name)
         profiles: {{agent_profiles}}; {{greeting}}
         {{if "coder" in agent_profiles}}a coder is available{{endif}}
-    """)
+    """,
+    )
     write(base, "agent.system.tool.call_sub.py", PLUGIN)
     write(base, "agent.system.tool.code_exe.md", "### code_execution_tool (base, upstream name)")
     write(base, "agent.system.tool.response.md", "### response")
     write(profile, "agent.system.tool.code_execution_tool.md", "### code_execution_tool (ours)")
-    write(base, "fw.user_message.md", """
+    write(
+        base,
+        "fw.user_message.md",
+        """
         ```json
         {
           "system_message": {{system_message}},
@@ -60,12 +69,17 @@ def upstream_dirs(tmp_path):
           "attachments": {{attachments}}
         }
         ```
-    """)
-    write(base, "fw.tool_not_found.md", """
+    """,
+    )
+    write(
+        base,
+        "fw.tool_not_found.md",
+        """
         ~~~
         Tool {{tool_name}} not found. Available tools:
         {{tools_prompt}}
-    """)
+    """,
+    )
     return [profile, base]
 
 
@@ -90,7 +104,7 @@ def test_main_prompt_with_include_original_and_if_expressions(upstream_dirs):
 
 def test_variable_plugin_supplies_values_and_the_caller_wins(upstream_dirs):
     text = render("agent.system.tool.call_sub.md", upstream_dirs)
-    assert "profiles: [\"coder\", \"writer\"]; from the plugin" in text
+    assert 'profiles: ["coder", "writer"]; from the plugin' in text
     assert "a coder is available" in text
     text = render("agent.system.tool.call_sub.md", upstream_dirs, greeting="from the caller")
     assert "from the caller" in text and "from the plugin" not in text
@@ -150,7 +164,11 @@ def test_bad_expression_and_bad_plugins_are_clear_errors(tmp_path):
     with pytest.raises(PromptSyntaxError):
         render("no_import.md", [tmp_path])
     write(tmp_path, "boom.md", "{{x}}")
-    broken = "class P:\n    def get_variables(self, file, dirs=None):\n        raise RuntimeError('plugin broke')\n"
+    broken = (
+        "class P:\n"
+        "    def get_variables(self, file, dirs=None):\n"
+        "        raise RuntimeError('plugin broke')\n"
+    )
     write(tmp_path, "boom.py", broken)
     with pytest.raises(PromptPluginError, match="plugin broke") as info:
         render("boom.md", [tmp_path])
