@@ -283,9 +283,18 @@ def save(values: Mapping[str, Any], usr: Path | None = None) -> dict[str, Any]:
 def get_api_key(
     provider: str, usr: Path | None = None, environ: Mapping[str, str] | None = None
 ) -> str | None:
-    """``API_KEY_<P>``, ``<P>_API_KEY``, ``<P>_API_TOKEN``: process environment, then usr/.env."""
-    upper = _env_name(provider)
-    names = (f"API_KEY_{upper}", f"{upper}_API_KEY", f"{upper}_API_TOKEN")
+    """``API_KEY_<P>``, ``<P>_API_KEY``, ``<P>_API_TOKEN``: process environment, then usr/.env.
+
+    An upstream spelling of a provider id (``lm_studio``) also finds the key stored under
+    our id (``API_KEY_LMSTUDIO``)."""
+    from python.helpers.models import resolve_provider
+
+    spellings = dict.fromkeys([_env_name(provider), _env_name(resolve_provider(provider)[0])])
+    names = tuple(
+        name
+        for upper in spellings
+        for name in (f"API_KEY_{upper}", f"{upper}_API_KEY", f"{upper}_API_TOKEN")
+    )
     env = os.environ if environ is None else environ
     for source in (env, None):
         values = _read_env_file(_usr(usr)) if source is None else source
