@@ -52,6 +52,10 @@ DEFAULTS: dict[str, Any] = {
     "code_exec_max_timeout": 180,
     "retention_runs": 100,
     "retention_days": 30,
+    "searxng_url": "http://127.0.0.1:55510",
+    "mcp_servers": '{"mcpServers": {}}',
+    "mcp_client_init_timeout": 10,
+    "mcp_client_tool_timeout": 120,
 }
 
 # Lower bound per numeric setting (inclusive unless listed in _POSITIVE); ctx_history is a share.
@@ -61,6 +65,8 @@ _POSITIVE = {
     "code_exec_first_output_timeout",
     "code_exec_between_output_timeout",
     "code_exec_max_timeout",
+    "mcp_client_init_timeout",
+    "mcp_client_tool_timeout",
 }
 _SHARES = {"chat_model_ctx_history", "util_model_ctx_history"}
 

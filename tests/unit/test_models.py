@@ -278,7 +278,7 @@ UPSTREAM_OPENAI_PROTOCOL = {
 
 @pytest.mark.parametrize(("upstream_id", "base"), sorted(UPSTREAM_OPENAI_PROTOCOL.items()))
 def test_upstream_provider_ids_resolve_with_their_default_base(upstream_id, base):
-    pid, entry = models.resolve_provider(upstream_id)
+    _, entry = models.resolve_provider(upstream_id)
     assert entry, f"{upstream_id} is not a known provider"
     assert entry["api_base"] == base
     assert ChatModel(ModelConfig(provider=upstream_id, name="m"), "k").provider["name"]
