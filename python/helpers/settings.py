@@ -222,6 +222,23 @@ def env_value(name: str, usr: Path | None = None, environ: Mapping[str, str] | N
 
 
 # saving -------------------------------------------------------------------------------
+def mcp_servers_text(value: Any) -> str:
+    """The ``mcp_servers`` value to store: JSON text (an object or list is turned into text)
+    whose every server entry is usable; else SettingsError naming the problem."""
+    from python.helpers import mcp_config
+
+    if isinstance(value, dict | list):
+        value = json.dumps(value, indent=2)
+    if not isinstance(value, str):
+        raise SettingsError("setting 'mcp_servers' needs JSON text", "mcp_servers")
+    try:
+        mcp_config.validate(value)
+    except mcp_config.McpConfigError as exc:
+        raise SettingsError(exc.message, "mcp_servers") from None
+    return value
+
+
+
 def _env_name(provider: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in provider.strip()).upper()
 
@@ -275,6 +292,8 @@ def save(values: Mapping[str, Any], usr: Path | None = None) -> dict[str, Any]:
         elif name in SECRET_SETTINGS:
             if value not in (None, ""):
                 env_updates[MCP_TOKEN_ENV] = str(coerce(name, value))
+        elif name == "mcp_servers":
+            stored[name] = mcp_servers_text(value)
         else:
             stored[name] = coerce(name, value)
 
