@@ -238,7 +238,6 @@ def mcp_servers_text(value: Any) -> str:
     return value
 
 
-
 def _env_name(provider: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in provider.strip()).upper()
 
