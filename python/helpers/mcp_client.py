@@ -36,8 +36,29 @@ LOG_TAIL_BYTES = 8_000
 CONNECTION_CLOSED, REQUEST_TIMEOUT = -32000, -32001  # JSON-RPC codes of the SDK
 
 
+SDK_MODULES = (
+    "anyio",
+    "httpx2",
+    "mcp",
+    "mcp.client.stdio",
+    "mcp.client.streamable_http",
+    "mcp.client.sse",
+)
+
+
 def sdk_available() -> bool:
     return importlib.util.find_spec("mcp") is not None
+
+
+async def load_sdk() -> None:
+    """Import the SDK in a thread: its import takes about a second of CPU, which must not
+    stall the event loop that serves HTTP and runs every chat."""
+
+    def load() -> None:
+        for name in SDK_MODULES:
+            importlib.import_module(name)
+
+    await asyncio.to_thread(load)
 
 
 @dataclass(frozen=True)
@@ -143,10 +164,11 @@ class ServerConnection:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"mcp-{self.name}")
 
     async def _run(self) -> None:
-        import anyio
-        from mcp import ClientSession
-
         try:
+            await load_sdk()
+            import anyio
+            from mcp import ClientSession
+
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await self._open(stack)
                 session = await stack.enter_async_context(ClientSession(read, write))
