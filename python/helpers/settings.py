@@ -167,6 +167,11 @@ def _read_settings_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def read_env_file(usr: Path) -> dict[str, str]:
+    """The variables of ``usr/.env`` (empty when there is none)."""
+    return _read_env_file(usr)
+
+
 def _read_env_file(usr: Path) -> dict[str, str]:
     path = usr / ENV_FILE
     if not path.is_file():

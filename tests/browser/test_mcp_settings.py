@@ -1,4 +1,5 @@
-"""The MCP section of the Settings dialog in a real browser: status, apply, errors."""
+"""MCP servers in the Settings dialog in a real browser: the status section, and the
+mcp_servers setting edited and saved like the others (a bad value refused at its field)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.browser
 TIMEOUT_MS = 60_000
 
 
-def test_settings_show_mcp_servers_and_apply_a_new_config(page: Page, tmp_path, model_server):
+def test_settings_show_mcp_servers_and_save_a_new_config(page: Page, tmp_path, model_server):
     log = tmp_path / "effects.log"
     servers = {"mcpServers": {"notes": stdio_config(log)}}
     env = {**ui_env_for(model_server), "A0_SET_mcp_servers": json.dumps(servers)}
@@ -30,16 +31,20 @@ def test_settings_show_mcp_servers_and_apply_a_new_config(page: Page, tmp_path, 
             "connected", timeout=TIMEOUT_MS
         )
         expect(dialog.get_by_test_id("mcp-server-notes")).to_contain_text("add_note")
-        text = dialog.get_by_test_id("mcp-servers-text")
-        expect(text).to_have_value(json.dumps(servers))
+        field = dialog.get_by_test_id("mcp_servers")
+        expect(field).to_have_value(json.dumps(servers))
+        expect(dialog.get_by_test_id("help-mcp_servers")).to_contain_text("A0_SET_mcp_servers")
 
-        text.fill("{not json")
-        dialog.get_by_test_id("mcp-servers-apply").click()
-        expect(dialog.get_by_test_id("mcp-servers-error")).to_contain_text("invalid_setting")
+        field.fill('{"mcpServers": {"x": {}}}')
+        dialog.get_by_test_id("settings-save").click()
+        expect(dialog.get_by_test_id("error-mcp_servers")).to_contain_text("needs a 'command'")
+        assert not (server.usr_dir / "settings.json").exists()
 
         broken = {"mcpServers": {"notes": stdio_config(log), "gone": {"command": "/no/such"}}}
-        text.fill(json.dumps(broken))
-        dialog.get_by_test_id("mcp-servers-apply").click()
+        field.fill(json.dumps(broken))
+        dialog.get_by_test_id("settings-save").click()
+        expect(dialog).to_be_hidden(timeout=TIMEOUT_MS)
+        page.get_by_test_id("settings-open").click()
         expect(dialog.get_by_test_id("mcp-state-gone")).to_have_text("failed", timeout=TIMEOUT_MS)
         expect(dialog.get_by_test_id("mcp-server-gone")).to_contain_text("no/such")
         expect(dialog.get_by_test_id("mcp-state-notes")).to_have_text("connected")

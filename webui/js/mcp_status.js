@@ -1,6 +1,6 @@
-// MCP servers in the Settings dialog: the mcp_servers JSON, an Apply button and each server's
-// state, tools and last error. Self-contained: it adds its own section to the dialog and
-// refreshes while the dialog is open (/api/mcp_servers_status, /api/mcp_servers_apply).
+// MCP servers in the Settings dialog: each configured server's state, tools and last error.
+// The mcp_servers setting itself is edited with the other settings (Save); this section adds
+// itself to the dialog and refreshes from /api/mcp_servers_status while the dialog is open.
 
 import { callApi } from "./api.js";
 
@@ -18,22 +18,13 @@ function el(tag, props = {}, ...children) {
 }
 
 function buildSection() {
-  const text = el("textarea", { id: "mcp-servers-text", rows: 6, spellcheck: false, testid: "mcp-servers-text" });
-  text.placeholder = '{"mcpServers": {"name": {"command": "...", "args": []}}}';
-  const apply = el("button", { type: "button", id: "mcp-servers-apply", testid: "mcp-servers-apply", textContent: "Apply MCP servers" });
-  const error = el("p", { id: "mcp-servers-error", className: "error-text", hidden: true, testid: "mcp-servers-error" });
-  const list = el("ul", { id: "mcp-servers-list", className: "mcp-list", testid: "mcp-servers-list" });
-  const section = el(
+  return el(
     "fieldset",
     { id: "mcp-servers", testid: "mcp-servers" },
-    el("legend", { textContent: "MCP servers" }),
-    el("label", {}, "mcp_servers (JSON, Agent Zero's format)", text),
-    apply,
-    error,
-    list,
+    el("legend", { textContent: "MCP servers: status" }),
+    el("p", { id: "mcp-servers-error", className: "error-text", hidden: true, testid: "mcp-servers-error" }),
+    el("ul", { id: "mcp-servers-list", className: "mcp-list", testid: "mcp-servers-list" }),
   );
-  apply.addEventListener("click", () => applyConfig(text.value));
-  return section;
 }
 
 function renderStatus(status) {
@@ -41,52 +32,32 @@ function renderStatus(status) {
   if (!list) return;
   const rows = (status.servers || []).map((server) => {
     const state = el("span", { className: `mcp-state ${server.state}`, textContent: server.state, testid: `mcp-state-${server.name}` });
-    const tools = server.connected ? `${server.tool_count} tools: ${server.tools.join(", ")}` : "";
     const row = el("li", { testid: `mcp-server-${server.name}` }, el("strong", { textContent: server.name }), " ", state);
-    if (tools) row.append(el("div", { className: "key-state", textContent: tools }));
+    if (server.connected) {
+      row.append(el("div", { className: "key-state", textContent: `${server.tool_count} tools: ${server.tools.join(", ")}` }));
+    }
     if (server.error) row.append(el("div", { className: "error-text", textContent: server.error }));
     return row;
   });
   if (status.config_error) rows.unshift(el("li", { className: "error-text", textContent: status.config_error }));
-  if (!rows.length) rows.push(el("li", { className: "key-state", textContent: "No MCP servers configured." }));
+  if (!status.sdk_available && rows.length) {
+    rows.unshift(el("li", { className: "error-text", textContent: "The mcp package is not installed (requirements-mcp.txt)." }));
+  }
+  if (!rows.length) rows.push(el("li", { className: "key-state", textContent: "No MCP servers configured (setting mcp_servers)." }));
   list.replaceChildren(...rows);
 }
 
-function showError(error) {
-  const box = document.getElementById("mcp-servers-error");
-  if (!box) return;
-  box.textContent = error ? `${error.message} (${error.code || "error"})` : "";
-  box.hidden = !error;
-}
-
 async function refresh() {
+  const box = document.getElementById("mcp-servers-error");
   try {
     renderStatus(await callApi("mcp_servers_status", {}));
+    if (box) box.hidden = true;
   } catch (error) {
-    showError(error);
+    if (box) {
+      box.textContent = `${error.message} (${error.code || "error"})`;
+      box.hidden = false;
+    }
   }
-}
-
-async function applyConfig(text) {
-  showError(null);
-  try {
-    renderStatus(await callApi("mcp_servers_apply", { mcp_servers: text }));
-  } catch (error) {
-    showError(error);
-  }
-}
-
-async function opened() {
-  showError(null);
-  try {
-    const view = await callApi("settings_get", {});
-    document.getElementById("mcp-servers-text").value = view.settings?.mcp_servers ?? "";
-  } catch (error) {
-    showError(error);
-  }
-  await refresh();
-  clearInterval(timer);
-  timer = setInterval(refresh, REFRESH_MS);
 }
 
 function init() {
@@ -97,8 +68,10 @@ function init() {
   if (anchor) anchor.before(section);
   else (dialog.querySelector("form") || dialog).append(section);
   new MutationObserver(() => {
-    if (dialog.open) opened();
-    else clearInterval(timer);
+    clearInterval(timer);
+    if (!dialog.open) return;
+    refresh();
+    timer = setInterval(refresh, REFRESH_MS);
   }).observe(dialog, { attributes: true, attributeFilter: ["open"] });
 }
 
