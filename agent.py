@@ -517,8 +517,13 @@ class Agent:
     def get_tool(
         self, name: str, method: str | None, args: dict, message: str, **kwargs: Any
     ) -> Tool:
-        """Profile tools first, then python/tools; anything else is the unknown tool."""
+        """Profile tools first, then python/tools, then `<server>.<tool>` of a configured MCP
+        server; anything else is the unknown tool."""
         cls = self._find_tool_class(name) if TOOL_NAME.match(name) else None
+        if cls is None and "." in name:
+            from python.helpers import mcp_client
+
+            cls = mcp_client.tool_class(name)
         if cls is None:
             from python.tools.unknown import Unknown
 

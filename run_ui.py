@@ -39,11 +39,22 @@ ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 logger = logging.getLogger("a0.run_ui")
 
 
-def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, dict[str, str]]:
-    """Known flags plus any extra --key=value pairs (kept as overrides, never an error)."""
+def parse_args(
+    argv: Sequence[str] | None = None, usr: Path | None = None
+) -> tuple[argparse.Namespace, dict[str, str]]:
+    """Known flags plus any extra --key=value pairs (kept as overrides, never an error).
+
+    ``--host`` / ``--port`` default to ``WEB_UI_HOST`` / ``WEB_UI_PORT`` from the process
+    environment, then from usr/.env (as upstream), then 127.0.0.1:5000."""
+    from python.helpers import files, settings
+
+    folder = files.usr_dir() if usr is None else usr
+    host = settings.env_value("WEB_UI_HOST", folder) or "127.0.0.1"
     parser = argparse.ArgumentParser(description="Agent Zero (durable) web UI and API")
-    parser.add_argument("--host", default=os.environ.get("WEB_UI_HOST") or "127.0.0.1")
-    parser.add_argument("--port", type=int, default=_env_port())
+    parser.add_argument("--host", default=host)
+    parser.add_argument(
+        "--port", type=int, default=_env_port(settings.env_value("WEB_UI_PORT", folder))
+    )
     args, unknown = parser.parse_known_args(argv)
     extras: dict[str, str] = {}
     for item in unknown:
@@ -55,10 +66,11 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, d
     return args, extras
 
 
-def _env_port() -> int:
+def _env_port(raw: str) -> int:
     try:
-        return int(os.environ.get("WEB_UI_PORT") or 5000)
+        return int(raw or 5000)
     except ValueError:
+        logger.warning("WEB_UI_PORT=%r is not a port number; using 5000", raw)
         return 5000
 
 

@@ -11,8 +11,8 @@ idempotent by construction); then run
     .venv/bin/python -m durability.replay <name>
 and paste the printed line into SAFE_REPLAY below, in the same commit as the review.
 
-Only durable_plan, response and the call_subordinate child-workflow record may ever be
-listed (INTENDED_SAFE_TOOLS). A tool whose file does not exist yet is not pinned.
+Only durable_plan, response, search_engine and the call_subordinate child-workflow record
+may ever be listed (INTENDED_SAFE_TOOLS). A tool whose file does not exist yet is not pinned.
 """
 
 from __future__ import annotations
@@ -25,7 +25,12 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 TOOLS_DIR = REPO_ROOT / "python" / "tools"
 
 #: The only tools that may ever be pinned here.
-INTENDED_SAFE_TOOLS: tuple[str, ...] = ("durable_plan", "response", "call_subordinate")
+INTENDED_SAFE_TOOLS: tuple[str, ...] = (
+    "durable_plan",
+    "response",
+    "call_subordinate",
+    "search_engine",
+)
 
 #: tool name -> SHA-256 (hex) of python/tools/<name>.py as reviewed.
 SAFE_REPLAY: dict[str, str] = {
@@ -38,6 +43,10 @@ SAFE_REPLAY: dict[str, str] = {
     # with the same content is a no-op in the journal, so a replay gives the same answer;
     # a damaged stored plan raises corrupt_record (the run is held), nothing is written
     "durable_plan": "ea9ff67647c20cef8225b6e388c8b0bbc782dcccac286433d65f697bd379d8a2",
+    # search_engine: one GET of the SearXNG instance's search endpoint and formatting of the
+    # answer; it changes nothing anywhere, so asking again after a crash is harmless (the
+    # answer may differ, which is what asking again means)
+    "search_engine": "17d67a167504c5aec36bd1ab0e8de38038fb367c0fc48705c5b95cf13c422ee4",
 }
 
 

@@ -25,6 +25,7 @@ import os
 import re
 import shlex
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -151,6 +152,34 @@ class ShellReceipts:
             f"if {write_start}; then . {q(str(script_path))} > {out} 2>&1; {write_exit}; "
             f"else command -p printf '%s\\n' {q(_START_FAILED)}; (exit 125); fi"
         )
+
+    def mark_started(self, call_id: str, args_digest: str) -> None:
+        """Write only a start marker, from this process: for an effect that no shell wraps
+        (text typed into a program that is already running). Without an exit marker a crash
+        then classifies the call as ``unknown`` (held), never as ``never started``."""
+        _check_identity(call_id, args_digest)
+        if self.start_path(call_id).exists() or self.exit_path(call_id).exists():
+            raise ReceiptExists("a receipt for this call already exists", call_id=call_id)
+        marker = {
+            "call_id": call_id,
+            "args_digest": args_digest,
+            "started_at": time.time(),
+            "shell_pid": os.getpid(),
+        }
+        text = json.dumps(marker, separators=(",", ":"))
+        tmp = Path(f"{self.start_path(call_id)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, (text + "\n").encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.start_path(call_id))
+        dir_fd = os.open(self.folder, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
 
     # -- reading --------------------------------------------------------------
     def inspect(self, call_id: str, args_digest: str) -> ReceiptVerdict:

@@ -31,29 +31,26 @@ def field_types() -> dict[str, dict[str, Any]]:
     return fields
 
 
-def env_overrides(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Settings fixed by an ``A0_SET_<name>`` variable: a saved value does not apply to them."""
+def env_defaults(usr: Path, environ: Mapping[str, str] | None = None) -> list[str]:
+    """Settings whose default comes from an ``A0_SET_<name>`` (the environment or usr/.env).
+    As upstream, that is only a default: a value saved in settings.json wins over it."""
     env = os.environ if environ is None else environ
-    by_lower = {name.lower(): name for name in settings_mod.DEFAULTS}
-    prefix = settings_mod.ENV_PREFIX
-    names = {
-        by_lower[key[len(prefix) :].lower()]
-        for key in env
-        if key[: len(prefix)].upper() == prefix and key[len(prefix) :].lower() in by_lower
-    }
+    names = set(settings_mod.env_defaults(env)) | set(
+        settings_mod.env_defaults(settings_mod.read_env_file(usr))
+    )
     return sorted(names)
 
 
 async def settings_view(settings: dict[str, Any], usr: Path) -> dict[str, Any]:
     """{settings, secrets: {name: bool}, api_keys: {provider: bool}, providers: [...],
-    fields: {name: {type, default, secret}}, env_overrides: [names]}."""
+    fields: {name: {type, default, secret}}, env_defaults: [names]}."""
 
     def build() -> dict[str, Any]:
         providers = provider_ids()
         view = settings_mod.public_view(settings, usr, providers)
         view["providers"] = providers
         view["fields"] = field_types()
-        view["env_overrides"] = env_overrides()
+        view["env_defaults"] = env_defaults(usr)
         return view
 
     return await asyncio.to_thread(build)

@@ -53,4 +53,5 @@ class SettingsSet(ApiHandler):
             raise _invalid({exc.name or "settings": exc.message}) from None
         self.runtime.settings = dict(saved) if saved else await self.runtime.reload_settings()
         self.runtime.apply_settings_to_chats()
+        await self.runtime.apply_mcp()  # a changed mcp_servers reconnects
         return await settings_view(self.runtime.settings, self.runtime.usr)

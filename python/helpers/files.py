@@ -70,3 +70,12 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+class VariablesPlugin:
+    """Base of a prompt's variable plugin: ``<prompt name>.py`` next to ``<prompt name>.md``
+    defines a subclass whose ``get_variables`` supplies that prompt's variables (the
+    Agent Zero convention; python/helpers/prompts.py loads it)."""
+
+    def get_variables(self, file: str, backup_dirs: list[str] | None = None) -> dict:
+        raise NotImplementedError

@@ -93,8 +93,27 @@ def _providers_cached(path: str) -> dict[str, dict]:
 
 
 def load_providers() -> dict[str, dict]:
-    """Provider id -> {id, name, api_base, key_required} from conf/model_providers.yaml."""
+    """Provider id -> {id, name, api_base, key_required, ...} from conf/model_providers.yaml."""
     return {k: dict(v) for k, v in _providers_cached(str(files.BASE_DIR / PROVIDERS_FILE)).items()}
+
+
+def _spelling(provider_id: str) -> str:
+    """Case, '-' and '_' do not tell providers apart (``LM-Studio`` is ``lm_studio``)."""
+    return provider_id.strip().lower().replace("-", "").replace("_", "")
+
+
+def resolve_provider(provider_id: str) -> tuple[str, dict]:
+    """(our id, its table entry) for an id as a user or upstream spells it (``lm_studio``,
+    ``LMStudio``); an unknown id gives ``(id, {})``."""
+    table = load_providers()
+    if provider_id in table:
+        return provider_id, table[provider_id]
+    wanted = _spelling(provider_id)
+    for pid, entry in table.items():
+        spellings = {_spelling(pid), *(_spelling(str(a)) for a in entry.get("aliases") or [])}
+        if wanted in spellings:
+            return pid, entry
+    return provider_id, {}
 
 
 _limiters: dict[tuple[str, str, str], RateLimiter] = {}
@@ -173,7 +192,7 @@ class ChatModel:
     def __init__(self, config: ModelConfig, api_key: str | None) -> None:
         self.config = config
         self._api_key = api_key or None
-        self.provider = load_providers().get(config.provider, {})
+        self.provider_id, self.provider = resolve_provider(config.provider)
 
     def __repr__(self) -> str:
         return f"ChatModel({self.config.provider}/{self.config.name})"
@@ -246,11 +265,13 @@ class ChatModel:
         self, base: str, key: str, messages: list[dict], kwargs: dict, stream: _Stream
     ) -> None:
         try:
+            header = str(self.provider.get("key_header") or "")
             async with openai.AsyncOpenAI(
                 base_url=base,
                 api_key=key,
                 max_retries=0,
                 timeout=httpx.Timeout(600.0, connect=15.0),
+                default_headers={header: key} if header else None,
             ) as client:
                 response = await client.chat.completions.create(
                     model=self.config.name, messages=messages, stream=True, **kwargs

@@ -2,25 +2,46 @@
 
 Syntax: ``{{name}}`` (a variable; left as written when not given), ``{{ include "f.md" }}``
 (searched in every folder, in order), ``{{ include original }}`` (the same file name further
-down the search order), ``{{if name}}...{{else}}...{{endif}}`` (truthy variable, nestable).
+down the search order), ``{{if <expression>}}...{{else}}...{{endif}}`` (nestable; the
+expression is evaluated by simpleeval over the variables; a name not given is None).
 Variable values are inserted as they are: text inside a value is never re-read as a tag.
+
+As upstream: a file that is one fenced block (```` ```json ... ``` ````) loses its fences, and
+in a ``json`` block every variable is inserted JSON-encoded, so the message stays valid JSON;
+``<name>.py`` next to ``<name>.md`` (a :class:`python.helpers.files.VariablesPlugin`) supplies
+variables for that file (the caller's variables win).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import simpleeval
+
 from python.helpers import files
 
 _TAG = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INCLUDE = re.compile(r"include\s+(?:\"([^\"]+)\"|'([^']+)'|(original))")
-_IF = re.compile(r"if\s+([A-Za-z_][A-Za-z0-9_]*)")
+_IF = re.compile(r"if\s+(.+)", re.DOTALL)
 _PROFILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_FENCE = re.compile(r"\A\s*```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)\n?[ \t]*```\s*\Z", re.DOTALL)
+
+#: Upstream's tool prompt file names whose tool is named differently here or there:
+#: ``agent.system.tool.<alias>.md`` stands for the tool ``<name>``.
+TOOL_PROMPT_ALIASES: dict[str, str] = {
+    "call_sub": "call_subordinate",
+    "code_exe": "code_execution_tool",
+}
+TOOL_PROMPT_PREFIX = "agent.system.tool."
+#: Functions an ``{{if}}`` expression may call (no clock or random: prompts stay
+#: deterministic, or a resumed run would diverge from its journal).
+IF_FUNCTIONS = {"len": len, "int": int, "float": float, "str": str, "bool": bool}
 
 
 class PromptError(Exception):
@@ -48,6 +69,10 @@ class PromptSyntaxError(PromptError):
     code = "prompt_syntax_error"
 
 
+class PromptPluginError(PromptError):
+    code = "prompt_plugin_error"
+
+
 def prompt_dirs(profile: str | None) -> list[Path]:
     """Search order: ``usr/agents/<p>/prompts``, ``agents/<p>/prompts``, ``prompts/``."""
     root = files.BASE_DIR / "prompts"
@@ -73,35 +98,152 @@ def find(name: str, dirs: list[Path], start: int = 0) -> tuple[Path, int]:
     raise PromptNotFound(f"prompt '{name}' not found")
 
 
+def tool_prompt_key(file_name: str) -> str:
+    """The tool a ``agent.system.tool.<x>.md`` file describes (upstream aliases resolved)."""
+    stem = file_name[len(TOOL_PROMPT_PREFIX) : -len(".md")]
+    return TOOL_PROMPT_ALIASES.get(stem, stem)
+
+
+def tool_prompt_files(dirs: list[Path]) -> list[str]:
+    """One tool prompt file name per tool along ``dirs``: the first folder that has the
+    tool's prompt under either name (ours or upstream's) wins; sorted by tool name."""
+    chosen: dict[str, str] = {}
+    for folder in dirs:
+        folder = Path(folder)
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob(TOOL_PROMPT_PREFIX + "*.md")):
+            chosen.setdefault(tool_prompt_key(path.name), path.name)
+    return [chosen[key] for key in sorted(chosen)]
+
+
 def render(name: str, dirs: list[Path], /, **variables: Any) -> str:
     """Render prompt file ``name`` found along ``dirs`` with ``variables``."""
     path, index = find(name, dirs)
-    return _Renderer(list(dirs), variables).file(name, path, index)
+    return _Renderer(list(dirs)).file(name, path, index, variables)
 
 
 def render_text(text: str, dirs: list[Path] | None = None, /, **variables: Any) -> str:
     """Render template text that is not a file (includes are searched in ``dirs``)."""
-    return _Renderer(list(dirs or []), variables).text(text, "<text>", -1)
+    return _Renderer(list(dirs or [])).text(text, "<text>", -1, variables, encode=False)
+
+
+# variable plugins ----------------------------------------------------------------------------
+_plugins: dict[tuple[str, int], Any] = {}
+
+
+def _plugin_names(name: str) -> list[str]:
+    stem = name[: -len(".md")] if name.endswith(".md") else name
+    names = [stem + ".py"]
+    if stem.startswith(TOOL_PROMPT_PREFIX):  # upstream's file name <-> ours
+        tool = stem[len(TOOL_PROMPT_PREFIX) :]
+        for alias, canonical in TOOL_PROMPT_ALIASES.items():
+            if tool == alias:
+                names.append(TOOL_PROMPT_PREFIX + canonical + ".py")
+            elif tool == canonical:
+                names.append(TOOL_PROMPT_PREFIX + alias + ".py")
+    return names
+
+
+def _find_plugin(name: str, path: Path, dirs: list[Path]) -> Path | None:
+    folders = [path.parent, *[Path(d) for d in dirs]]
+    for plugin_name in _plugin_names(name):
+        for folder in folders:
+            candidate = folder / plugin_name
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def _load_plugin(path: Path) -> Any:
+    stamp = path.stat().st_mtime_ns
+    key = (str(path.resolve()), stamp)
+    cached = _plugins.get(key)
+    if cached is not None:
+        return cached
+    module_name = "_a0_prompt_plugin_" + re.sub(r"\W", "_", str(path.resolve()))
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise PromptPluginError(f"variable plugin {path.name} cannot be loaded")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise PromptPluginError(f"variable plugin {path.name} failed to load: {exc}") from None
+    for value in vars(module).values():
+        if (
+            isinstance(value, type)
+            and value.__module__ == module.__name__
+            and callable(getattr(value, "get_variables", None))
+        ):
+            instance = value()
+            _plugins[key] = instance
+            return instance
+    raise PromptPluginError(f"variable plugin {path.name} defines no get_variables class")
+
+
+def plugin_variables(name: str, path: Path, dirs: list[Path]) -> dict[str, Any]:
+    """The variables ``name``'s plugin supplies (empty when it has none)."""
+    plugin_path = _find_plugin(name, path, dirs)
+    if plugin_path is None:
+        return {}
+    plugin = _load_plugin(plugin_path)
+    try:
+        found = plugin.get_variables(str(path), [str(d) for d in dirs])
+    except Exception as exc:
+        raise PromptPluginError(f"variable plugin {plugin_path.name} failed: {exc}") from None
+    if not isinstance(found, dict):
+        raise PromptPluginError(f"variable plugin {plugin_path.name} must return a dict")
+    return found
+
+
+# rendering ----------------------------------------------------------------------------------
+class _Names(dict):
+    """Variables for an ``{{if}}`` expression: a name that was not given is None."""
+
+    def __missing__(self, key: str) -> None:
+        return None
+
+
+def _truthy(expression: str, variables: dict[str, Any], name: str) -> bool:
+    if _IDENT.fullmatch(expression):
+        return bool(variables.get(expression))
+    evaluator = simpleeval.EvalWithCompoundTypes(names=_Names(variables), functions=IF_FUNCTIONS)
+    try:
+        return bool(evaluator.eval(expression))
+    except (TypeError, ValueError, ArithmeticError, LookupError):
+        return False  # e.g. `"a" in x` with x not given: the condition does not hold
+    except (simpleeval.InvalidExpression, SyntaxError) as exc:
+        message = f"{name}: '{{{{if {expression}}}}}' cannot be evaluated: {exc}"
+        raise PromptSyntaxError(message) from None
 
 
 @dataclass
 class _Renderer:
     dirs: list[Path]
-    variables: dict[str, Any]
     stack: list[Path] = field(default_factory=list)
 
-    def file(self, name: str, path: Path, index: int) -> str:
+    def file(self, name: str, path: Path, index: int, variables: dict[str, Any]) -> str:
         resolved = path.resolve()
         if resolved in self.stack:
             chain = " -> ".join(p.name for p in [*self.stack, resolved])
             raise PromptIncludeLoop(f"prompt include loop: {chain}")
         self.stack.append(resolved)
         try:
-            return self.text(path.read_text(encoding="utf-8"), name, index)
+            merged = {**plugin_variables(name, path, self.dirs), **variables}
+            text = path.read_text(encoding="utf-8")
+            fence = _FENCE.match(text)
+            if fence:  # a file that is one fenced block: fences go, json values are encoded
+                text = fence.group(2)
+                encode = fence.group(1).lower() == "json"
+                return self.text(text, name, index, merged, encode=encode)
+            return self.text(text, name, index, merged, encode=False)
         finally:
             self.stack.pop()
 
-    def text(self, text: str, name: str, index: int) -> str:
+    def text(
+        self, text: str, name: str, index: int, variables: dict[str, Any], *, encode: bool
+    ) -> str:
         out: list[str] = []
         # each frame: [emitting?, parent emitting?, seen else?]
         frames: list[list[bool]] = []
@@ -114,9 +256,9 @@ class _Renderer:
             body = match.group(1).strip()
             if_match = _IF.fullmatch(body)
             if if_match:
-                truthy = bool(self.variables.get(if_match.group(1)))
-                frames.append([emitting and truthy, emitting, False])
-                emitting = emitting and truthy
+                truthy = emitting and _truthy(if_match.group(1).strip(), variables, name)
+                frames.append([truthy, emitting, False])
+                emitting = truthy
             elif body == "else":
                 if not frames or frames[-1][2]:
                     raise PromptSyntaxError(f"{name}: '{{{{else}}}}' without '{{{{if}}}}'")
@@ -128,26 +270,31 @@ class _Renderer:
                     raise PromptSyntaxError(f"{name}: '{{{{endif}}}}' without '{{{{if}}}}'")
                 emitting = frames.pop()[1]
             elif emitting:
-                out.append(self.tag(body, match.group(0), name, index))
+                out.append(self.tag(body, match.group(0), name, index, variables, encode))
         if frames:
             raise PromptSyntaxError(f"{name}: '{{{{if}}}}' without '{{{{endif}}}}'")
         if emitting:
             out.append(text[pos:])
         return "".join(out)
 
-    def tag(self, body: str, raw: str, name: str, index: int) -> str:
+    def tag(
+        self, body: str, raw: str, name: str, index: int, variables: dict[str, Any], encode: bool
+    ) -> str:
         include = _INCLUDE.fullmatch(body)
         if include:
             if include.group(3):
                 if index < 0:
                     raise PromptNotFound(f"{name}: 'include original' needs a prompt file")
                 path, found = find(name, self.dirs, index + 1)
-                return self.file(name, path, found)
+                return self.file(name, path, found, variables)
             target = include.group(1) or include.group(2)
             path, found = find(target, self.dirs)
-            return self.file(target, path, found)
-        if _IDENT.fullmatch(body) and body in self.variables:
-            return _as_text(self.variables[body])
+            return self.file(target, path, found, variables)
+        if _IDENT.fullmatch(body) and body in variables:
+            value = variables[body]
+            if encode:
+                return json.dumps(value, ensure_ascii=False, default=str)
+            return _as_text(value)
         return raw  # unknown variable or not a tag: left as written
 
 
@@ -157,3 +304,10 @@ def _as_text(value: Any) -> str:
     if isinstance(value, dict | list | tuple):
         return json.dumps(value, ensure_ascii=False)
     return str(value)
+
+
+def tools_prompt(agent: Any) -> str:
+    """The rendered tools section of ``agent``'s system prompt (agent.system.tools.md with
+    every tool prompt); fw.tool_not_found.md gets it as ``tools_prompt`` too."""
+    parts = [agent.read_prompt(name) for name in tool_prompt_files(agent.config.prompts_dirs)]
+    return str(agent.read_prompt("agent.system.tools.md", tools="\n\n".join(parts)))

@@ -212,7 +212,18 @@ class Runtime:
         self._api_expiry[ctx_id] = time.time() + hours * 3600
 
     # lifecycle -------------------------------------------------------------------------
+    async def apply_mcp(self) -> None:
+        """Connect the MCP servers of the settings (in the background) and mask their
+        credentials from now on, in the journal too."""
+        from python.helpers import mcp_client, secrets
+
+        await mcp_client.manager().apply(self.settings)
+        masker = secrets.masker_for(self.usr)
+        if self.journal is not None and self.journal.masker is not masker:
+            self.journal.set_masker(masker)
+
     async def start(self) -> None:
+        await self.apply_mcp()  # before the journal opens: its masker knows MCP credentials
         if self.durable:
             await runtime_journal.start(self)
         self._sweeper = asyncio.create_task(self._sweep_api_chats(), name="api-chat-sweeper")
@@ -269,5 +280,9 @@ class Runtime:
                         asyncio.gather(*closers, return_exceptions=True), timeout=timeout
                     )
             runtime_journal.close(self)
+            from python.helpers import mcp_client
+
+            with contextlib.suppress(Exception):  # stdio servers also end when stdin closes
+                await asyncio.wait_for(mcp_client.manager().close(), timeout=timeout)
         finally:
             durable.end_shutdown()  # the window is over (tests run many servers)

@@ -10,10 +10,30 @@ from typing import Any
 from durability.masking import Masker, collect_secrets, placeholder
 from python.helpers import files
 
-__all__ = ["SECRETS_FILE", "Masker", "mask", "masker_for", "placeholder", "unmask"]
+__all__ = [
+    "SECRETS_FILE",
+    "Masker",
+    "mask",
+    "masker_for",
+    "placeholder",
+    "set_extra_secrets",
+    "unmask",
+]
 
 SECRETS_FILE = "secrets.env"
 _cache: dict[tuple, Masker] = {}
+_extra: dict[str, dict[str, str]] = {}  # group -> {name: value}, e.g. MCP server credentials
+_extra_version = 0
+
+
+def set_extra_secrets(group: str, values: Mapping[str, str]) -> None:
+    """Secrets that live in no file the masker reads (MCP server env and headers come from
+    the ``mcp_servers`` setting): ``values`` replaces the group's earlier set."""
+    global _extra_version
+    cleaned = {k: v for k, v in values.items() if isinstance(v, str) and v}
+    if _extra.get(group, {}) != cleaned:
+        _extra[group] = cleaned
+        _extra_version += 1
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -25,7 +45,8 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 
 def masker_for(usr: Path | None = None, environ: Mapping[str, str] | None = None) -> Masker:
-    """A Masker for every secret known now: environment, usr/.env keys, usr/secrets.env."""
+    """A Masker for every secret known now: environment, usr/.env keys, usr/secrets.env and
+    the extra secrets registered with :func:`set_extra_secrets`."""
     folder = Path(usr) if usr is not None else files.usr_dir()
     env = os.environ if environ is None else environ
     env_file, secrets_file = folder / ".env", folder / SECRETS_FILE
@@ -34,10 +55,13 @@ def masker_for(usr: Path | None = None, environ: Mapping[str, str] | None = None
         _stamp(env_file),
         _stamp(secrets_file),
         hash(frozenset((k, v) for k, v in env.items() if isinstance(v, str))),
+        _extra_version,
     )
     masker = _cache.get(key)
     if masker is None:
         found = collect_secrets(env, env_files=[env_file], secrets_files=[secrets_file])
+        for group in sorted(_extra):
+            found.update(_extra[group])
         masker = Masker(found)
         _cache.clear()
         _cache[key] = masker

@@ -1,4 +1,5 @@
-"""Settings: defaults, then usr/settings.json, then ``A0_SET_<name>`` overrides.
+"""Settings: defaults, ``A0_SET_<name>`` defaults (usr/.env, then the environment), then
+usr/settings.json, which wins, as in Agent Zero.
 
 API keys never enter settings.json: they live in usr/.env as ``API_KEY_<PROVIDER>`` (the
 Agent Zero convention), and so does the external API token (``MCP_SERVER_TOKEN``).
@@ -7,6 +8,7 @@ Agent Zero convention), and so does the external API token (``MCP_SERVER_TOKEN``
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +24,8 @@ ENV_PREFIX = "A0_SET_"
 API_KEY_FIELD = "api_key_"  # save() input fields api_key_<provider>
 MCP_TOKEN_ENV = "MCP_SERVER_TOKEN"
 SECRET_SETTINGS = ("mcp_server_token",)
+
+logger = logging.getLogger("a0.settings")
 
 
 def _model_defaults(prefix: str, name: str) -> dict[str, Any]:
@@ -48,6 +52,10 @@ DEFAULTS: dict[str, Any] = {
     "code_exec_max_timeout": 180,
     "retention_runs": 100,
     "retention_days": 30,
+    "searxng_url": "http://127.0.0.1:55510",
+    "mcp_servers": '{"mcpServers": {}}',
+    "mcp_client_init_timeout": 10,
+    "mcp_client_tool_timeout": 120,
 }
 
 # Lower bound per numeric setting (inclusive unless listed in _POSITIVE); ctx_history is a share.
@@ -57,6 +65,8 @@ _POSITIVE = {
     "code_exec_first_output_timeout",
     "code_exec_between_output_timeout",
     "code_exec_max_timeout",
+    "mcp_client_init_timeout",
+    "mcp_client_tool_timeout",
 }
 _SHARES = {"chat_model_ctx_history", "util_model_ctx_history"}
 
@@ -157,6 +167,11 @@ def _read_settings_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def read_env_file(usr: Path) -> dict[str, str]:
+    """The variables of ``usr/.env`` (empty when there is none)."""
+    return _read_env_file(usr)
+
+
 def _read_env_file(usr: Path) -> dict[str, str]:
     path = usr / ENV_FILE
     if not path.is_file():
@@ -164,27 +179,70 @@ def _read_env_file(usr: Path) -> dict[str, str]:
     return {k: v for k, v in dotenv_values(path).items() if isinstance(v, str)}
 
 
+def env_defaults(source: Mapping[str, str]) -> dict[str, Any]:
+    """The ``A0_SET_<name>`` values in ``source`` (name matched without regard to case).
+
+    As upstream, an unknown name is ignored and a value that does not fit the setting is
+    ignored with a warning that names it (the setting keeps its other value)."""
+    by_lower = {name.lower(): name for name in DEFAULTS}
+    found: dict[str, Any] = {}
+    for key, raw in source.items():
+        if key[: len(ENV_PREFIX)].upper() != ENV_PREFIX or not isinstance(raw, str):
+            continue
+        name = by_lower.get(key[len(ENV_PREFIX) :].lower())
+        if name is None:
+            continue
+        try:
+            found[name] = coerce(name, parse_value(name, raw))
+        except SettingsError as exc:
+            logger.warning("%s ignored: %s", key, exc.message)
+    return found
+
+
 def load(usr: Path | None = None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Defaults, then usr/settings.json, then the token from usr/.env, then A0_SET_* overrides."""
+    """Defaults, then ``A0_SET_*`` from usr/.env and the environment (the environment wins
+    over the file), then usr/settings.json, then the API token (``MCP_SERVER_TOKEN``)."""
     folder = _usr(usr)
     env = os.environ if environ is None else environ
+    dotenv = _read_env_file(folder)
     result = dict(DEFAULTS)
+    result.update(env_defaults(dotenv))
+    result.update(env_defaults(env))
     for name, value in _read_settings_file(folder / SETTINGS_FILE).items():
         if name in DEFAULTS and name not in SECRET_SETTINGS:
             result[name] = coerce(name, value)
-    token = env.get(MCP_TOKEN_ENV) or _read_env_file(folder).get(MCP_TOKEN_ENV)
+    token = env.get(MCP_TOKEN_ENV) or dotenv.get(MCP_TOKEN_ENV)
     if token:
         result["mcp_server_token"] = token
-    by_lower = {name.lower(): name for name in DEFAULTS}
-    for key, raw in env.items():
-        if key[: len(ENV_PREFIX)].upper() == ENV_PREFIX:
-            name = by_lower.get(key[len(ENV_PREFIX) :].lower())
-            if name is not None:
-                result[name] = coerce(name, parse_value(name, raw))
     return result
 
 
+def env_value(name: str, usr: Path | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """A plain variable (``WEB_UI_PORT``, ...): the process environment, then usr/.env."""
+    env = os.environ if environ is None else environ
+    value = env.get(name)
+    if value:
+        return value
+    return _read_env_file(_usr(usr)).get(name) or ""
+
+
 # saving -------------------------------------------------------------------------------
+def mcp_servers_text(value: Any) -> str:
+    """The ``mcp_servers`` value to store: JSON text (an object or list is turned into text)
+    whose every server entry is usable; else SettingsError naming the problem."""
+    from python.helpers import mcp_config
+
+    if isinstance(value, dict | list):
+        value = json.dumps(value, indent=2)
+    if not isinstance(value, str):
+        raise SettingsError("setting 'mcp_servers' needs JSON text", "mcp_servers")
+    try:
+        mcp_config.validate(value)
+    except mcp_config.McpConfigError as exc:
+        raise SettingsError(exc.message, "mcp_servers") from None
+    return value
+
+
 def _env_name(provider: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in provider.strip()).upper()
 
@@ -238,6 +296,8 @@ def save(values: Mapping[str, Any], usr: Path | None = None) -> dict[str, Any]:
         elif name in SECRET_SETTINGS:
             if value not in (None, ""):
                 env_updates[MCP_TOKEN_ENV] = str(coerce(name, value))
+        elif name == "mcp_servers":
+            stored[name] = mcp_servers_text(value)
         else:
             stored[name] = coerce(name, value)
 
@@ -252,9 +312,18 @@ def save(values: Mapping[str, Any], usr: Path | None = None) -> dict[str, Any]:
 def get_api_key(
     provider: str, usr: Path | None = None, environ: Mapping[str, str] | None = None
 ) -> str | None:
-    """``API_KEY_<P>``, ``<P>_API_KEY``, ``<P>_API_TOKEN``: process environment, then usr/.env."""
-    upper = _env_name(provider)
-    names = (f"API_KEY_{upper}", f"{upper}_API_KEY", f"{upper}_API_TOKEN")
+    """``API_KEY_<P>``, ``<P>_API_KEY``, ``<P>_API_TOKEN``: process environment, then usr/.env.
+
+    An upstream spelling of a provider id (``lm_studio``) also finds the key stored under
+    our id (``API_KEY_LMSTUDIO``)."""
+    from python.helpers.models import resolve_provider
+
+    spellings = dict.fromkeys([_env_name(provider), _env_name(resolve_provider(provider)[0])])
+    names = tuple(
+        name
+        for upper in spellings
+        for name in (f"API_KEY_{upper}", f"{upper}_API_KEY", f"{upper}_API_TOKEN")
+    )
     env = os.environ if environ is None else environ
     for source in (env, None):
         values = _read_env_file(_usr(usr)) if source is None else source

@@ -11,6 +11,7 @@ from python.helpers.history import truncate_text
 from python.helpers.shell import (
     CommandResult,
     Receipt,
+    ReceiptError,
     ReceiptRefused,
     ShellError,
     ShellSession,
@@ -20,6 +21,11 @@ from python.helpers.tool import Response, Tool
 
 RUNTIMES = ("terminal", "python", "nodejs", "output", "reset")
 MAX_OUTPUT_CHARS = 20_000
+
+
+def truthy(value: Any) -> bool:
+    """True for true, 1 and the strings "true", "1", "yes", "on" (models send either)."""
+    return value is True or str(value).strip().lower() in ("true", "1", "yes", "on")
 
 
 class CodeExecution(Tool):
@@ -34,17 +40,22 @@ class CodeExecution(Tool):
             allowed = ", ".join(RUNTIMES)
             return Response(f"Unknown runtime '{runtime}'. Use one of: {allowed}.", False)
         shells = self.agent.context.shells
-        if runtime == "reset":
+        # upstream: "reset": true kills what runs in the session before this call's code
+        if runtime == "reset" or (truthy(self.args.get("reset")) and not code.strip()):
             await shells.reset(number)
             return Response(f"Session {number} was reset.", break_loop=False)
+        if truthy(self.args.get("reset")) and runtime != "output":
+            await shells.reset(number)
         session = await shells.get(number)
         timeouts = Timeouts.from_settings(self.agent.config.settings)
         try:
             if runtime == "output":
                 result = await session.read_more(timeouts, self._on_poll)
+            elif not code.strip():
+                return Response("'code' is empty: nothing to run.", break_loop=False)
+            elif session.running and truthy(self.args.get("allow_running")):
+                result = await self._type_into_running(session, code, timeouts)
             else:
-                if not code.strip():
-                    return Response("'code' is empty: nothing to run.", break_loop=False)
                 result = await session.run(
                     self._command(session, runtime, code),
                     timeouts,
@@ -57,6 +68,22 @@ class CodeExecution(Tool):
             return Response(self._busy_text(number, str(e)), break_loop=False)
         self.set_progress("")
         return Response(self._result_text(result, number), break_loop=False)
+
+    async def _type_into_running(
+        self, session: ShellSession, text: str, timeouts: Timeouts
+    ) -> CommandResult:
+        """``allow_running``: the text goes to the program that is still running (as the
+        input tool does). No shell wraps it, so a journaled call leaves a start-only receipt:
+        after a crash it is held (outcome unknown), never typed again blindly."""
+        receipt = self._receipt()
+        if receipt is not None:
+            receipts, call_id, args_digest = receipt
+            try:
+                receipts.mark_started(call_id, args_digest)
+            except ReceiptError as e:
+                raise ReceiptRefused(f"no receipt can be written for this call ({e.code})") from e
+        await session.send_input(text)
+        return await session.read_more(timeouts, self._on_poll)
 
     def _receipt(self) -> Receipt | None:
         """The receipt context when the loop journals this call and receipts are enabled."""

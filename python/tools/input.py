@@ -1,4 +1,9 @@
-"""input: type text into a terminal session (answer a prompt of a running command)."""
+"""input: type text into a terminal session (answer a prompt of a running command).
+
+As upstream, when no command is running in the session the text is run there as a
+terminal command. The call is journaled with policy ``hold`` (no receipt proves typed
+text), so a crash while it runs is held for a person.
+"""
 
 from __future__ import annotations
 
@@ -16,19 +21,23 @@ class Input(Tool):
             number = int(self.args.get("session", 0) or 0)
         except (TypeError, ValueError):
             return Response("'session' must be a whole number, such as 0.", break_loop=False)
-        session = self.agent.context.shells.sessions.get(number)
-        if session is None or not session.alive or not session.running:
-            return Response(
-                f"No command is running in session {number}, so there is nothing to type into. "
-                "Run commands with code_execution_tool.",
-                break_loop=False,
-            )
+        timeouts = Timeouts.from_settings(self.agent.config.settings)
+        session = await self.agent.context.shells.get(number)
         try:
-            await session.send_input(text)
+            if session.alive and session.running:
+                await session.send_input(text)
+                result = await session.read_more(timeouts, self._on_poll)
+            elif not text.strip():
+                return Response(
+                    f"No command is running in session {number} and 'keyboard' is empty: "
+                    "nothing to do.",
+                    break_loop=False,
+                )
+            else:  # nothing waits for input: the text is a terminal command (upstream)
+                result = await session.run(text, timeouts, self._on_poll)
         except ShellError as e:
             return Response(f"Session {number}: {e}.", break_loop=False)
-        timeouts = Timeouts.from_settings(self.agent.config.settings)
-        result = await session.read_more(timeouts, self._on_poll)
+        self.set_progress("")
         return Response(CodeExecution._result_text(result, number), break_loop=False)
 
     async def _on_poll(self, output: str) -> None:

@@ -35,19 +35,34 @@ def read_lines(path: Path, start: int, end: int) -> str:
     return "\n".join(shown) + more
 
 
+def _edit_range(edit: dict[str, Any], total: int) -> tuple[int, int, str]:
+    """(first line, last line, new text) of one edit; last = first - 1 inserts before first.
+
+    Two shapes: ours ``{line_from, line_to, content}`` (``line_to`` defaults to
+    ``line_from``) and upstream's ``{from, to, content}``, where ``{from: n}`` without
+    ``to`` inserts before line n and ``{from, to}`` without content deletes."""
+    if "line_from" in edit or "line_to" in edit:
+        start = _line_no(edit, "line_from", 0)
+        end = _line_no(edit, "line_to", start)
+    else:
+        start = _line_no(edit, "from", 0)
+        end = _line_no(edit, "to", start - 1) if edit.get("to") not in (None, "") else start - 1
+    content = edit.get("content", "")
+    if start < 1 or end < start - 1 or end > total:
+        raise EditError(f"line range {start}-{end} is outside the file (1-{total})")
+    return start, end, "" if content is None else str(content)
+
+
 def apply_edits(text: str, edits: list[dict[str, Any]]) -> str:
-    """Replace inclusive 1-based line ranges; line_to = line_from - 1 inserts before."""
+    """Replace inclusive 1-based line ranges (see _edit_range); line numbers refer to the
+    file before the patch and ranges must not overlap."""
     lines = text.splitlines(keepends=True)
     ranges = []
     for edit in edits:
         if not isinstance(edit, dict):
-            raise EditError("each edit must be an object {line_from, line_to, content}")
-        start = _line_no(edit, "line_from", 0)
-        end = _line_no(edit, "line_to", start)
-        if start < 1 or end < start - 1 or end > len(lines):
-            raise EditError(f"line range {start}-{end} is outside the file (1-{len(lines)})")
-        ranges.append((start, end, str(edit.get("content", ""))))
-    ranges.sort()
+            raise EditError("each edit must be an object {from, to, content}")
+        ranges.append(_edit_range(edit, len(lines)))
+    ranges.sort(key=lambda r: (r[0], r[1]))  # stable: inserts at one line keep their order
     for (s1, e1, _), (s2, _, _) in itertools.pairwise(ranges):
         if s2 <= e1:
             raise EditError(f"edits overlap at lines {s1}-{e1} and {s2}")
@@ -55,6 +70,8 @@ def apply_edits(text: str, edits: list[dict[str, Any]]) -> str:
         new = content.splitlines(keepends=True)
         if new and not new[-1].endswith("\n"):
             new[-1] += "\n"
+        if start - 1 > 0 and start - 1 == len(lines) and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"  # appending after a last line without a newline
         lines[start - 1 : end] = new
     return "".join(lines)
 
@@ -97,7 +114,7 @@ class TextEditor(Tool):
 
     def _patch(self, path: Path, edits: Any) -> str:
         if not isinstance(edits, list) or not edits:
-            raise EditError("'edits' must be a non-empty list of {line_from, line_to, content}")
+            raise EditError("'edits' must be a non-empty list of {from, to, content}")
         if not path.is_file():
             raise EditError(f"{path} is not a file")
         new = apply_edits(path.read_text(encoding="utf-8"), edits)

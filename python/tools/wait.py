@@ -8,12 +8,12 @@ from typing import Any
 
 from python.helpers.tool import Response, Tool
 
-MAX_WAIT = 24 * 3600
+MAX_WAIT = 366 * 24 * 3600  # a year: longer waits are refused as a likely mistake
 STEP = 1.0  # interventions are checked at least this often
 
 
 def wait_seconds(args: dict[str, Any], now: datetime) -> float:
-    """Seconds to wait from `seconds`/`minutes`/`hours` or an ISO `until` time."""
+    """Seconds to wait from `seconds`/`minutes`/`hours`/`days` (added up) or an ISO `until`."""
     until = args.get("until")
     if until:
         try:
@@ -24,7 +24,8 @@ def wait_seconds(args: dict[str, Any], now: datetime) -> float:
             target = target.replace(tzinfo=UTC)
         return max((target - now).total_seconds(), 0.0)
     total = 0.0
-    for key, factor in (("seconds", 1), ("minutes", 60), ("hours", 3600), ("duration", 1)):
+    units = (("seconds", 1), ("minutes", 60), ("hours", 3600), ("days", 86400), ("duration", 1))
+    for key, factor in units:
         if key in args and args[key] not in (None, ""):
             try:
                 total += float(args[key]) * factor
@@ -39,7 +40,8 @@ class Wait(Tool):
             seconds = wait_seconds(self.args, datetime.now(UTC))
         except ValueError as e:
             return Response(str(e), break_loop=False)
-        seconds = min(seconds, MAX_WAIT)
+        if seconds > MAX_WAIT:
+            return Response(f"A wait of {seconds:g} seconds is longer than a year: refused.", False)
         loop = asyncio.get_running_loop()
         end = loop.time() + seconds
         while (left := end - loop.time()) > 0:

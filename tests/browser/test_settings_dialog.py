@@ -28,9 +28,10 @@ def test_every_documented_setting_can_be_seen_and_changed(page: Page, running_ui
     expect(dialog).to_be_visible(timeout=TIMEOUT_MS)
     for name in documented_settings():
         expect(dialog.get_by_test_id(name)).to_have_count(1)
-    # a value fixed by A0_SET_ is shown, and locked
+    # a default from A0_SET_ is shown and can be changed (a saved value wins, as upstream)
     expect(dialog.get_by_test_id("chat_model_name")).to_have_value("scripted")
-    expect(dialog.get_by_test_id("chat_model_name")).to_be_disabled()
+    expect(dialog.get_by_test_id("chat_model_name")).to_be_enabled()
+    expect(dialog.get_by_test_id("help-chat_model_name")).to_contain_text("A0_SET_chat_model_name")
 
     dialog.get_by_test_id("chat_model_ctx_history").fill("2")
     dialog.get_by_test_id("code_exec_max_timeout").fill("soon")

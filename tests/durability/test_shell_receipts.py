@@ -378,3 +378,19 @@ async def test_code_execution_tool_never_reruns_a_call_that_has_a_receipt(tmp_pa
     assert responses[0].message == "(no output)\n[exit code 0]"
     assert "receipt_exists" in responses[1].message and "nothing was run" in responses[1].message
     assert (tmp_path / "work" / "count.txt").read_text() == "once\n"
+
+
+def test_a_start_only_receipt_is_unknown_never_not_started(receipts):
+    """Text typed into a running program (allow_running) is marked started from Python:
+    a crash then holds the call instead of typing the text again."""
+    receipts.mark_started("typed-1", DIGEST)
+    call = SimpleNamespace(id="typed-1", args=ARGS)
+    assert receipts.classify(call) == "unknown"
+    assert stat.S_IMODE(receipts.start_path("typed-1").stat().st_mode) == 0o600
+    with pytest.raises(ReceiptExists):
+        receipts.mark_started("typed-1", DIGEST)
+    assert receipts.classify(SimpleNamespace(id="typed-1", args={"other": 1})).startswith(
+        "rejected:wrong_args_digest"
+    )
+    with pytest.raises(ReceiptError):
+        receipts.mark_started("../escape", DIGEST)

@@ -39,13 +39,17 @@ def test_the_view_describes_every_setting(client):
     assert view["fields"]["chat_model_ctx_history"]["type"] == "number"
     assert view["fields"]["chat_model_kwargs"]["type"] == "object"
     assert view["fields"]["mcp_server_token"] == {"type": "text", "default": "", "secret": True}
-    assert view["env_overrides"] == []
+    assert view["env_defaults"] == []
 
 
-def test_env_overrides_are_listed(client, monkeypatch):
+def test_env_defaults_are_listed_and_a_saved_value_wins(client, monkeypatch, tmp_path):
     monkeypatch.setenv("A0_SET_RETENTION_DAYS", "9")
+    (tmp_path / ".env").write_text("A0_SET_retention_runs=5\n")
     view = client.post("/api/settings_get", json={}).json()
-    assert view["env_overrides"] == ["retention_days"]
+    assert view["env_defaults"] == ["retention_days", "retention_runs"]
+    assert view["settings"]["retention_days"] == 9 and view["settings"]["retention_runs"] == 5
+    saved = client.post("/api/settings_set", json={"settings": {"retention_days": 3}}).json()
+    assert saved["settings"]["retention_days"] == 3  # upstream: A0_SET_ is only the default
 
 
 def test_invalid_values_name_every_field_and_nothing_is_saved(client, tmp_path):

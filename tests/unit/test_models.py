@@ -258,3 +258,57 @@ async def test_model_calls_go_through_the_limiter(model_server):
     limiter = models.limiter_for(model.config)
     assert limiter.requests == 7
     assert limiter.usage()[0] >= 1
+
+
+# upstream provider ids ------------------------------------------------------------------------
+UPSTREAM_OPENAI_PROTOCOL = {
+    "openai": "https://api.openai.com/v1",
+    "openrouter": "https://openrouter.ai/api/v1",
+    "huggingface": "https://router.huggingface.co/v1",
+    "venice": "https://api.venice.ai/api/v1",
+    "sambanova": "https://api.sambanova.ai/v1",
+    "moonshot": "https://api.moonshot.ai/v1",
+    "cometapi": "https://api.cometapi.com/v1",
+    "zai": "https://api.z.ai/api/paas/v4",
+    "zai_coding": "https://api.z.ai/api/coding/paas/v4",
+    "lm_studio": "http://127.0.0.1:1234/v1",
+    "azure": "",
+}
+
+
+@pytest.mark.parametrize(("upstream_id", "base"), sorted(UPSTREAM_OPENAI_PROTOCOL.items()))
+def test_upstream_provider_ids_resolve_with_their_default_base(upstream_id, base):
+    _, entry = models.resolve_provider(upstream_id)
+    assert entry, f"{upstream_id} is not a known provider"
+    assert entry["api_base"] == base
+    assert ChatModel(ModelConfig(provider=upstream_id, name="m"), "k").provider["name"]
+
+
+def test_spellings_of_one_provider_are_the_same_provider():
+    assert models.resolve_provider("lm_studio")[0] == "lmstudio"
+    assert models.resolve_provider("LM-Studio")[0] == "lmstudio"
+    assert models.resolve_provider("nope") == ("nope", {})
+
+
+async def test_upstream_lm_studio_id_calls_its_endpoint_without_a_key(model_server):
+    model_server.reply("from lm studio")
+    config = ModelConfig(provider="lm_studio", name="local", api_base=model_server.url)
+    assert (await ChatModel(config, None).call(MESSAGES)).response == "from lm studio"
+
+
+async def test_azure_needs_its_resource_url_and_sends_the_key_header(model_server):
+    with pytest.raises(ModelError, match="api_base"):
+        await ChatModel(ModelConfig(provider="azure", name="gpt"), "az-key-1234").call(MESSAGES)
+    model_server.reply("from azure")
+    config = ModelConfig(provider="azure", name="gpt", api_base=model_server.url)
+    assert (await ChatModel(config, "az-key-1234").call(MESSAGES)).response == "from azure"
+    assert model_server.headers[-1]["api-key"] == "az-key-1234"
+    assert model_server.headers[-1]["authorization"] == "Bearer az-key-1234"
+
+
+def test_key_of_an_upstream_spelling_is_found_under_our_id(tmp_path):
+    from python.helpers import settings
+
+    env = {"API_KEY_LMSTUDIO": "lm-key-1"}
+    assert settings.get_api_key("lm_studio", tmp_path, environ=env) == "lm-key-1"
+    assert settings.get_api_key("lm_studio", tmp_path, environ={"API_KEY_LM_STUDIO": "k2"}) == "k2"

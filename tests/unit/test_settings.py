@@ -38,22 +38,51 @@ def test_contract_names_exist():
         assert name in settings.DEFAULTS
 
 
-def test_settings_file_then_env_overrides(tmp_path):
+def test_env_values_are_defaults_and_settings_file_wins(tmp_path):
+    """Upstream: A0_SET_<name> only sets the default; a value saved in settings.json wins."""
     (tmp_path / "settings.json").write_text(
         json.dumps({"chat_model_name": "from-file", "retention_days": 7, "unknown": 1})
     )
     env = {
         "A0_SET_retention_days": "9",
+        "A0_SET_chat_model_name": "from-env",
         "A0_SET_CHAT_MODEL_CTX_HISTORY": "0.5",
         "A0_SET_chat_model_kwargs": '{"temperature": 0}',
         "A0_SET_not_a_setting": "x",
     }
     loaded = settings.load(tmp_path, environ=env)
     assert loaded["chat_model_name"] == "from-file"
-    assert loaded["retention_days"] == 9
+    assert loaded["retention_days"] == 7
     assert loaded["chat_model_ctx_history"] == 0.5
     assert loaded["chat_model_kwargs"] == {"temperature": 0}
     assert "unknown" not in loaded and "not_a_setting" not in loaded
+
+
+def test_env_defaults_are_read_from_usr_dotenv_too(tmp_path):
+    (tmp_path / ".env").write_text(
+        "A0_SET_chat_model_name=dotenv-model\nA0_SET_retention_runs=5\nA0_SET_util_model_name=u1\n"
+    )
+    loaded = settings.load(tmp_path, environ={"A0_SET_retention_runs": "6"})
+    assert loaded["chat_model_name"] == "dotenv-model"
+    assert loaded["util_model_name"] == "u1"
+    assert loaded["retention_runs"] == 6  # the process environment wins over usr/.env
+    (tmp_path / "settings.json").write_text(json.dumps({"chat_model_name": "saved"}))
+    assert settings.load(tmp_path, environ={})["chat_model_name"] == "saved"
+
+
+def test_web_ui_address_is_read_from_usr_dotenv(tmp_path, monkeypatch):
+    from run_ui import parse_args
+
+    monkeypatch.delenv("WEB_UI_PORT", raising=False)
+    monkeypatch.delenv("WEB_UI_HOST", raising=False)
+    (tmp_path / ".env").write_text("WEB_UI_PORT=6123\nWEB_UI_HOST=0.0.0.0\n")
+    args, _ = parse_args([], usr=tmp_path)
+    assert (args.host, args.port) == ("0.0.0.0", 6123)
+    monkeypatch.setenv("WEB_UI_PORT", "6200")
+    args, _ = parse_args([], usr=tmp_path)
+    assert args.port == 6200  # the environment wins
+    args, _ = parse_args(["--port", "7000"], usr=tmp_path)
+    assert args.port == 7000  # and the flag wins over both
 
 
 @pytest.mark.parametrize(
@@ -69,12 +98,20 @@ def test_settings_file_then_env_overrides(tmp_path):
         ("retention_runs", "-1"),
     ],
 )
-def test_invalid_env_override_is_a_clear_error(tmp_path, name, raw):
+def test_invalid_env_value_is_ignored_with_a_warning(tmp_path, caplog, name, raw):
+    """As upstream: a default that does not fit is ignored, and the log names it."""
+    with caplog.at_level("WARNING", logger="a0.settings"):
+        loaded = settings.load(tmp_path, environ={f"A0_SET_{name}": raw})
+    assert loaded[name] == settings.DEFAULTS[name]
+    assert f"A0_SET_{name}" in caplog.text and name in caplog.text
+
+
+def test_invalid_saved_value_is_a_clear_error(tmp_path):
+    (tmp_path / "settings.json").write_text(json.dumps({"retention_days": "soon"}))
     with pytest.raises(SettingsError) as info:
-        settings.load(tmp_path, environ={f"A0_SET_{name}": raw})
+        settings.load(tmp_path, environ={})
     assert info.value.code == "invalid_setting"
-    assert name in info.value.message
-    assert info.value.to_dict()["name"] == name
+    assert info.value.to_dict()["name"] == "retention_days"
 
 
 def test_corrupt_settings_file_is_a_clear_error(tmp_path):
@@ -164,10 +201,14 @@ def test_public_view_never_shows_key_values(tmp_path):
     assert view["settings"]["chat_model_name"] == settings.DEFAULTS["chat_model_name"]
 
 
-def test_env_token_overrides_saved_token(tmp_path):
-    settings.save({"mcp_server_token": "saved-token"}, tmp_path)
+def test_saved_token_wins_over_env_default(tmp_path):
     loaded = settings.load(tmp_path, environ={"A0_SET_mcp_server_token": "env-token"})
     assert loaded["mcp_server_token"] == "env-token"
+    settings.save({"mcp_server_token": "saved-token"}, tmp_path)
+    loaded = settings.load(tmp_path, environ={"A0_SET_mcp_server_token": "env-token"})
+    assert loaded["mcp_server_token"] == "saved-token"
+    loaded = settings.load(tmp_path, environ={"MCP_SERVER_TOKEN": "named-env"})
+    assert loaded["mcp_server_token"] == "named-env"
 
 
 # secrets masking (python/helpers/secrets.py) -----------------------------------------------

@@ -13,6 +13,7 @@ const GROUPS = [
   ["agent_", "Agent"],
   ["mcp_", "External API and MCP"],
   ["code_exec_", "Code execution"],
+  ["searxng_", "Web search"],
   ["retention_", "Journal retention"],
 ];
 const HELP = {
@@ -32,6 +33,10 @@ const HELP = {
   code_exec_max_timeout: "Seconds after which the tool returns whatever output there is.",
   retention_runs: "The newest finished runs the journal keeps.",
   retention_days: "Finished runs older than this many days may be removed.",
+  mcp_servers: 'MCP servers as JSON, Agent Zero\'s format: {"mcpServers": {"name": {"command", "args", "env"} or {"url", "headers", "type"}}} (docs/mcp.md).',
+  mcp_client_init_timeout: "Seconds an MCP server may take to start and list its tools.",
+  mcp_client_tool_timeout: "Seconds one MCP tool call may take.",
+  searxng_url: "The SearXNG instance the search_engine tool asks (JSON format enabled).",
 };
 
 let view = null; // the last settings view from the server
@@ -54,6 +59,7 @@ const LABELS = {
   kwargs: "Extra request parameters (JSON)", rl_requests: "Rate limit: requests per minute",
   rl_input: "Rate limit: input tokens per minute", rl_output: "Rate limit: output tokens per minute",
   mcp_server_token: "External API token", agent_profile: "Agent profile",
+  mcp_servers: "MCP servers", searxng_url: "SearXNG URL",
 };
 
 function humanName(name) {
@@ -89,10 +95,10 @@ function makeInput(name, field, value) {
     input = document.createElement("input");
     input.type = "checkbox";
     input.checked = Boolean(value);
-  } else if (field.type === "object") {
+  } else if (field.type === "object" || name === "mcp_servers") {
     input = document.createElement("textarea");
-    input.rows = 2;
-    input.value = displayValue(value, "object");
+    input.rows = name === "mcp_servers" ? 6 : 2;
+    input.value = displayValue(value, field.type);
   } else {
     input = document.createElement("input");
     if (field.secret) {
@@ -123,14 +129,11 @@ function fieldRow(name, field) {
   code.textContent = name;
   title.append(" ", code);
   const input = makeInput(name, field, value);
-  const locked = view.env_overrides.includes(name);
-  if (locked) {
-    input.disabled = true;
-    input.title = `Fixed by the environment variable A0_SET_${name}`;
-  }
+  const fromEnv = (view.env_defaults || []).includes(name);
   const help = document.createElement("span");
   help.className = "key-state";
-  help.textContent = locked ? `Fixed by A0_SET_${name}.` : helpFor(name);
+  help.textContent = helpFor(name) + (fromEnv ? ` Default from A0_SET_${name}; a value saved here wins.` : "");
+  help.setAttribute("data-testid", `help-${name}`);
   const error = document.createElement("span");
   error.className = "field-error";
   error.hidden = true;

@@ -1,27 +1,18 @@
-"""system_prompt: the tools section, built from every agent.system.tool.<name>.md."""
+"""system_prompt: the tools section, built from every agent.system.tool.<name>.md.
+
+Upstream's file names for the same tools (``agent.system.tool.call_sub.md``,
+``agent.system.tool.code_exe.md``) count as the tool's prompt too: a profile that overrides
+a tool prompt under either name replaces ours (python/helpers/prompts.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from python.helpers import prompts
 from python.helpers.extensions import Extension
-
-PREFIX = "agent.system.tool."
-
-
-def tool_prompt_names(dirs: list) -> list[str]:
-    """File names of tool prompts along the prompt folders (first of a name wins)."""
-    names: set[str] = set()
-    for folder in dirs:
-        if folder.is_dir():
-            names.update(p.name for p in folder.glob(PREFIX + "*.md"))
-    return sorted(names)
 
 
 class ToolsPrompt(Extension):
     async def execute(self, system_prompt: list[str] | None = None, **kwargs: Any) -> None:
-        if system_prompt is None:
-            return
-        agent = self.agent
-        parts = [agent.read_prompt(name) for name in tool_prompt_names(agent.config.prompts_dirs)]
-        system_prompt.append(agent.read_prompt("agent.system.tools.md", tools="\n\n".join(parts)))
+        if system_prompt is not None:
+            system_prompt.append(prompts.tools_prompt(self.agent))
