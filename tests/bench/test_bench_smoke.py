@@ -1,0 +1,50 @@
+"""Each bench runs its smallest size and reports what it claims, so the benches cannot rot.
+
+Speed goals are never asserted here (they live in bench/README.md); these tests check
+that each bench runs, measures the parts it names and cleans up after itself.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "bench"
+
+
+def run_bench(
+    script: str, *args: str, python: str = sys.executable, timeout: float = 120
+) -> dict[str, Any]:
+    proc = subprocess.run(
+        [python, str(BENCH / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_journal_concurrency_smoke(tmp_path: Path) -> None:
+    result = run_bench("journal_concurrency.py", "--smoke", "--dir", str(tmp_path))
+    levels = [(r["variant"], r["runs"]) for r in result["results"]]
+    assert levels == [("asyncio", 1), ("asyncio", 4), ("threads", 1), ("threads", 4)]
+    for level in result["results"]:
+        assert level["steps"] == 40
+        assert level["steps_per_s"] > 0 and level["floor"]["median_us"] > 0
+        assert level["step"]["p99_us"] >= level["step"]["median_us"] > 0
+        # a step is two transactions of its own, or fewer when batched with other runs
+        assert 0 < level["transactions"] <= level["writes"] == 80
+        if level["runs"] == 1:
+            assert level["commits_per_batch"] == pytest.approx(1.0)
+    assert result["meets_goal"] is None  # the goal is measured at 32 runs only
+    assert list(tmp_path.iterdir()) == []  # its temporary folder is gone
