@@ -92,9 +92,22 @@ def default_workers() -> int:
     return min(32, (os.cpu_count() or 1) + 4)
 
 
-async def _asyncio_level(
-    journal: Journal, tag: str, runs: int, steps: int, history: str, workers: int | None
+def ok_result(seq: int) -> Any:
+    return {"ok": True}
+
+
+async def asyncio_level(
+    journal: Journal,
+    tag: str,
+    runs: int,
+    steps: int,
+    history: str,
+    workers: int | None = None,
+    result_for: Callable[[int], Any] = ok_result,
 ) -> tuple[list[int], int, int | None]:
+    """N tasks on this loop: admit, wait for all, then steps through ``journal.aio``.
+    Returns the step latencies, the wall time of the steps and the writer's transaction
+    count when the steps began."""
     loop = asyncio.get_running_loop()
     if workers:
         loop.set_default_executor(ThreadPoolExecutor(workers, thread_name_prefix="bench-aio"))
@@ -118,21 +131,27 @@ async def _asyncio_level(
             data = checkpoint(seq, make(seq))
             start = time.perf_counter_ns()
             call = await journal.aio.record_intent(run_id, **intent_args(seq))
-            await journal.aio.commit_result(call.id, {"ok": True}, checkpoint=data)
+            await journal.aio.commit_result(call.id, result_for(seq), checkpoint=data)
             latencies.append(time.perf_counter_ns() - start)
 
     tasks = [asyncio.create_task(one(i)) for i in range(runs)]
     await all_admitted.wait()
-    batches = _batches(journal)
+    batches = writer_transactions(journal)
     start = time.perf_counter_ns()
     go.set()
     await asyncio.gather(*tasks)
     return latencies, time.perf_counter_ns() - start, batches
 
 
-def _threads_level(
-    journal: Journal, tag: str, runs: int, steps: int, history: str
+def threads_level(
+    journal: Journal,
+    tag: str,
+    runs: int,
+    steps: int,
+    history: str,
+    result_for: Callable[[int], Any] = ok_result,
 ) -> tuple[list[int], int, int | None]:
+    """The same with N threads calling the synchronous methods."""
     barrier = threading.Barrier(runs + 1)
     latencies: list[int] = []  # list.append is atomic under the GIL
     errors: list[BaseException] = []
@@ -151,7 +170,7 @@ def _threads_level(
             data = checkpoint(seq, make(seq))
             start = time.perf_counter_ns()
             call = journal.record_intent(run_id, **intent_args(seq))
-            journal.commit_result(call.id, {"ok": True}, checkpoint=data)
+            journal.commit_result(call.id, result_for(seq), checkpoint=data)
             latencies.append(time.perf_counter_ns() - start)
 
     threads = [threading.Thread(target=one, args=(i,), name=f"run-{i}") for i in range(runs)]
@@ -163,7 +182,7 @@ def _threads_level(
         for thread in threads:
             thread.join()
         raise RuntimeError(f"a run could not start: {errors[:1]}") from None
-    batches = _batches(journal)  # every run admitted: only steps from here on
+    batches = writer_transactions(journal)  # every run admitted: only steps from here on
     start = time.perf_counter_ns()
     for thread in threads:
         thread.join()
@@ -173,7 +192,7 @@ def _threads_level(
     return latencies, elapsed, batches
 
 
-def _batches(journal: Journal) -> int | None:
+def writer_transactions(journal: Journal) -> int | None:
     """Transactions the group-commit writer committed so far (None if not exposed)."""
     value = getattr(journal.store, "batches", None)
     return value if isinstance(value, int) else None
@@ -195,12 +214,12 @@ def measure_level(
     journal = Journal.open_sqlite(path)
     try:
         if variant == "asyncio":
-            level = _asyncio_level(journal, tag, runs, steps_per_run, history, workers)
+            level = asyncio_level(journal, tag, runs, steps_per_run, history, workers)
             latencies, elapsed_ns, before = asyncio.run(level)
         else:
             level_args = (journal, tag, runs, steps_per_run, history)
-            latencies, elapsed_ns, before = _threads_level(*level_args)
-        after = _batches(journal)
+            latencies, elapsed_ns, before = threads_level(*level_args)
+        after = writer_transactions(journal)
     finally:
         journal.close()
     floor_ns += floor.samples(floor_samples - floor_samples // 2)

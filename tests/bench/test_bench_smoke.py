@@ -7,6 +7,7 @@ that each bench runs, measures the parts it names and cleans up after itself.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -48,3 +49,41 @@ def test_journal_concurrency_smoke(tmp_path: Path) -> None:
             assert level["commits_per_batch"] == pytest.approx(1.0)
     assert result["meets_goal"] is None  # the goal is measured at 32 runs only
     assert list(tmp_path.iterdir()) == []  # its temporary folder is gone
+
+
+def _peers_venv() -> Path | None:
+    python = BENCH / ".venv-peers" / "bin" / "python"
+    return python if python.exists() else None
+
+
+def test_peers_smoke(tmp_path: Path) -> None:
+    """All three systems when the peers' venv exists (bash bench/setup_peers.sh); else
+    ours alone. The peers' packages are bench-only, so CI does not require them."""
+    systems = ["ours", "dbos", "langgraph"] if _peers_venv() else ["ours"]
+    result = run_bench(
+        "peers.py", "--smoke", "--systems", ",".join(systems), "--dir", str(tmp_path), timeout=180
+    )
+    assert sorted(result["systems"]) == sorted(systems)
+    for name in systems:
+        measured = result["systems"][name]
+        assert measured["single"]["step"]["count"] > 0
+        assert measured["single"]["ratio_to_floor"] > 0
+        assert measured["concurrent"]["steps_per_s"] > 0
+        assert measured["growing"]["bytes_total"] > 0
+    assert result["systems"]["ours"]["single"]["commits_per_step"] == pytest.approx(2.0)
+    assert set(result["ratios"]) == set(systems) - {"ours"}
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_peers_without_their_venv_says_how_to_make_it(tmp_path: Path) -> None:
+    env = {**os.environ, "A0_BENCH_PEERS_PYTHON": str(tmp_path / "no-such-python")}
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "peers.py"), "--smoke", "--systems", "ours,dbos"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env=env,
+    )
+    assert proc.returncode == 2
+    assert "bench/setup_peers.sh" in proc.stderr
