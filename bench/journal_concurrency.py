@@ -152,7 +152,12 @@ def threads_level(
     result_for: Callable[[int], Any] = ok_result,
 ) -> tuple[list[int], int, int | None]:
     """The same with N threads calling the synchronous methods."""
-    barrier = threading.Barrier(runs + 1)
+    began: list[tuple[int | None, int]] = []
+
+    def release() -> None:  # run by one thread once all arrived, before any goes on
+        began.append((writer_transactions(journal), time.perf_counter_ns()))
+
+    barrier = threading.Barrier(runs + 1, action=release)
     latencies: list[int] = []  # list.append is atomic under the GIL
     errors: list[BaseException] = []
 
@@ -182,8 +187,7 @@ def threads_level(
         for thread in threads:
             thread.join()
         raise RuntimeError(f"a run could not start: {errors[:1]}") from None
-    batches = writer_transactions(journal)  # every run admitted: only steps from here on
-    start = time.perf_counter_ns()
+    ((batches, start),) = began  # every run admitted, no step yet
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter_ns() - start
