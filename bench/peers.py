@@ -38,6 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common
+import _peer_systems
 
 SYSTEMS = ("ours", "dbos", "langgraph")
 PEERS_VENV = Path(__file__).resolve().parent / ".venv-peers"
@@ -58,8 +59,6 @@ def _summary(latencies: list[int]) -> dict[str, float]:
 
 def worker(system: str, folder: Path, sizes: dict[str, int]) -> dict[str, Any]:
     """Measure one system; every measurement gets floor samples before and after it."""
-    import _peer_systems
-
     folder.mkdir(parents=True, exist_ok=True)
     floor = _common.Floor(folder)
     floor.samples(20)  # warm the floor file up
@@ -155,6 +154,7 @@ def run_bench(folder: Path, systems: list[str], sizes: dict[str, int]) -> dict[s
         "python_of_workers": str(peer_python or sys.executable),
         "systems": results,
         "ratios": _ratios(results),
+        "growth_if_quadratic": _peer_systems.quadratic_growth(sizes["growing_steps"]),
         "seconds": time.monotonic() - started,
     }
 
@@ -206,7 +206,8 @@ def table(result: dict[str, Any]) -> str:
         )
     lines.append(
         f"load average {result['environment']['load_average']}; {result['seconds']:.1f}s; "
-        "growth = bytes per step in the 2nd half over the 1st (flat 1.0, quadratic ~3)"
+        "growth = bytes per step in the 2nd half over the 1st (flat 1.0, whole history per "
+        f"step {result['growth_if_quadratic']:.2f})"
     )
     return "\n".join(lines)
 

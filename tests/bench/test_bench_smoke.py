@@ -87,3 +87,24 @@ def test_peers_without_their_venv_says_how_to_make_it(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "bench/setup_peers.sh" in proc.stderr
+
+
+def test_recovery_bench_smoke(tmp_path: Path) -> None:
+    """A real server killed after a committed tool result, restarted, its run resumed;
+    then an empty and a seeded journal started once each."""
+    result = run_bench("recovery_bench.py", "--smoke", "--dir", str(tmp_path), timeout=240)
+    restart = result["restart"]
+    (run,) = restart["runs"]
+    assert 0 < run["to_health_s"] <= run["to_resumed_done_s"]
+    assert run["model_calls"] == 2  # the plan call before the crash, the answer after it
+    phases = run["phases_s"]
+    assert phases["journal open"] <= run["to_health_s"]
+    assert restart["imports"]["total_s"] > 0
+    assert any(m["module"] == "run_ui" for m in restart["imports"]["largest"])
+    seeded = result["seeded"]
+    (empty,), (full,) = seeded["empty"]["runs"], seeded["seeded"]["runs"]
+    assert empty["journal_line"].startswith("journal open: 0 chats")
+    assert full["journal_line"].startswith("journal open: 4 chats, 0 runs recovered, 0 held")
+    assert empty["idle_rss_mib"] > 10 and full["idle_rss_mib"] > 10
+    assert set(seeded["ratios"]) == {"to_health_s", "idle_rss_mib"}
+    assert list(tmp_path.iterdir()) == []
