@@ -115,17 +115,23 @@ class Ours:
     name = "ours"
     settings = "WAL, synchronous=FULL (the journal's own settings)"
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, wal: str) -> None:
         _common.use_repo()
         import journal_concurrency
 
         self.folder = folder
+        self.wal = wal
         self.jc = journal_concurrency
 
     def _open(self, name: str) -> Any:
         from durability import Journal
 
-        return Journal.open_sqlite(self.folder / f"{name}.sqlite")
+        path = self.folder / f"{name}.sqlite"
+        holder = _common.open_wal_holder(path, self.wal)
+        journal = Journal.open_sqlite(path)
+        if holder is not None:
+            holder.close()  # the journal's connections keep the WAL from here on
+        return journal
 
     def _steps(
         self, journal: Any, run_id: str, steps: int, growing: bool, marks: _Bytes | None = None
@@ -200,7 +206,7 @@ class Dbos:
     name = "dbos"
     settings = "WAL (set on the file before launch), synchronous=FULL on every connection"
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, wal: str) -> None:
         import sqlalchemy as sa
         from dbos import DBOS
         from sqlalchemy import event
@@ -214,9 +220,10 @@ class Dbos:
             dbapi_conn.execute("PRAGMA synchronous=FULL")
             self.count.add(dbapi_conn)
 
-        conn = sqlite3.connect(self.path)
-        conn.execute("PRAGMA journal_mode=WAL")  # persistent: DBOS's connections keep it
-        conn.close()
+        # WAL is persistent in the file: DBOS's connections keep it. The holder keeps a
+        # pregrown WAL alive until DBOS has connected.
+        self.holder = _common.open_wal_holder(self.path, wal) or sqlite3.connect(self.path)
+        self.holder.execute("PRAGMA journal_mode=WAL")
         self.latencies: list[int] = []
         self.ends: list[int] = []
         self.barrier: threading.Barrier | None = None
@@ -254,6 +261,7 @@ class Dbos:
             }
         )
         DBOS.launch()
+        self.holder.close()
 
     def close(self) -> None:
         from dbos import DBOS
@@ -320,8 +328,9 @@ class LangGraph:
     name = "langgraph"
     settings = "WAL (SqliteSaver sets it), synchronous=FULL on its connection, durability=sync"
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, wal: str) -> None:
         self.folder = folder
+        self.wal = wal
         self.count = _TraceCount()
         self.stamps: dict[str, list[int]] = {}
         self.bytes: _Bytes | None = None
@@ -335,9 +344,12 @@ class LangGraph:
         from langgraph.graph import END, START, StateGraph
 
         path = self.folder / f"langgraph-{name}.sqlite"
+        holder = _common.open_wal_holder(path, self.wal)
         conn = sqlite3.connect(path, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
+        if holder is not None:
+            holder.close()
         self.conns.append(conn)
         self.count.add(conn)
         saver = SqliteSaver(conn)

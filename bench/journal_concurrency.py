@@ -8,14 +8,16 @@ to drive N runs at once:
   the server's chats do; the facade runs each call in the loop's default thread pool;
 - ``threads``: N threads calling the synchronous methods.
 
-Every level gets a fresh journal in the same temporary folder, and the floor (one
-single-row WAL + synchronous=FULL commit in a fresh file of that folder) is sampled right
-before and after it. Goal (issue #13): at least 4,000 steps/s at 32 runs, p99 step
+Every level gets a new journal in the same temporary folder, and the floor (one single-row
+WAL + synchronous=FULL commit in a file of that folder) is sampled right before and after
+it. Journals and floor start with a pregrown WAL (bench/_common.py pregrow_wal: commits
+overwrite WAL frames, as in a database written for a while); ``--wal fresh`` starts them
+from empty files instead. Goal (issue #13): at least 4,000 steps/s at 32 runs, p99 step
 latency under 10x the floor.
 
     .venv/bin/python bench/journal_concurrency.py [--levels 1,8,32,128] [--steps N]
         [--variants asyncio,threads] [--history constant|frozen|growing] [--workers N]
-        [--dir PATH] [--json] [--smoke]
+        [--wal grown|fresh] [--dir PATH] [--json] [--smoke]
 
 Prints a table, then one JSON document (the last line of output).
 """
@@ -34,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -202,20 +205,29 @@ def writer_transactions(journal: Journal) -> int | None:
     return value if isinstance(value, int) else None
 
 
+@dataclass
+class Options:
+    levels: list[int]
+    variants: list[str]
+    total_steps: int  # per level, shared by its runs
+    history: str = "constant"
+    floor_samples: int = 100
+    workers: int | None = None  # asyncio: the thread pool's size (None: asyncio's default)
+    wal: str = "grown"  # the journals' and the floor's WAL: pregrown or fresh
+
+
 def measure_level(
-    folder: Path,
-    variant: str,
-    runs: int,
-    steps_per_run: int,
-    history: str,
-    floor: _common.Floor,
-    floor_samples: int,
-    workers: int | None,
+    folder: Path, variant: str, runs: int, opts: Options, floor: _common.Floor
 ) -> dict[str, Any]:
+    steps_per_run = max(opts.total_steps // runs, 5)
+    history, workers = opts.history, opts.workers
     tag = f"{variant}-{runs}"
     path = folder / f"{tag}.sqlite"
-    floor_ns = floor.samples(floor_samples // 2)
+    floor_ns = floor.samples(opts.floor_samples // 2)
+    holder = _common.open_wal_holder(path, opts.wal)
     journal = Journal.open_sqlite(path)
+    if holder is not None:
+        holder.close()  # the journal's connections keep the WAL from here on
     try:
         if variant == "asyncio":
             level = asyncio_level(journal, tag, runs, steps_per_run, history, workers)
@@ -226,7 +238,7 @@ def measure_level(
         after = writer_transactions(journal)
     finally:
         journal.close()
-    floor_ns += floor.samples(floor_samples - floor_samples // 2)
+    floor_ns += floor.samples(opts.floor_samples - opts.floor_samples // 2)
     steps = len(latencies)
     step = _common.stats(latencies)
     floor_stats = _common.stats(floor_ns)
@@ -254,28 +266,15 @@ def measure_level(
     }
 
 
-def run_bench(
-    folder: Path,
-    levels: list[int],
-    variants: list[str],
-    total_steps: int,
-    history: str,
-    floor_samples: int,
-    workers: int | None,
-) -> dict[str, Any]:
+def run_bench(folder: Path, opts: Options) -> dict[str, Any]:
     started = time.monotonic()
-    floor = _common.Floor(folder)
+    floor = _common.Floor(folder, wal=opts.wal)
     results: list[dict[str, Any]] = []
     try:
         floor.samples(30)  # warm the floor file up
-        for variant in variants:
-            for runs in levels:
-                steps_per_run = max(total_steps // runs, 5)
-                results.append(
-                    measure_level(
-                        folder, variant, runs, steps_per_run, history, floor, floor_samples, workers
-                    )
-                )
+        for variant in opts.variants:
+            for runs in opts.levels:
+                results.append(measure_level(folder, variant, runs, opts, floor))
     finally:
         floor.close()
     at_goal = [r for r in results if r["runs"] == GOAL_RUNS]
@@ -283,8 +282,9 @@ def run_bench(
     return {
         "bench": "journal_concurrency",
         "folder": str(folder),
-        "history": history,
-        "total_steps_per_level": total_steps,
+        "history": opts.history,
+        "wal": opts.wal,
+        "total_steps_per_level": opts.total_steps,
         "environment": _common.environment(),
         "results": results,
         "goal": {
@@ -398,6 +398,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="asyncio: a thread pool of this size instead of the default",
     )
+    parser.add_argument(
+        "--wal",
+        choices=_common.WAL_MODES,
+        default="grown",
+        help="journals and floor on a pregrown WAL (default) or a fresh file",
+    )
     parser.add_argument("--dir", type=Path, help="folder on the disk to measure (a temp dir)")
     parser.add_argument("--json", action="store_true", help="print only the JSON document")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: levels 1,4, 40 steps")
@@ -408,15 +414,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--steps must be at least 5 and --floor-samples at least 2")
     folder = Path(tempfile.mkdtemp(prefix="journal-concurrency-", dir=args.dir))
     try:
-        result = run_bench(
-            folder,
+        opts = Options(
             args.levels,
             args.variants,
             args.steps,
             args.history,
             args.floor_samples,
             args.workers,
+            args.wal,
         )
+        result = run_bench(folder, opts)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if not args.json:

@@ -12,12 +12,15 @@ Three measurements per system (see bench/_peer_systems.py for what each system d
 
 Each system runs in a child process of its own (one framework's background threads
 never run while another is measured), with the floor sampled before and after each of
-its measurements. The peers' packages live in their own venv (bench/setup_peers.sh);
+its measurements. Every database (ours, the peers', the floor's) starts with a pregrown WAL
+(bench/_common.py pregrow_wal), so all commit in the same regime; ``--wal fresh`` starts
+them from empty files. The peers' packages live in their own venv (bench/setup_peers.sh);
 without it only ``--systems ours`` runs.
 
     bash bench/setup_peers.sh                      # once: bench/.venv-peers
     .venv/bin/python bench/peers.py [--systems ours,dbos,langgraph] [--steps N]
-        [--runs N] [--run-steps N] [--growing-steps N] [--dir PATH] [--json] [--smoke]
+        [--runs N] [--run-steps N] [--growing-steps N] [--wal grown|fresh] [--dir PATH]
+        [--json] [--smoke]
 
 Prints a table, then one JSON document (the last line of output).
 """
@@ -57,13 +60,13 @@ def _summary(latencies: list[int]) -> dict[str, float]:
     return _common.stats(latencies)
 
 
-def worker(system: str, folder: Path, sizes: dict[str, int]) -> dict[str, Any]:
+def worker(system: str, folder: Path, sizes: dict[str, Any]) -> dict[str, Any]:
     """Measure one system; every measurement gets floor samples before and after it."""
     folder.mkdir(parents=True, exist_ok=True)
-    floor = _common.Floor(folder)
+    floor = _common.Floor(folder, wal=sizes["wal"])
     floor.samples(20)  # warm the floor file up
     half = sizes["floor_samples"] // 2
-    bench = _peer_systems.SYSTEMS[system](folder)
+    bench = _peer_systems.SYSTEMS[system](folder, sizes["wal"])
     out: dict[str, Any] = {"system": system, "settings": bench.settings}
     try:
         for case, call in (
@@ -92,7 +95,7 @@ def worker(system: str, folder: Path, sizes: dict[str, int]) -> dict[str, Any]:
 
 
 # the parent -----------------------------------------------------------------------------
-def _run_worker(python: Path, system: str, folder: Path, sizes: dict[str, int]) -> dict[str, Any]:
+def _run_worker(python: Path, system: str, folder: Path, sizes: dict[str, Any]) -> dict[str, Any]:
     command = [
         str(python),
         str(Path(__file__).resolve()),
@@ -138,7 +141,7 @@ def _derive(result: dict[str, Any]) -> None:
     growing["growth"] = second / first if first else None
 
 
-def run_bench(folder: Path, systems: list[str], sizes: dict[str, int]) -> dict[str, Any]:
+def run_bench(folder: Path, systems: list[str], sizes: dict[str, Any]) -> dict[str, Any]:
     started = time.monotonic()
     peer_python = peers_python()
     results: dict[str, dict[str, Any]] = {}
@@ -228,6 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-steps", type=int, default=30, help="steps of each concurrent run")
     parser.add_argument("--growing-steps", type=int, default=300, help="steps of the growing run")
     parser.add_argument("--floor-samples", type=int, default=60, help="floor commits per case")
+    parser.add_argument(
+        "--wal",
+        choices=_common.WAL_MODES,
+        default="grown",
+        help="every database and the floor on a pregrown WAL (default) or fresh",
+    )
     parser.add_argument("--dir", type=Path, help="folder on the disk to measure (a temp dir)")
     parser.add_argument("--json", action="store_true", help="print only the JSON document")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
@@ -256,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         "run_steps": args.run_steps,
         "growing_steps": args.growing_steps,
         "floor_samples": args.floor_samples,
+        "wal": args.wal,
     }
     folder = Path(tempfile.mkdtemp(prefix="peers-bench-", dir=args.dir))
     try:
