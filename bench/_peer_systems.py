@@ -13,8 +13,11 @@ framework's background threads never run while another is measured. Each system:
 A step's latency is what the framework pays per step: ours, ``record_intent`` +
 ``commit_result`` with a checkpoint; DBOS, the call of a ``@DBOS.step``; LangGraph, the
 time from one node entry to the next (the node, its writes and its checkpoint).
-Commits per step are counted on a separate short stretch with an SQLite trace callback
-(ours: the group-commit writer's transaction count), so counting costs nothing measured.
+In ``single`` and ``growing`` a floor commit is taken right before each step, outside its
+timing (LangGraph: inside the node, subtracted), so the floor and the steps share the
+disk's weather. Commits per step are counted on a separate short stretch with an SQLite
+trace callback (ours: the group-commit writer's transaction count), so counting costs
+nothing measured.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import operator
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -109,7 +113,29 @@ class _TraceCount:
             conn.set_trace_callback(self._trace if on else None)
 
 
-class Ours:
+class _Floored:
+    """A floor commit taken right before each step of ``single`` and ``growing`` (outside
+    the step's timing), so the floor and the steps see the same disk weather."""
+
+    floor: Callable[[], int] | None = None
+    floor_ns: list[int]
+
+    def _floor_sample(self) -> int:
+        if self.floor is None:
+            return 0
+        sample = self.floor()
+        self.floor_ns.append(sample)
+        return sample
+
+    def interleave(self, floor: Callable[[], int] | None) -> None:
+        """Sample ``floor`` before each step from now on, into a new ``floor_ns``; None
+        stops sampling and keeps the samples taken."""
+        if floor is not None:
+            self.floor_ns = []
+        self.floor = floor
+
+
+class Ours(_Floored):
     """Our journal, driven as the agent loop drives it (frozen history messages)."""
 
     name = "ours"
@@ -147,6 +173,7 @@ class Ours:
             if growing:
                 history.append(journal.freeze(result))
             data = CheckpointData({"iteration": seq}, {"0": list(history)}, seq)
+            self._floor_sample()
             start = time.perf_counter_ns()
             call = journal.record_intent(run_id, **self.jc.intent_args(seq))
             journal.commit_result(call.id, result, checkpoint=data)
@@ -158,6 +185,7 @@ class Ours:
         try:
             run = journal.admit("single", "single", DIGEST, message="bench").run
             latencies = self._steps(journal, run.id, steps, growing=False)
+            self.interleave(None)
             count_run = journal.admit("count", "count", DIGEST, message="bench").run
             before = self.jc.writer_transactions(journal)
             self._steps(journal, count_run.id, COUNT_STEPS, growing=False)
@@ -200,7 +228,7 @@ class Ours:
             journal.close()
 
 
-class Dbos:
+class Dbos(_Floored):
     """DBOS Transact with its SQLite system database switched to WAL, synchronous=FULL."""
 
     name = "dbos"
@@ -242,6 +270,7 @@ class Dbos:
             for seq in range(steps):
                 if bench.bytes is not None:
                     bench.bytes.maybe(seq)
+                bench._floor_sample()
                 start = time.perf_counter_ns()
                 result = step(seq)
                 end = time.perf_counter_ns()
@@ -272,6 +301,7 @@ class Dbos:
         self.latencies = []
         self.run_steps(steps, CONTEXT, False)
         latencies = self.latencies
+        self.interleave(None)
         self.count.switch(True)
         before = self.count.commits
         self.latencies = []
@@ -322,7 +352,7 @@ class _Growing(TypedDict):
     left: int
 
 
-class LangGraph:
+class LangGraph(_Floored):
     """LangGraph's SqliteSaver (WAL, synchronous=FULL) under durability="sync"."""
 
     name = "langgraph"
@@ -333,6 +363,7 @@ class LangGraph:
         self.wal = wal
         self.count = _TraceCount()
         self.stamps: dict[str, list[int]] = {}
+        self.floors: dict[str, list[int]] = {}  # the floor sample in each node, per thread
         self.bytes: _Bytes | None = None
         self.barrier: threading.Barrier | None = None
         self.graphs: dict[str, Any] = {}
@@ -364,6 +395,7 @@ class LangGraph:
                 bench.barrier.wait()
             if bench.bytes is not None:
                 bench.bytes.maybe(n)
+            bench.floors.setdefault(thread, []).append(bench._floor_sample())
             bench.stamps.setdefault(thread, []).append(time.perf_counter_ns())
             update: dict[str, Any] = {"n": n + 1, "left": state["left"] - 1}
             update["messages" if growing else "last"] = [message(n)] if growing else message(n)
@@ -387,11 +419,14 @@ class LangGraph:
         return time.perf_counter_ns()
 
     def _latencies(self, threads: list[str], ends: dict[str, int]) -> list[int]:
-        """Node entry to the next node entry; the last step ends when invoke returned."""
+        """Node entry to the next node entry, less the next node's floor sample; the last
+        step ends when invoke returned (its checkpoint is on disk)."""
         out = []
         for thread in threads:
             stamps = [*self.stamps[thread], ends[thread]]
-            out.extend(b - a for a, b in itertools.pairwise(stamps))
+            floors = [*self.floors[thread][1:], 0]
+            pairs = itertools.pairwise(stamps)
+            out.extend(b - a - f for (a, b), f in zip(pairs, floors, strict=True))
         return out
 
     def close(self) -> None:
@@ -402,6 +437,7 @@ class LangGraph:
         graph, _ = self._graph("single", growing=False)
         end = self._invoke(graph, "single", steps, growing=False)
         latencies = self._latencies(["single"], {"single": end})
+        self.interleave(None)
         self.count.switch(True)
         before = self.count.commits
         self._invoke(graph, "count", COUNT_STEPS, growing=False)

@@ -11,8 +11,9 @@ Three measurements per system (see bench/_peer_systems.py for what each system d
   did; quadratic: about three times as much).
 
 Each system runs in a child process of its own (one framework's background threads
-never run while another is measured), with the floor sampled before and after each of
-its measurements. Every database (ours, the peers', the floor's) starts with a pregrown WAL
+never run while another is measured), with the floor (one single-row commit in a file of
+the same folder) taken before each step of ``single`` and ``growing`` and before and after
+``concurrent``. Every database (ours, the peers', the floor's) starts with a pregrown WAL
 (bench/_common.py pregrow_wal), so all commit in the same regime; ``--wal fresh`` starts
 them from empty files. The peers' packages live in their own venv (bench/setup_peers.sh);
 without it only ``--systems ours`` runs.
@@ -56,12 +57,8 @@ def peers_python() -> Path | None:
 
 
 # the child process ----------------------------------------------------------------------
-def _summary(latencies: list[int]) -> dict[str, float]:
-    return _common.stats(latencies)
-
-
 def worker(system: str, folder: Path, sizes: dict[str, Any]) -> dict[str, Any]:
-    """Measure one system; every measurement gets floor samples before and after it."""
+    """Measure one system, with the floor next to each measurement."""
     folder.mkdir(parents=True, exist_ok=True)
     floor = _common.Floor(folder, wal=sizes["wal"])
     floor.samples(20)  # warm the floor file up
@@ -74,16 +71,22 @@ def worker(system: str, folder: Path, sizes: dict[str, Any]) -> dict[str, Any]:
             ("concurrent", lambda: bench.concurrent(sizes["runs"], sizes["run_steps"])),
             ("growing", lambda: bench.growing(sizes["growing_steps"])),
         ):
-            floor_ns = floor.samples(half)
-            data = call()
-            floor_ns += floor.samples(half)
+            if case == "concurrent":  # no floor among 32 runs: sampled before and after
+                floor_ns = floor.samples(half)
+                data = call()
+                floor_ns += floor.samples(half)
+            else:  # one floor commit before each step
+                bench.interleave(floor.sample)
+                data = call()
+                floor_ns = bench.floor_ns
+                bench.interleave(None)
             data["floor"] = _common.stats(floor_ns)
-            data["step"] = _summary(data.pop("latencies_ns"))
+            data["step"] = _common.stats(data.pop("latencies_ns"))
             if "elapsed_ns" in data:
                 data["steps_per_s"] = data["step"]["count"] / (data.pop("elapsed_ns") / 1e9)
             extra = data.get("asyncio")
             if extra:
-                extra["step"] = _summary(extra.pop("latencies_ns"))
+                extra["step"] = _common.stats(extra.pop("latencies_ns"))
                 extra["steps_per_s"] = extra["step"]["count"] / (extra.pop("elapsed_ns") / 1e9)
             out[case] = data
     finally:
