@@ -213,7 +213,7 @@ class Ours(_Floored):
                     level = asyncio.run(coro)
             finally:
                 journal.close()
-            latencies, elapsed_ns, _ = level
+            latencies, elapsed_ns = level.latencies_ns, level.elapsed_ns
             out[variant] = {"latencies_ns": latencies, "elapsed_ns": elapsed_ns}
         return {**out["threads"], "asyncio": out["asyncio"]}
 

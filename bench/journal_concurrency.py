@@ -38,7 +38,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -95,6 +95,15 @@ def default_workers() -> int:
     return min(32, (os.cpu_count() or 1) + 4)
 
 
+class Level(NamedTuple):
+    """What one level measured."""
+
+    latencies_ns: list[int]  # per step: record_intent + commit_result
+    elapsed_ns: int  # wall time from the release of the runs to the last step's end
+    transactions_before: int | None  # the writer's transaction count at the release
+    cpu_ns: int  # process CPU time (all threads) over the same window
+
+
 def ok_result(seq: int) -> Any:
     return {"ok": True}
 
@@ -107,10 +116,8 @@ async def asyncio_level(
     history: str,
     workers: int | None = None,
     result_for: Callable[[int], Any] = ok_result,
-) -> tuple[list[int], int, int | None]:
-    """N tasks on this loop: admit, wait for all, then steps through ``journal.aio``.
-    Returns the step latencies, the wall time of the steps and the writer's transaction
-    count when the steps began."""
+) -> Level:
+    """N tasks on this loop: admit, wait for all, then steps through ``journal.aio``."""
     loop = asyncio.get_running_loop()
     if workers:
         loop.set_default_executor(ThreadPoolExecutor(workers, thread_name_prefix="bench-aio"))
@@ -140,10 +147,11 @@ async def asyncio_level(
     tasks = [asyncio.create_task(one(i)) for i in range(runs)]
     await all_admitted.wait()
     batches = writer_transactions(journal)
-    start = time.perf_counter_ns()
+    cpu, start = time.process_time_ns(), time.perf_counter_ns()
     go.set()
     await asyncio.gather(*tasks)
-    return latencies, time.perf_counter_ns() - start, batches
+    elapsed, cpu = time.perf_counter_ns() - start, time.process_time_ns() - cpu
+    return Level(latencies, elapsed, batches, cpu)
 
 
 def threads_level(
@@ -153,12 +161,13 @@ def threads_level(
     steps: int,
     history: str,
     result_for: Callable[[int], Any] = ok_result,
-) -> tuple[list[int], int, int | None]:
+) -> Level:
     """The same with N threads calling the synchronous methods."""
-    began: list[tuple[int | None, int]] = []
+    began: list[tuple[int | None, int, int]] = []
 
     def release() -> None:  # run by one thread once all arrived, before any goes on
-        began.append((writer_transactions(journal), time.perf_counter_ns()))
+        now = (time.process_time_ns(), time.perf_counter_ns())
+        began.append((writer_transactions(journal), *now))
 
     barrier = threading.Barrier(runs + 1, action=release)
     latencies: list[int] = []  # list.append is atomic under the GIL
@@ -190,13 +199,13 @@ def threads_level(
         for thread in threads:
             thread.join()
         raise RuntimeError(f"a run could not start: {errors[:1]}") from None
-    ((batches, start),) = began  # every run admitted, no step yet
+    ((batches, cpu, start),) = began  # every run admitted, no step yet
     for thread in threads:
         thread.join()
-    elapsed = time.perf_counter_ns() - start
+    elapsed, cpu = time.perf_counter_ns() - start, time.process_time_ns() - cpu
     if len(latencies) != runs * steps:
         raise RuntimeError("a run failed; see the thread's traceback above")
-    return latencies, elapsed, batches
+    return Level(latencies, elapsed, batches, cpu)
 
 
 def writer_transactions(journal: Journal) -> int | None:
@@ -231,10 +240,10 @@ def measure_level(
     try:
         if variant == "asyncio":
             level = asyncio_level(journal, tag, runs, steps_per_run, history, workers)
-            latencies, elapsed_ns, before = asyncio.run(level)
+            latencies, elapsed_ns, before, cpu_ns = asyncio.run(level)
         else:
             level_args = (journal, tag, runs, steps_per_run, history)
-            latencies, elapsed_ns, before = threads_level(*level_args)
+            latencies, elapsed_ns, before, cpu_ns = threads_level(*level_args)
         after = writer_transactions(journal)
     finally:
         journal.close()
@@ -253,6 +262,7 @@ def measure_level(
         "steps": steps,
         "seconds": elapsed_ns / 1e9,
         "steps_per_s": steps_per_s,
+        "cpu_us_per_step": cpu_ns / 1000 / steps,
         "step": step,
         "floor": floor_stats,
         "floor_commits_per_s": floor_rate,
@@ -313,6 +323,7 @@ def table(result: dict[str, Any]) -> str:
             "runs",
             "steps",
             "steps/s",
+            "CPU us/step",
             "x floor/s",
             "commits/batch",
             "p50 us",
@@ -328,6 +339,7 @@ def table(result: dict[str, Any]) -> str:
                 str(r["runs"]),
                 str(r["steps"]),
                 f"{r['steps_per_s']:.0f}",
+                f"{r['cpu_us_per_step']:.0f}",
                 _fmt(r["steps_per_s_over_floor_rate"], ".2f"),
                 _fmt(r["commits_per_batch"], ".1f"),
                 f"{r['step']['median_us']:.0f}",
