@@ -150,9 +150,17 @@ def seeded_start(usr: Path, model: ScriptedModel) -> dict[str, Any]:
         "journal_line": opened[opened.find("journal open:") :],
         "to_health_s": health - start,
         "journal_open_s": phases.get("journal open"),
+        # lifespan start to "journal open": open the journal, rebuild every chat, recover
+        "restore_s": _between(phases, "lifespan start", "journal open"),
         "idle_rss_mib": rss / 1024,
         "phases_s": phases,
     }
+
+
+def _between(phases: dict[str, float], first: str, then: str) -> float | None:
+    if first in phases and then in phases:
+        return phases[then] - phases[first]
+    return None
 
 
 def _median(rows: list[dict[str, Any]], key: str) -> float | None:
@@ -204,17 +212,25 @@ def run_seeded(folder: Path, repeat: int, chats: int, steps: int) -> dict[str, A
     for name, rows in (("empty", empty), ("seeded", seeded)):
         out[name] = {
             "runs": rows,
-            **{k: _median(rows, k) for k in ("to_health_s", "journal_open_s", "idle_rss_mib")},
+            **{
+                k: _median(rows, k)
+                for k in ("to_health_s", "journal_open_s", "restore_s", "idle_rss_mib")
+            },
         }
     ratios = {
         key: out["seeded"][key] / out["empty"][key]
-        for key in ("to_health_s", "idle_rss_mib")
+        for key in ("to_health_s", "restore_s", "idle_rss_mib")
         if out["seeded"][key] and out["empty"][key]
     }
     out["ratios"] = ratios
     out["goal_ratio"] = GOAL_SEEDED_RATIO
-    out["meets_goal"] = bool(ratios) and all(v <= GOAL_SEEDED_RATIO for v in ratios.values())
+    goals = ("to_health_s", "idle_rss_mib")  # restore_s is a part of to_health_s, shown apart
+    out["meets_goal"] = all(k in ratios and ratios[k] <= GOAL_SEEDED_RATIO for k in goals)
     return out
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def table(result: dict[str, Any]) -> str:
@@ -237,14 +253,15 @@ def table(result: dict[str, Any]) -> str:
         lines.append(f"largest imports (s, cumulative): {top}")
     seeded = result.get("seeded")
     if seeded:
-        rows = [("start-up (median)", "health s", "journal open s", "idle RSS MiB")]
+        rows = [("start-up (median)", "health s", "journal open s", "restore s", "idle RSS MiB")]
         for name in ("empty", "seeded"):
             r = seeded[name]
             rows.append(
                 (
                     f"{name} journal",
                     f"{r['to_health_s']:.3f}",
-                    "-" if r["journal_open_s"] is None else f"{r['journal_open_s']:.3f}",
+                    _seconds(r["journal_open_s"]),
+                    _seconds(r["restore_s"]),
                     f"{r['idle_rss_mib']:.1f}",
                 )
             )
@@ -254,7 +271,8 @@ def table(result: dict[str, Any]) -> str:
         lines.append(
             f"seeded ({seeded['chats']} chats x {seeded['steps_per_chat']} steps, "
             f"{seeded['journal_bytes'] / 1e6:.1f} MB, seeded in {seeded['seed_seconds']:.1f}s) "
-            f"over empty: {ratios}: {verdict} the goal (<= {seeded['goal_ratio']}x)"
+            f"over empty: {ratios}: {verdict} the goal (health and RSS <= "
+            f"{seeded['goal_ratio']}x)"
         )
     env = result["environment"]
     lines.append(f"load average {env['load_average']}; {result['seconds']:.1f}s")

@@ -107,5 +107,6 @@ def test_recovery_bench_smoke(tmp_path: Path) -> None:
     assert empty["journal_line"].startswith("journal open: 0 chats")
     assert full["journal_line"].startswith("journal open: 4 chats, 0 runs recovered, 0 held")
     assert empty["idle_rss_mib"] > 10 and full["idle_rss_mib"] > 10
-    assert set(seeded["ratios"]) == {"to_health_s", "idle_rss_mib"}
+    assert set(seeded["ratios"]) == {"to_health_s", "restore_s", "idle_rss_mib"}
+    assert full["restore_s"] > 0
     assert list(tmp_path.iterdir()) == []
