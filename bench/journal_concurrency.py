@@ -29,6 +29,7 @@ import asyncio
 import hashlib
 import json
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -102,6 +103,14 @@ class Level(NamedTuple):
     elapsed_ns: int  # wall time from the release of the runs to the last step's end
     transactions_before: int | None  # the writer's transaction count at the release
     cpu_ns: int  # process CPU time (all threads) over the same window
+    switches: int  # context switches of all threads (voluntary or not) over the window
+
+
+def usage() -> tuple[int, int]:
+    """CPU time (ns) and context switches of this process so far, all threads (ended ones
+    included)."""
+    counts = resource.getrusage(resource.RUSAGE_SELF)
+    return time.process_time_ns(), counts.ru_nvcsw + counts.ru_nivcsw
 
 
 def ok_result(seq: int) -> Any:
@@ -147,11 +156,11 @@ async def asyncio_level(
     tasks = [asyncio.create_task(one(i)) for i in range(runs)]
     await all_admitted.wait()
     batches = writer_transactions(journal)
-    cpu, start = time.process_time_ns(), time.perf_counter_ns()
+    (cpu, switches), start = usage(), time.perf_counter_ns()
     go.set()
     await asyncio.gather(*tasks)
-    elapsed, cpu = time.perf_counter_ns() - start, time.process_time_ns() - cpu
-    return Level(latencies, elapsed, batches, cpu)
+    elapsed, (cpu_end, switches_end) = time.perf_counter_ns() - start, usage()
+    return Level(latencies, elapsed, batches, cpu_end - cpu, switches_end - switches)
 
 
 def threads_level(
@@ -163,11 +172,10 @@ def threads_level(
     result_for: Callable[[int], Any] = ok_result,
 ) -> Level:
     """The same with N threads calling the synchronous methods."""
-    began: list[tuple[int | None, int, int]] = []
+    began: list[tuple[int | None, tuple[int, int], int]] = []
 
     def release() -> None:  # run by one thread once all arrived, before any goes on
-        now = (time.process_time_ns(), time.perf_counter_ns())
-        began.append((writer_transactions(journal), *now))
+        began.append((writer_transactions(journal), usage(), time.perf_counter_ns()))
 
     barrier = threading.Barrier(runs + 1, action=release)
     latencies: list[int] = []  # list.append is atomic under the GIL
@@ -199,13 +207,13 @@ def threads_level(
         for thread in threads:
             thread.join()
         raise RuntimeError(f"a run could not start: {errors[:1]}") from None
-    ((batches, cpu, start),) = began  # every run admitted, no step yet
+    ((batches, (cpu, switches), start),) = began  # every run admitted, no step yet
     for thread in threads:
         thread.join()
-    elapsed, cpu = time.perf_counter_ns() - start, time.process_time_ns() - cpu
+    elapsed, (cpu_end, switches_end) = time.perf_counter_ns() - start, usage()
     if len(latencies) != runs * steps:
         raise RuntimeError("a run failed; see the thread's traceback above")
-    return Level(latencies, elapsed, batches, cpu)
+    return Level(latencies, elapsed, batches, cpu_end - cpu, switches_end - switches)
 
 
 def writer_transactions(journal: Journal) -> int | None:
@@ -240,10 +248,10 @@ def measure_level(
     try:
         if variant == "asyncio":
             level = asyncio_level(journal, tag, runs, steps_per_run, history, workers)
-            latencies, elapsed_ns, before, cpu_ns = asyncio.run(level)
+            latencies, elapsed_ns, before, cpu_ns, switches = asyncio.run(level)
         else:
             level_args = (journal, tag, runs, steps_per_run, history)
-            latencies, elapsed_ns, before, cpu_ns = threads_level(*level_args)
+            latencies, elapsed_ns, before, cpu_ns, switches = threads_level(*level_args)
         after = writer_transactions(journal)
     finally:
         journal.close()
@@ -263,6 +271,7 @@ def measure_level(
         "seconds": elapsed_ns / 1e9,
         "steps_per_s": steps_per_s,
         "cpu_us_per_step": cpu_ns / 1000 / steps,
+        "switches_per_step": switches / steps,
         "step": step,
         "floor": floor_stats,
         "floor_commits_per_s": floor_rate,
@@ -324,6 +333,7 @@ def table(result: dict[str, Any]) -> str:
             "steps",
             "steps/s",
             "CPU us/step",
+            "switches/step",
             "x floor/s",
             "commits/batch",
             "p50 us",
@@ -340,6 +350,7 @@ def table(result: dict[str, Any]) -> str:
                 str(r["steps"]),
                 f"{r['steps_per_s']:.0f}",
                 f"{r['cpu_us_per_step']:.0f}",
+                f"{r['switches_per_step']:.1f}",
                 _fmt(r["steps_per_s_over_floor_rate"], ".2f"),
                 _fmt(r["commits_per_batch"], ".1f"),
                 f"{r['step']['median_us']:.0f}",
