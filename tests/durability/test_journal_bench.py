@@ -38,6 +38,7 @@ def test_bench_runs_and_reports(tmp_path: Path) -> None:
         data = result[case]
         assert data["commits_per_step"] == pytest.approx(2.0, abs=0.05)
         assert data["ratio_to_floor"] > 0 and data["step"]["median_us"] > 0
+        assert data["ratio_to_grown_floor"] > 0 and data["grown_floor"]["median_us"] > 0
         assert data["bytes_per_step"] > 0
     # storage per step does not grow with the history (no quadratic checkpoints)
     for case in ("growing_history", "growing_frozen_history"):

@@ -1,0 +1,460 @@
+"""Journaled steps of many concurrent runs, the way the server drives the journal.
+
+Each run admits its input, then takes journaled steps: ``record_intent`` (one commit) and
+``commit_result`` with a checkpoint (one more), as in bench/journal_bench.py. Two ways
+to drive N runs at once:
+
+- ``asyncio``: N tasks on one event loop calling the async facade (``journal.aio``), as
+  the server's chats do; the facade runs each call in the loop's default thread pool;
+- ``threads``: N threads calling the synchronous methods.
+
+Every level gets a new journal in the same temporary folder, and the floor (one single-row
+WAL + synchronous=FULL commit in a file of that folder) is sampled right before and after
+it. Journals and floor start with a pregrown WAL (bench/_common.py pregrow_wal: commits
+overwrite WAL frames, as in a database written for a while); ``--wal fresh`` starts them
+from empty files instead. Goal (issue #13): at least 4,000 steps/s at 32 runs, p99 step
+latency under 10x the floor.
+
+    .venv/bin/python bench/journal_concurrency.py [--levels 1,8,32,128] [--steps N]
+        [--variants asyncio,threads] [--history constant|frozen|growing] [--workers N]
+        [--wal grown|fresh] [--dir PATH] [--json] [--smoke]
+
+Prints a table, then one JSON document (the last line of output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common
+
+_common.use_repo()
+
+from durability import CheckpointData, Journal  # noqa: E402
+
+LEVELS = (1, 8, 32, 128)
+VARIANTS = ("asyncio", "threads")
+HISTORIES = ("constant", "frozen", "growing")
+GOAL_RUNS = 32
+GOAL_STEPS_PER_S = 4000.0
+GOAL_P99_RATIO = 10.0
+DIGEST = hashlib.sha256(b"bench").hexdigest()
+
+
+def history_for(kind: str, journal: Journal) -> Callable[[int], list[Any]]:
+    """One run's history per step: ``constant`` (20 plain messages), ``frozen`` (the same
+    20, frozen once as the loop does) or ``growing`` (frozen, one message more per step)."""
+    base: list[Any] = [{"role": "user", "content": f"{i}:{_common.MESSAGE}"} for i in range(20)]
+    if kind == "constant":
+        return lambda seq: list(base)
+    frozen = [journal.freeze(m) for m in base]
+    if kind == "frozen":
+        return lambda seq: list(frozen)
+
+    def growing(seq: int) -> list[Any]:
+        message = {"role": "assistant", "content": f"{seq}:{_common.MESSAGE}"}
+        frozen.append(journal.freeze(message))
+        return list(frozen)
+
+    return growing
+
+
+def checkpoint(seq: int, history: list[Any]) -> CheckpointData:
+    return CheckpointData(state={"iteration": seq, "agent": 0}, histories={"0": history}, seq=seq)
+
+
+def intent_args(seq: int) -> dict[str, Any]:
+    return {
+        "agent_no": 0,
+        "seq": seq,
+        "kind": "tool",
+        "name": "noop",
+        "args": {"n": seq},
+        "policy": "never",
+    }
+
+
+def default_workers() -> int:
+    """The size of asyncio's default thread pool (what ``asyncio.to_thread`` uses)."""
+    return min(32, (os.cpu_count() or 1) + 4)
+
+
+class Level(NamedTuple):
+    """What one level measured."""
+
+    latencies_ns: list[int]  # per step: record_intent + commit_result
+    elapsed_ns: int  # wall time from the release of the runs to the last step's end
+    transactions_before: int | None  # the writer's transaction count at the release
+    cpu_ns: int  # process CPU time (all threads) over the same window
+    switches: int  # context switches of all threads (voluntary or not) over the window
+
+
+def usage() -> tuple[int, int]:
+    """CPU time (ns) and context switches of this process so far, all threads (ended ones
+    included)."""
+    counts = resource.getrusage(resource.RUSAGE_SELF)
+    return time.process_time_ns(), counts.ru_nvcsw + counts.ru_nivcsw
+
+
+def ok_result(seq: int) -> Any:
+    return {"ok": True}
+
+
+async def asyncio_level(
+    journal: Journal,
+    tag: str,
+    runs: int,
+    steps: int,
+    history: str,
+    workers: int | None = None,
+    result_for: Callable[[int], Any] = ok_result,
+) -> Level:
+    """N tasks on this loop: admit, wait for all, then steps through ``journal.aio``."""
+    loop = asyncio.get_running_loop()
+    if workers:
+        loop.set_default_executor(ThreadPoolExecutor(workers, thread_name_prefix="bench-aio"))
+    latencies: list[int] = []
+    admitted = 0
+    all_admitted = asyncio.Event()
+    go = asyncio.Event()
+
+    async def one(i: int) -> None:
+        nonlocal admitted
+        admission = await journal.aio.admit(
+            f"ctx-{tag}-{i}", f"in-{tag}-{i}", DIGEST, message="bench"
+        )
+        run_id = admission.run.id
+        make = history_for(history, journal)
+        admitted += 1
+        if admitted == runs:
+            all_admitted.set()
+        await go.wait()
+        for seq in range(steps):
+            data = checkpoint(seq, make(seq))
+            start = time.perf_counter_ns()
+            call = await journal.aio.record_intent(run_id, **intent_args(seq))
+            await journal.aio.commit_result(call.id, result_for(seq), checkpoint=data)
+            latencies.append(time.perf_counter_ns() - start)
+
+    tasks = [asyncio.create_task(one(i)) for i in range(runs)]
+    await all_admitted.wait()
+    batches = writer_transactions(journal)
+    (cpu, switches), start = usage(), time.perf_counter_ns()
+    go.set()
+    await asyncio.gather(*tasks)
+    elapsed, (cpu_end, switches_end) = time.perf_counter_ns() - start, usage()
+    return Level(latencies, elapsed, batches, cpu_end - cpu, switches_end - switches)
+
+
+def threads_level(
+    journal: Journal,
+    tag: str,
+    runs: int,
+    steps: int,
+    history: str,
+    result_for: Callable[[int], Any] = ok_result,
+) -> Level:
+    """The same with N threads calling the synchronous methods."""
+    began: list[tuple[int | None, tuple[int, int], int]] = []
+
+    def release() -> None:  # run by one thread once all arrived, before any goes on
+        began.append((writer_transactions(journal), usage(), time.perf_counter_ns()))
+
+    barrier = threading.Barrier(runs + 1, action=release)
+    latencies: list[int] = []  # list.append is atomic under the GIL
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        try:
+            admission = journal.admit(f"ctx-{tag}-{i}", f"in-{tag}-{i}", DIGEST, message="bench")
+            run_id = admission.run.id
+            make = history_for(history, journal)
+        except BaseException as exc:
+            errors.append(exc)
+            barrier.abort()
+            raise
+        barrier.wait()
+        for seq in range(steps):
+            data = checkpoint(seq, make(seq))
+            start = time.perf_counter_ns()
+            call = journal.record_intent(run_id, **intent_args(seq))
+            journal.commit_result(call.id, result_for(seq), checkpoint=data)
+            latencies.append(time.perf_counter_ns() - start)
+
+    threads = [threading.Thread(target=one, args=(i,), name=f"run-{i}") for i in range(runs)]
+    for thread in threads:
+        thread.start()
+    try:
+        barrier.wait()
+    except threading.BrokenBarrierError:
+        for thread in threads:
+            thread.join()
+        raise RuntimeError(f"a run could not start: {errors[:1]}") from None
+    ((batches, (cpu, switches), start),) = began  # every run admitted, no step yet
+    for thread in threads:
+        thread.join()
+    elapsed, (cpu_end, switches_end) = time.perf_counter_ns() - start, usage()
+    if len(latencies) != runs * steps:
+        raise RuntimeError("a run failed; see the thread's traceback above")
+    return Level(latencies, elapsed, batches, cpu_end - cpu, switches_end - switches)
+
+
+def writer_transactions(journal: Journal) -> int | None:
+    """Transactions the group-commit writer committed so far (None if not exposed)."""
+    value = getattr(journal.store, "batches", None)
+    return value if isinstance(value, int) else None
+
+
+@dataclass
+class Options:
+    levels: list[int]
+    variants: list[str]
+    total_steps: int  # per level, shared by its runs
+    history: str = "constant"
+    floor_samples: int = 100
+    workers: int | None = None  # asyncio: the thread pool's size (None: asyncio's default)
+    wal: str = "grown"  # the journals' and the floor's WAL: pregrown or fresh
+
+
+def measure_level(
+    folder: Path, variant: str, runs: int, opts: Options, floor: _common.Floor
+) -> dict[str, Any]:
+    steps_per_run = max(opts.total_steps // runs, 5)
+    history, workers = opts.history, opts.workers
+    tag = f"{variant}-{runs}"
+    path = folder / f"{tag}.sqlite"
+    floor_ns = floor.samples(opts.floor_samples // 2)
+    holder = _common.open_wal_holder(path, opts.wal)
+    journal = Journal.open_sqlite(path)
+    if holder is not None:
+        holder.close()  # the journal's connections keep the WAL from here on
+    try:
+        if variant == "asyncio":
+            level = asyncio_level(journal, tag, runs, steps_per_run, history, workers)
+            latencies, elapsed_ns, before, cpu_ns, switches = asyncio.run(level)
+        else:
+            level_args = (journal, tag, runs, steps_per_run, history)
+            latencies, elapsed_ns, before, cpu_ns, switches = threads_level(*level_args)
+        after = writer_transactions(journal)
+    finally:
+        journal.close()
+    floor_ns += floor.samples(opts.floor_samples - opts.floor_samples // 2)
+    steps = len(latencies)
+    step = _common.stats(latencies)
+    floor_stats = _common.stats(floor_ns)
+    commits = None
+    if before is not None and after is not None:
+        commits = after - before
+    floor_rate = 1e6 / floor_stats["median_us"] if floor_stats["median_us"] else None
+    steps_per_s = steps / (elapsed_ns / 1e9)
+    return {
+        "variant": variant,
+        "runs": runs,
+        "steps": steps,
+        "seconds": elapsed_ns / 1e9,
+        "steps_per_s": steps_per_s,
+        "cpu_us_per_step": cpu_ns / 1000 / steps,
+        "switches_per_step": switches / steps,
+        "step": step,
+        "floor": floor_stats,
+        "floor_commits_per_s": floor_rate,
+        "steps_per_s_over_floor_rate": steps_per_s / floor_rate if floor_rate else None,
+        "p50_ratio_to_floor": step["median_us"] / floor_stats["median_us"],
+        "p99_ratio_to_floor": step["p99_us"] / floor_stats["median_us"],
+        "transactions": commits,
+        "writes": 2 * steps,
+        "commits_per_batch": (2 * steps) / commits if commits else None,
+        "executor_workers": (workers or default_workers()) if variant == "asyncio" else runs,
+    }
+
+
+def run_bench(folder: Path, opts: Options) -> dict[str, Any]:
+    started = time.monotonic()
+    floor = _common.Floor(folder, wal=opts.wal)
+    results: list[dict[str, Any]] = []
+    try:
+        floor.samples(30)  # warm the floor file up
+        for variant in opts.variants:
+            for runs in opts.levels:
+                results.append(measure_level(folder, variant, runs, opts, floor))
+    finally:
+        floor.close()
+    at_goal = [r for r in results if r["runs"] == GOAL_RUNS]
+    best = max(at_goal, key=lambda r: r["steps_per_s"]) if at_goal else None
+    return {
+        "bench": "journal_concurrency",
+        "folder": str(folder),
+        "history": opts.history,
+        "wal": opts.wal,
+        "total_steps_per_level": opts.total_steps,
+        "environment": _common.environment(),
+        "results": results,
+        "goal": {
+            "runs": GOAL_RUNS,
+            "steps_per_s": GOAL_STEPS_PER_S,
+            "p99_ratio_to_floor": GOAL_P99_RATIO,
+        },
+        "meets_goal": (
+            None
+            if best is None
+            else best["steps_per_s"] >= GOAL_STEPS_PER_S
+            and best["p99_ratio_to_floor"] <= GOAL_P99_RATIO
+        ),
+        "seconds": time.monotonic() - started,
+    }
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def table(result: dict[str, Any]) -> str:
+    rows = [
+        (
+            "variant",
+            "runs",
+            "steps",
+            "steps/s",
+            "CPU us/step",
+            "switches/step",
+            "x floor/s",
+            "commits/batch",
+            "p50 us",
+            "p99 us",
+            "p99 x floor",
+            "floor us",
+        )
+    ]
+    for r in result["results"]:
+        rows.append(
+            (
+                r["variant"],
+                str(r["runs"]),
+                str(r["steps"]),
+                f"{r['steps_per_s']:.0f}",
+                f"{r['cpu_us_per_step']:.0f}",
+                f"{r['switches_per_step']:.1f}",
+                _fmt(r["steps_per_s_over_floor_rate"], ".2f"),
+                _fmt(r["commits_per_batch"], ".1f"),
+                f"{r['step']['median_us']:.0f}",
+                f"{r['step']['p99_us']:.0f}",
+                f"{r['p99_ratio_to_floor']:.1f}",
+                f"{r['floor']['median_us']:.0f}",
+            )
+        )
+    lines = [_common.render(rows)]
+    goal = result["goal"]
+    verdict = {None: "not measured", True: "meets", False: "MISSES"}[result["meets_goal"]]
+    env = result["environment"]
+    lines.append(
+        f"goal at {goal['runs']} runs: >= {goal['steps_per_s']:.0f} steps/s and p99 <= "
+        f"{goal['p99_ratio_to_floor']:g}x floor: {verdict}; history {result['history']}; "
+        f"load average {env['load_average']}; {result['seconds']:.1f}s"
+    )
+    lines.append(
+        "x floor/s: steps/s over the floor's commits/s (a step is two commits: 0.5 without "
+        "group commit); asyncio uses a pool of "
+        f"{result['results'][0]['executor_workers'] if result['results'] else '-'} threads"
+    )
+    return "\n".join(lines)
+
+
+def _levels(text: str) -> list[int]:
+    try:
+        levels = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError("levels must be integers like 1,8,32") from None
+    if not levels or min(levels) < 1:
+        raise argparse.ArgumentTypeError("levels must be positive integers")
+    return levels
+
+
+def _variants(text: str) -> list[str]:
+    chosen = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = sorted(set(chosen) - set(VARIANTS))
+    if not chosen or unknown:
+        raise argparse.ArgumentTypeError(f"variants are {', '.join(VARIANTS)}")
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--levels",
+        type=_levels,
+        default=list(LEVELS),
+        help="concurrent runs per level (default 1,8,32,128)",
+    )
+    parser.add_argument(
+        "--variants", type=_variants, default=list(VARIANTS), help="asyncio,threads (default both)"
+    )
+    parser.add_argument(
+        "--steps", type=int, default=1600, help="steps per level, shared by its runs (default 1600)"
+    )
+    parser.add_argument("--history", choices=HISTORIES, default="constant")
+    parser.add_argument(
+        "--floor-samples",
+        type=int,
+        default=100,
+        help="floor commits around each level (default 100)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="asyncio: a thread pool of this size instead of the default",
+    )
+    parser.add_argument(
+        "--wal",
+        choices=_common.WAL_MODES,
+        default="grown",
+        help="journals and floor on a pregrown WAL (default) or a fresh file",
+    )
+    parser.add_argument("--dir", type=Path, help="folder on the disk to measure (a temp dir)")
+    parser.add_argument("--json", action="store_true", help="print only the JSON document")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: levels 1,4, 40 steps")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.levels, args.steps, args.floor_samples = [1, 4], 40, 10
+    if args.steps < 5 or args.floor_samples < 2:
+        parser.error("--steps must be at least 5 and --floor-samples at least 2")
+    folder = Path(tempfile.mkdtemp(prefix="journal-concurrency-", dir=args.dir))
+    try:
+        opts = Options(
+            args.levels,
+            args.variants,
+            args.steps,
+            args.history,
+            args.floor_samples,
+            args.workers,
+            args.wal,
+        )
+        result = run_bench(folder, opts)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    if not args.json:
+        print(table(result))
+    print(json.dumps(result, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    os.umask(0o077)
+    raise SystemExit(main())
