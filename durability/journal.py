@@ -229,7 +229,9 @@ class Journal:
             adopt.clear()  # a backend may run op again (PostgreSQL, after a conflict)
             known = tx.get_input(input_id)
             if known is not None:
-                if known.digest != content_digest or known.context_id != context_id:
+                # The digest decides: the same content under the same id is the same input,
+                # even when a racing copy named another (e.g. freshly generated) chat.
+                if known.digest != content_digest:
                     raise InputConflict(
                         "this input id was already used for different content",
                         input_id=input_id, run_id=known.run_id,
@@ -274,7 +276,11 @@ class Journal:
     def admit(
         self, context_id: str, input_id: str, content_digest: str, *, message: Any = None
     ) -> Admission:
-        """Start a run for a new input, or return the run this input id already started."""
+        """Start a run for a new input, or return the run this input id already started.
+
+        An input id is global: the same id and digest returns its run even when another
+        chat is named (the returned run's ``context_id`` says where it went); nothing is
+        created then. The same id with other content raises InputConflict."""
         return self._admit(context_id, input_id, content_digest, message, "run")
 
     def admit_intervention(

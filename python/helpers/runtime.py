@@ -52,6 +52,8 @@ class Runtime:
         self._api_expiry: dict[str, float] = {}
         self._sweeper: asyncio.Task | None = None
         self._stopping = False
+        self.input_locks = runtime_journal.KeyedLocks()  # admission, one input id at a time
+        self.journaled_chats: set[str] = set()  # chats with runs in the journal
 
     # settings -----------------------------------------------------------------------
     @property
@@ -152,21 +154,25 @@ class Runtime:
             exc = task.exception()
             logger.info("chat %s task ended with %s", ctx_id, type(exc).__name__)
 
-    async def submit_message(self, ctx: Any, message: Any) -> runtime_journal.Admitted:
-        """Admit a message (through the journal when there is one) and start its run."""
+    async def chat(self, ctx_id: str) -> Any:
+        """The chat named by a request (404 ``context_not_found`` when there is none)."""
+        return self.get_context(ctx_id)
+
+    async def admit_message(
+        self, ctx_id: str, message: Any, *, follow_input: bool = False
+    ) -> tuple[Any | None, runtime_journal.Admitted]:
+        """Take a message for the chat ``ctx_id`` (a new chat when empty) and start its run;
+        the one admission path of every message endpoint (runtime_journal.admit)."""
         if self._stopping:
             raise ApiError("shutting_down", "The server is shutting down.", 503)
-        if self.journal is None:
-            task = self.start_message(ctx, message)
-            return runtime_journal.Admitted("started", None, message.id or "", "active", task)
-        return await runtime_journal.submit(self, ctx, message)
-
-    async def input_context(self, input_id: str) -> str | None:
-        """The loaded chat an input id was admitted to (journal on), else None."""
-        if self.journal is None:
-            return None
-        ctx_id = await self.journal.aio.input_context(input_id)
-        return ctx_id if ctx_id and self.find_context(ctx_id) is not None else None
+        if self.journal is not None:
+            return await runtime_journal.admit(self, ctx_id, message, follow_input=follow_input)
+        ctx = self.get_context(ctx_id) if ctx_id else self.create_context()
+        task = self.start_message(ctx, message)
+        admitted = runtime_journal.Admitted(
+            "started", None, message.id or "", "active", task, None, ctx.id
+        )
+        return ctx, admitted
 
     async def wait_answer(self, task: asyncio.Task | None) -> str | None:
         """Wait for a chat task; a cancelled request never cancels the chat."""
