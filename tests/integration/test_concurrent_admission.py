@@ -188,3 +188,21 @@ def test_ui_copies_of_one_message_id_share_one_chat(running_ui, model_server, en
     assert chats(running_ui) == [chat]
     assert len(runs_of(running_ui)) == 1
     assert model_server.calls == 1
+
+
+def test_a_refused_first_message_leaves_no_chat(running_ui, model_server):
+    too_long = running_ui.api_message("hi", input_id="x" * 300)
+    assert too_long.status_code == 400, too_long.text
+    assert too_long.json()["error"]["code"] == "invalid_argument"
+    with running_ui.ui_client() as client:
+        bad_id = client.post("/api/message_async", json={"text": "hi", "message_id": "a\nb"})
+    assert bad_id.status_code == 400, bad_id.text
+    assert bad_id.json()["error"]["code"] == "invalid_argument"
+    assert chats(running_ui) == []
+    model_server.tool("response", {"text": "ok"})
+    first = running_ui.api_message("hi", input_id="taken").json()
+    conflict = running_ui.api_message("other content", input_id="taken")
+    assert conflict.status_code == 409, conflict.text
+    assert conflict.json()["error"]["code"] == "input_conflict"
+    assert chats(running_ui) == [first["context_id"]]
+    assert len(runs_of(running_ui)) == 1
