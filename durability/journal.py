@@ -24,6 +24,7 @@ from durability.canonical import (
     digest_text,
     fingerprint_from_json,
     is_digest,
+    storable_json,
 )
 from durability.dsn import PostgresDsn
 from durability.errors import (
@@ -38,6 +39,7 @@ from durability.errors import (
     InvalidTransition,
     NoActiveRun,
     NoteRequired,
+    NotSerializable,
     ReplayDivergence,
     ResultConflict,
     RunHeld,
@@ -80,6 +82,11 @@ def _require_text(field: str, value: object, max_length: int = MAX_ID_LENGTH) ->
         raise InvalidArgument(f"{field} must be a non-empty string", field=field)
     if _CONTROL_CHARS.search(value):
         raise InvalidArgument(f"{field} contains control characters", field=field)
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidArgument(f"{field} is not valid Unicode", field=field) from None
     return value
 
 
@@ -209,9 +216,15 @@ class Journal:
     def integrity_check(self, full: bool = False) -> list[str]:
         return self.store.integrity_check(full=full)
 
+    def _mask_only(self, value: Any) -> Any:
+        try:
+            return self._masker.mask(value)
+        except RecursionError:
+            raise NotSerializable("value is nested too deeply", reason="too_deep") from None
+
     def _mask(self, value: Any) -> Any:
-        masked = self._masker.mask(value)
-        canonical_json(masked)  # refuse what cannot be stored, before the transaction
+        masked = self._mask_only(value)
+        storable_json(masked)  # refuse what cannot be stored, before the transaction
         return masked
 
     # admit
@@ -310,7 +323,7 @@ class Journal:
             raise InvalidArgument(f"kind must be one of {', '.join(CALL_KINDS)}", field="kind")
         _require_text("name", name)
         _require_text("policy", policy, max_length=64)
-        masked_args = self._masker.mask(args)
+        masked_args = self._mask_only(args)
         args_json = canonical_json(masked_args)  # refuses what cannot be stored
         fp = fingerprint_from_json(kind, name, args_json, policy)
         now = self._clock()
@@ -358,7 +371,7 @@ class Journal:
         """Commit a call's outcome (optionally with a checkpoint, in one transaction).
         The same result again is a no-op; a different one raises ResultConflict."""
         _require_text("call_id", call_id)
-        masked = self._masker.mask(result)
+        masked = self._mask_only(result)
         result_json = canonical_json(masked)  # refuses what cannot be stored
         result_digest = digest_text(result_json)
         state = "failed" if failed else "completed"
@@ -578,6 +591,8 @@ class Journal:
             raise NoteRequired(f"{decision} needs a note saying what was checked",
                                decision=decision)  # fmt: skip
         masked_note = self._masker.mask_text(note) if note else None
+        if masked_note is not None:
+            storable_json(masked_note)
         now = self._clock()
         return self.store.write(
             lambda tx: _decisions.apply_decision(
@@ -646,6 +661,7 @@ class Journal:
         _require_int("expected_revision", expected_revision)
         _require_text("actor", actor)
         masked = documents.prepare_value(kind, value, self._masker)
+        storable_json(masked)
         now = self._clock()
         return self.store.write(
             lambda tx: documents.replace_document(
