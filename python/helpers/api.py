@@ -52,6 +52,26 @@ def error_response(
     return JSONResponse({"error": error}, status_code=status)
 
 
+def error_fields(exc: BaseException) -> dict[str, Any]:
+    """The structured facts of a typed error (``to_dict()`` without code and message), as
+    JSON data with known secrets masked; {} when there are none or they cannot be sent."""
+    to_dict = getattr(exc, "to_dict", None)
+    if not callable(to_dict):
+        return {}
+    try:
+        data = to_dict()
+        if not isinstance(data, dict):
+            return {}
+        fields = {k: v for k, v in data.items() if isinstance(k, str)}
+        fields.pop("code", None)
+        fields.pop("message", None)
+        text = json.dumps(fields, default=str, allow_nan=False)
+        masked = secrets.mask(json.loads(text))
+    except Exception:  # the facts are a courtesy: never let them break the error itself
+        return {}
+    return masked if isinstance(masked, dict) else {}
+
+
 def _mask(text: str) -> str:
     """Mask known secrets in text that leaves the process (best effort, never raises)."""
     try:
@@ -100,8 +120,8 @@ def exception_to_response(exc: BaseException) -> JSONResponse:
     code = getattr(exc, "code", None)
     status = getattr(exc, "http_status", None)
     if isinstance(code, str) and code and isinstance(status, int) and 400 <= status < 600:
-        # durability errors (and any other family) plug in by duck typing
-        return error_response(code, _mask(str(exc) or code), status)
+        # durability errors (and any other family) plug in by duck typing, with their facts
+        return error_response(code, _mask(str(exc) or code), status, error_fields(exc))
     names = [cls.__name__ for cls in type(exc).__mro__]
     for name, code, status in ERROR_TABLE:
         if name in names:

@@ -108,3 +108,46 @@ def test_secrets_are_masked_in_error_responses_and_the_server_log(monkeypatch, c
     held = api.exception_to_response(Held(f"held while using {secret}"))
     assert secret not in held.body.decode()
     assert "§§secret(API_KEY_OPENAI)" in held.body.decode()
+
+
+def test_typed_errors_carry_their_fields_into_the_body(monkeypatch):
+    from durability.errors import StaleVersion
+
+    secret = "sk-another-secret-value-456"
+    monkeypatch.setenv("API_KEY_OPENAI", secret)
+    exc = StaleVersion(
+        "the run changed since this decision was made",
+        run_id="r1",
+        version=3,
+        current_version=5,
+        status="needs_attention",
+        detail={"note": f"typed {secret}", "when": object()},
+    )
+    exc.fields["code"] = "not-this"  # a field never replaces the code
+    response = api.exception_to_response(exc)
+    assert response.status_code == 409
+    error = _body(response)["error"]
+    assert error["code"] == "stale_version"
+    assert error["message"] == "the run changed since this decision was made"
+    assert (error["current_version"], error["status"]) == (5, "needs_attention")
+    assert (error["run_id"], error["version"]) == ("r1", 3)
+    assert error["detail"]["note"] == "typed §§secret(API_KEY_OPENAI)"
+    assert error["detail"]["when"].startswith("<object object")
+    assert secret not in response.body.decode()
+
+
+def test_fields_that_cannot_be_sent_are_left_out():
+    class Broken(Exception):
+        code = "broken"
+        http_status = 409
+
+        def to_dict(self):
+            raise RuntimeError("no")
+
+    class Nan(Broken):
+        def to_dict(self):
+            return {"value": float("nan")}
+
+    for cls in (Broken, Nan):
+        error = _body(api.exception_to_response(cls("refused")))["error"]
+        assert error == {"code": "broken", "message": "refused"}
