@@ -24,7 +24,7 @@ CASES = [
     ("not_response", "set"),
 ]
 
-CRASH_ONCE = '''
+CRASH_ONCE = """
 from durability.failpoints import SimulatedCrash
 from python.helpers import files
 from python.helpers.extensions import Extension
@@ -36,7 +36,7 @@ class CrashOnce(Extension):
         if marker.exists():
             marker.unlink()
             raise SimulatedCrash("message_loop_end", "test")
-'''
+"""
 
 
 def tool_calls(harness, run_id: str) -> list:
