@@ -288,8 +288,9 @@ def _retention(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"  {run_id}\n")
     else:
         out.write(
-            f"removed {report.runs_removed} finished run(s) and "
-            f"{report.blobs_removed} unused blob(s)\n"
+            f"removed {report.runs_removed} finished run(s), "
+            f"{report.blobs_removed} unused blob(s) and {report.chats_removed} chat(s) "
+            "left without runs\n"
         )
     return EXIT_OK
 

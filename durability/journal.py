@@ -562,6 +562,12 @@ class Journal:
 
         return self._write_run(op, run_id=run_id)
 
+    def contexts_with_runs(self, context_ids: Iterable[str]) -> set[str]:
+        """Which of these chats still have a run (retention removes a chat's finished runs:
+        a chat with none left is gone)."""
+        ids = [c for c in context_ids if isinstance(c, str)]
+        return self.store.read(lambda tx: tx.contexts_with_runs(ids)) if ids else set()
+
     def delete_run(self, run_id: str) -> None:
         """Remove a finished run with its calls, checkpoints, decisions, events and input ids."""
 

@@ -26,11 +26,12 @@ def context_id_of(input: dict[str, Any], *keys: str) -> str:
     return ""
 
 
-def require_context(runtime: Runtime, input: dict[str, Any], *keys: str) -> Any:
+async def require_context(runtime: Runtime, input: dict[str, Any], *keys: str) -> Any:
+    """The chat named under ``keys`` (400 when missing, 404 when unknown or purged)."""
     ctx_id = context_id_of(input, *keys)
     if not ctx_id:
         raise bad_request(f"'{keys[0]}' is required")
-    return runtime.get_context(ctx_id)
+    return await runtime.chat(ctx_id)
 
 
 def safe_filename(name: str) -> str:

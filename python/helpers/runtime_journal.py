@@ -201,7 +201,13 @@ async def admit(
         if ctx is not None:
             if ctx.journal is None:
                 attach(runtime, ctx)
-            sub = await durable_admission.submit(ctx, message)
+            runtime.admitting[ctx.id] += 1  # not dropped as purged while it takes a message
+            try:
+                sub = await durable_admission.submit(ctx, message)
+            finally:
+                runtime.admitting[ctx.id] -= 1
+                if runtime.admitting[ctx.id] <= 0:
+                    del runtime.admitting[ctx.id]
         else:
             sub = await durable_admission.submit_new_chat(
                 runtime.journal, new_context_id(), message, runtime.create_context
