@@ -73,6 +73,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 T = TypeVar("T")
 MAX_ID_LENGTH = 200
+MAX_INT = 2**63 - 1  # the largest integer both backends store
 MAX_RETRY_ATTEMPTS = 100
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f]")
 
@@ -93,6 +94,8 @@ def _require_text(field: str, value: object, max_length: int = MAX_ID_LENGTH) ->
 def _require_int(field: str, value: object, minimum: int = 0) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise InvalidArgument(f"{field} must be an integer >= {minimum}", field=field)
+    if value > MAX_INT:
+        raise InvalidArgument(f"{field} must be at most {MAX_INT}", field=field)
     return value
 
 

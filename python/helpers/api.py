@@ -6,6 +6,7 @@ import importlib
 import inspect
 import json
 import logging
+import math
 import pkgutil
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("a0.api")
 
 MAX_JSON_BYTES = 10 * 1024 * 1024
+MAX_JSON_DEPTH = 64  # nesting levels of a request body (every real body has a handful)
+MAX_INT = 2**63 - 1  # what the journal's database stores; larger numbers are refused
 
 
 class ApiError(Exception):
@@ -45,11 +48,24 @@ def bad_request(message: str, **details: Any) -> ApiError:
     return ApiError("bad_request", message, 400, **details)
 
 
+class ApiJSONResponse(JSONResponse):
+    """UTF-8 JSON; text that is not valid Unicode (a lone surrogate from a tool's output)
+    is sent escaped (``\\udxxx``) instead of failing the response."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            text = json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+            return text.encode("ascii")
+
+
 def error_response(
     code: str, message: str, status: int, details: Mapping[str, Any] | None = None
 ) -> JSONResponse:
+    """``{"error": {"code", "message", **details}}`` (details never replace code or message)."""
     error = {**(details or {}), "code": code, "message": message}
-    return JSONResponse({"error": error}, status_code=status)
+    return ApiJSONResponse({"error": error}, status_code=status)
 
 
 def error_fields(exc: BaseException) -> dict[str, Any]:
@@ -179,6 +195,8 @@ def get_int(
         value = int(value)
     if not isinstance(value, int):
         raise bad_request(f"'{key}' must be an integer")
+    if abs(value) > MAX_INT:
+        raise bad_request(f"'{key}' is out of range")
     if minimum is not None and value < minimum:
         raise bad_request(f"'{key}' must be at least {minimum}")
     return value
@@ -192,6 +210,8 @@ def get_number(data: Mapping[str, Any], key: str, *, default: float) -> float:
         raise bad_request(f"'{key}' must be a number")
     if value <= 0:
         raise bad_request(f"'{key}' must be positive")
+    if value > MAX_INT:
+        raise bad_request(f"'{key}' is out of range")
     return float(value)
 
 
@@ -268,13 +288,56 @@ async def read_input(request: Request) -> dict[str, Any]:
     if not body.strip():
         return data
     try:
-        parsed = json.loads(body)
+        parsed = json.loads(body, parse_constant=_no_constant, parse_float=_finite_float)
     except (ValueError, UnicodeDecodeError):
         raise bad_request("The body is not valid JSON.") from None
+    except RecursionError:
+        raise bad_request(f"The JSON body is nested more than {MAX_JSON_DEPTH} levels.") from None
     if not isinstance(parsed, dict):
         raise bad_request("The JSON body must be an object.")
+    _check_body(parsed)
     data.update(parsed)
     return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # NaN, Infinity, -Infinity
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError("number out of range")
+    return value
+
+
+def _check_body(value: Any) -> None:
+    """Refuse a body nested deeper than MAX_JSON_DEPTH or holding text that is not valid
+    Unicode (JSON can escape a lone surrogate; nothing downstream can store or send it)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() and not _valid_unicode(item):
+                raise bad_request("The JSON body holds text that is not valid Unicode.")
+            continue
+        if isinstance(item, dict):
+            children: list[Any] = [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise bad_request(f"The JSON body is nested more than {MAX_JSON_DEPTH} levels.")
+        stack.extend((child, depth + 1) for child in children)
+
+
+def _valid_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 Guard = Callable[[type[ApiHandler], Request], Any]
@@ -292,7 +355,7 @@ def make_endpoint(handler_cls: type[ApiHandler], runtime: Runtime, guard: Guard)
             result = await handler_cls(runtime).process(data, request)
             if isinstance(result, Response):
                 return result
-            return JSONResponse(result if result is not None else {})
+            return ApiJSONResponse(result if result is not None else {})
         except Exception as exc:  # the one place that turns errors into responses
             return exception_to_response(exc)
         finally:

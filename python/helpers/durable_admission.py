@@ -175,7 +175,21 @@ async def submit_new_chat(
     adm = await journal.aio.admit(context_id, input_id, content_digest, message=payload)
     if not adm.created:
         return await _duplicate(journal, adm, input_id)
-    return _start(create(context_id), adm.run, msg)
+    try:
+        context = create(context_id)
+    except BaseException:  # no chat to run it in: the input was not taken after all
+        await asyncio.shield(asyncio.to_thread(_withdraw, journal, adm.run.id))
+        raise
+    return _start(context, adm.run, msg)
+
+
+def _withdraw(journal: Journal, run_id: str) -> None:
+    """Remove a run admitted a moment ago that never started (and its input id with it)."""
+    try:
+        journal.set_run_status(run_id, "failed", reason="chat_not_created")
+        journal.delete_run(run_id)
+    except DurabilityError as exc:
+        logger.warning("run %s could not be withdrawn: %s", run_id, exc.code)
 
 
 def _start(context: AgentContext, run: Run, msg: UserMessage) -> Submission:

@@ -292,3 +292,16 @@ async def test_racing_new_chats_for_one_input_leave_one_chat(harness):
     assert await asyncio.wait_for(winner.task, TIMEOUT) == "once"
     assert [r.id for r in harness.journal.list_runs()] == [winner.run_id]
     assert harness.model.calls == 1
+
+
+async def test_an_input_whose_chat_cannot_be_built_is_withdrawn(harness):
+    def broken(context_id: str) -> AgentContext:
+        raise RuntimeError("no chat today")
+
+    with pytest.raises(RuntimeError):
+        await durable_admission.submit_new_chat(
+            harness.journal, "never-built", UserMessage("hi", id="in-w"), broken
+        )
+    assert harness.journal.list_runs() == []
+    assert harness.journal.input_context("in-w") is None  # the id is free again
+    assert AgentContext.get("never-built") is None

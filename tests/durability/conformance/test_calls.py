@@ -212,6 +212,15 @@ def test_unstorable_args_are_refused_before_anything_is_written(journal, run, ar
     assert journal.list_calls(run.id) == []
 
 
+def test_integers_past_64_bits_are_refused(journal, run):
+    with pytest.raises(InvalidArgument) as info:
+        intent(journal, run, seq=2**63)
+    assert info.value.to_dict()["field"] == "seq"
+    with pytest.raises(InvalidArgument):
+        journal.decide(run.id, "stop", version=2**64, actor="t")
+    assert journal.list_calls(run.id) == []
+
+
 def test_ids_that_are_not_valid_unicode_are_refused(journal):
     with pytest.raises(InvalidArgument) as info:
         journal.admit("chat-\ud800", "in-1", "a" * 64)
