@@ -37,12 +37,45 @@ EXAMPLES = int(os.environ.get("A0_FUZZ_EXAMPLES", "25"))  # more: a longer hunt
 LAST = ("settings_set",)  # may change the API token or models: fuzzed after the others
 
 FIELDS = [
-    "attachments", "attempts", "base64", "call_id", "chats", "context", "context_id",
-    "ctxid", "decision", "expected_revision", "expected_version", "filename", "input_id",
-    "length", "lifetime_hours", "limit", "log_from", "message", "message_id", "name",
-    "new_context", "note", "paused", "plan", "run_id", "settings", "status", "text",
-    "api_key", "conflict_id", "resolution", "value", "chat_model_name", "retention_runs",
-]  # fmt: skip
+    "attachments",
+    "attempts",
+    "base64",
+    "call_id",
+    "chats",
+    "context",
+    "context_id",
+    "ctxid",
+    "decision",
+    "expected_revision",
+    "expected_version",
+    "filename",
+    "input_id",
+    "length",
+    "lifetime_hours",
+    "limit",
+    "log_from",
+    "message",
+    "message_id",
+    "name",
+    "new_context",
+    "note",
+    "paused",
+    "plan",
+    "run_id",
+    "settings",
+    "status",
+    "text",
+    "api_key",
+    "conflict_id",
+    "resolution",
+    "value",
+    "chat_model_name",
+    "retention_runs",
+    "path",
+    "kind",
+    "include_resolved",
+    "files",
+]
 
 
 @dataclass
@@ -76,13 +109,32 @@ def valid_fields(ids: list[str]) -> dict[str, Any]:
     """A value each field accepts (with the seed chat and run), to vary one field at a time."""
     context, run = ids[0], ids[1]
     return {
-        "context": context, "context_id": context, "ctxid": context, "run_id": run,
-        "text": "hello", "message": "hello", "note": "checked it", "decision": "stop",
-        "expected_version": 1, "expected_revision": 0, "attempts": 1, "limit": 5,
-        "length": 5, "log_from": 0, "lifetime_hours": 1, "paused": False, "status": "completed",
+        "context": context,
+        "context_id": context,
+        "ctxid": context,
+        "run_id": run,
+        "text": "hello",
+        "message": "hello",
+        "note": "checked it",
+        "decision": "stop",
+        "expected_version": 1,
+        "expected_revision": 0,
+        "attempts": 1,
+        "limit": 5,
+        "length": 5,
+        "log_from": 0,
+        "lifetime_hours": 1,
+        "paused": False,
+        "status": "completed",
         "plan": {"title": "t", "items": [{"id": "1", "text": "x", "done": False}]},
-        "chats": [{"id": "imported", "log": {"items": []}}], "name": "n",
-    }  # fmt: skip
+        "chats": [{"id": "imported", "log": {"items": []}}],
+        "name": "n",
+        "path": "",
+        "kind": "plan",
+        "conflict_id": int(ids[3]),
+        "resolution": "keep_current",
+        "include_resolved": True,
+    }
 
 
 def one_odd_field(relevant: list[str], ids: list[str]) -> list[dict[str, Any]]:
@@ -138,6 +190,12 @@ def bodies(ids: list[str], relevant: list[str]) -> st.SearchStrategy[Any]:
         ),
         "lifetime_hours": numbers,
         "decision": st.sampled_from(["resume", "stop", "new_attempt", "confirmed_completed"]),
+        "resolution": st.sampled_from(["keep_current", "take_proposed", "merge", "other"]),
+        "conflict_id": small_int,
+        "path": st.one_of(
+            st.sampled_from(["", ".", "..", "../..", "/etc/passwd", "a.txt", "sub/dir", "a\x00b"]),
+            text,
+        ),
         "status": st.sampled_from(["active", "completed", "needs_attention", "bogus"]),
         "paused": st.one_of(st.booleans(), leaf),
         "plan": st.fixed_dictionaries({"title": text, "items": st.lists(item, max_size=3)}),
@@ -227,10 +285,17 @@ def fuzz_endpoint(client: httpx.Client, name: str, handler: type, ids: list[str]
     one()
 
 
-def seed_ids(server: UiServer) -> list[str]:
-    """A live chat, its run and its input id, so generated bodies also reach real records."""
+def seed_ids(server: UiServer, client: httpx.Client) -> list[str]:
+    """A live chat, its run, its input id and a plan conflict of it, so generated bodies
+    also reach real records."""
     body = server.api_message("seed", input_id=os.urandom(6).hex()).json()
-    return [body["context_id"], body["run_id"], body["input_id"], "", "nope", "0"]
+    chat = body["context_id"]
+    plan = {"context_id": chat, "expected_revision": 0, "plan": {"title": "t", "items": []}}
+    client.post("/api/durable_plan_set", json=plan)
+    client.post("/api/durable_plan_set", json={**plan, "plan": {"title": "u", "items": []}})
+    conflicts = client.post("/api/durable_conflicts", json={"context_id": chat}).json()
+    conflict = str(conflicts["conflicts"][0]["id"])
+    return [chat, body["run_id"], body["input_id"], conflict, "", "nope", "0"]
 
 
 def test_no_generated_body_breaks_any_endpoint(fuzzed: UiServer):
@@ -240,7 +305,7 @@ def test_no_generated_body_breaks_any_endpoint(fuzzed: UiServer):
     client = client_for(fuzzed)
     try:
         for name in names:
-            fuzz_endpoint(client, name, handlers[name], seed_ids(fuzzed))
+            fuzz_endpoint(client, name, handlers[name], seed_ids(fuzzed, client))
         oversized = client.post(
             "/api/message",
             content=b'{"text": "' + b"x" * (MAX_JSON_BYTES + 1) + b'"}',
