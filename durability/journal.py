@@ -241,19 +241,28 @@ class Journal:
         now = self._clock()
         adopt: list[Callable[[], Any]] = []
 
+        def recorded(tx: StoreTx, known: InputRow) -> Admission:
+            # The digest decides: the same content under the same id is the same input,
+            # even when a racing copy named another (e.g. freshly generated) chat.
+            if known.digest != content_digest:
+                raise InputConflict(
+                    "this input id was already used for different content",
+                    input_id=input_id, run_id=known.run_id,
+                )  # fmt: skip
+            return Admission(load_run(tx, known.run_id), created=False, kind=known.kind)
+
         def op(tx: StoreTx) -> Admission:
             adopt.clear()  # a backend may run op again (PostgreSQL, after a conflict)
             known = tx.get_input(input_id)
             if known is not None:
-                # The digest decides: the same content under the same id is the same input,
-                # even when a racing copy named another (e.g. freshly generated) chat.
-                if known.digest != content_digest:
-                    raise InputConflict(
-                        "this input id was already used for different content",
-                        input_id=input_id, run_id=known.run_id,
-                    )  # fmt: skip
-                return Admission(load_run(tx, known.run_id), created=False, kind=known.kind)
+                return recorded(tx, known)
             open_run = tx.open_run_for_context(context_id)
+            if open_run is not None:
+                # A racing copy of this input may have committed its run after the first
+                # read (PostgreSQL reads each statement afresh): it is the same input.
+                known = tx.get_input(input_id)
+                if known is not None:
+                    return recorded(tx, known)
             if open_run is not None and open_run.status == "needs_attention":
                 raise RunHeld(
                     "the chat's run waits for a decision", context_id=context_id,
