@@ -87,12 +87,12 @@ def apply_decision(
             return DecisionOutcome(prior, run, applied=False)
         raise StaleVersion(
             "the run changed since this decision was made",
-            run_id=run_id, version=version, current_version=run.version,
+            run_id=run_id, version=version, current_version=run.version, status=run.status,
         )  # fmt: skip
     if version != run.version:
         raise StaleVersion(
             "the run changed since this decision was made",
-            run_id=run_id, version=version, current_version=run.version,
+            run_id=run_id, version=version, current_version=run.version, status=run.status,
         )  # fmt: skip
     target: Call | None
     if decision == "stop":

@@ -24,6 +24,16 @@ def canonical_json(value: Any) -> str:
         raise NotSerializable(
             f"value is not JSON-serialisable: {type(exc).__name__}", reason=str(exc)[:200]
         ) from None
+    except RecursionError:
+        raise NotSerializable("value is nested too deeply", reason="too_deep") from None
+
+
+def storable_json(value: Any) -> str:
+    """``canonical_json`` that also refuses text that is not valid Unicode (a database
+    cannot store a lone surrogate)."""
+    text = canonical_json(value)
+    digest_text(text)
+    return text
 
 
 def digest_bytes(data: bytes) -> str:
@@ -32,7 +42,13 @@ def digest_bytes(data: bytes) -> str:
 
 
 def digest_text(text: str) -> str:
-    return digest_bytes(text.encode("utf-8"))
+    """SHA-256 of the UTF-8 text; a string that is not valid Unicode (a lone surrogate)
+    cannot be stored: NotSerializable."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise NotSerializable("text is not valid Unicode", reason="lone_surrogate") from None
+    return digest_bytes(data)
 
 
 def digest(value: Any) -> str:

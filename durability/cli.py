@@ -126,7 +126,7 @@ def main(
     try:
         return COMMANDS[args.command](args, out)
     except DurabilityError as exc:
-        print(f"error: {exc.code}: {exc.message}", file=err)
+        print(error_line(exc, args.db), file=err)
     except sqlite3.Error as exc:
         print(f"error: storage_error: {type(exc).__name__}: {exc}", file=err)
     except BrokenPipeError:
@@ -288,8 +288,9 @@ def _retention(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"  {run_id}\n")
     else:
         out.write(
-            f"removed {report.runs_removed} finished run(s) and "
-            f"{report.blobs_removed} unused blob(s)\n"
+            f"removed {report.runs_removed} finished run(s), "
+            f"{report.blobs_removed} unused blob(s) and {report.chats_removed} chat(s) "
+            "left without runs\n"
         )
     return EXIT_OK
 
@@ -345,6 +346,24 @@ def export_records(journal: Any, run_id: str) -> Iterator[dict[str, Any]]:
 
 
 # --- helpers -------------------------------------------------------------------------
+
+
+def error_line(exc: DurabilityError, db: Path | None = None) -> str:
+    """``error: <code>: <message> (field=value, ...)``: the error's facts, secrets masked."""
+    from durability.masking import Masker, collect_secrets
+
+    facts = []
+    for key, value in sorted(exc.fields.items()):
+        text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+        facts.append(f"{key}={text}")
+    line = f"error: {exc.code}: {exc.message}" + (f" ({', '.join(facts)})" if facts else "")
+    usr = db.parent.parent if db is not None else None
+    env_files = [usr / ".env"] if usr is not None else []
+    secret_files = [usr / "secrets.env"] if usr is not None else []
+    try:
+        return Masker(collect_secrets(os.environ, env_files, secret_files)).mask_text(line)
+    except Exception:  # an unreadable .env must not hide the error
+        return line
 
 
 def _journal(db: Path, *, mask_secrets: bool = False) -> Any:

@@ -24,6 +24,7 @@ from durability.canonical import (
     digest_text,
     fingerprint_from_json,
     is_digest,
+    storable_json,
 )
 from durability.dsn import PostgresDsn
 from durability.errors import (
@@ -38,6 +39,7 @@ from durability.errors import (
     InvalidTransition,
     NoActiveRun,
     NoteRequired,
+    NotSerializable,
     ReplayDivergence,
     ResultConflict,
     RunHeld,
@@ -71,6 +73,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 T = TypeVar("T")
 MAX_ID_LENGTH = 200
+MAX_INT = 2**63 - 1  # the largest integer both backends store
 MAX_RETRY_ATTEMPTS = 100
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f]")
 
@@ -80,12 +83,19 @@ def _require_text(field: str, value: object, max_length: int = MAX_ID_LENGTH) ->
         raise InvalidArgument(f"{field} must be a non-empty string", field=field)
     if _CONTROL_CHARS.search(value):
         raise InvalidArgument(f"{field} contains control characters", field=field)
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidArgument(f"{field} is not valid Unicode", field=field) from None
     return value
 
 
 def _require_int(field: str, value: object, minimum: int = 0) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise InvalidArgument(f"{field} must be an integer >= {minimum}", field=field)
+    if value > MAX_INT:
+        raise InvalidArgument(f"{field} must be at most {MAX_INT}", field=field)
     return value
 
 
@@ -209,9 +219,15 @@ class Journal:
     def integrity_check(self, full: bool = False) -> list[str]:
         return self.store.integrity_check(full=full)
 
+    def _mask_only(self, value: Any) -> Any:
+        try:
+            return self._masker.mask(value)
+        except RecursionError:
+            raise NotSerializable("value is nested too deeply", reason="too_deep") from None
+
     def _mask(self, value: Any) -> Any:
-        masked = self._masker.mask(value)
-        canonical_json(masked)  # refuse what cannot be stored, before the transaction
+        masked = self._mask_only(value)
+        storable_json(masked)  # refuse what cannot be stored, before the transaction
         return masked
 
     # admit
@@ -225,17 +241,28 @@ class Journal:
         now = self._clock()
         adopt: list[Callable[[], Any]] = []
 
+        def recorded(tx: StoreTx, known: InputRow) -> Admission:
+            # The digest decides: the same content under the same id is the same input,
+            # even when a racing copy named another (e.g. freshly generated) chat.
+            if known.digest != content_digest:
+                raise InputConflict(
+                    "this input id was already used for different content",
+                    input_id=input_id, run_id=known.run_id,
+                )  # fmt: skip
+            return Admission(load_run(tx, known.run_id), created=False, kind=known.kind)
+
         def op(tx: StoreTx) -> Admission:
             adopt.clear()  # a backend may run op again (PostgreSQL, after a conflict)
             known = tx.get_input(input_id)
             if known is not None:
-                if known.digest != content_digest or known.context_id != context_id:
-                    raise InputConflict(
-                        "this input id was already used for different content",
-                        input_id=input_id, run_id=known.run_id,
-                    )  # fmt: skip
-                return Admission(load_run(tx, known.run_id), created=False, kind=known.kind)
+                return recorded(tx, known)
             open_run = tx.open_run_for_context(context_id)
+            if open_run is not None:
+                # A racing copy of this input may have committed its run after the first
+                # read (PostgreSQL reads each statement afresh): it is the same input.
+                known = tx.get_input(input_id)
+                if known is not None:
+                    return recorded(tx, known)
             if open_run is not None and open_run.status == "needs_attention":
                 raise RunHeld(
                     "the chat's run waits for a decision", context_id=context_id,
@@ -274,7 +301,11 @@ class Journal:
     def admit(
         self, context_id: str, input_id: str, content_digest: str, *, message: Any = None
     ) -> Admission:
-        """Start a run for a new input, or return the run this input id already started."""
+        """Start a run for a new input, or return the run this input id already started.
+
+        An input id is global: the same id and digest returns its run even when another
+        chat is named (the returned run's ``context_id`` says where it went); nothing is
+        created then. The same id with other content raises InputConflict."""
         return self._admit(context_id, input_id, content_digest, message, "run")
 
     def admit_intervention(
@@ -304,7 +335,7 @@ class Journal:
             raise InvalidArgument(f"kind must be one of {', '.join(CALL_KINDS)}", field="kind")
         _require_text("name", name)
         _require_text("policy", policy, max_length=64)
-        masked_args = self._masker.mask(args)
+        masked_args = self._mask_only(args)
         args_json = canonical_json(masked_args)  # refuses what cannot be stored
         fp = fingerprint_from_json(kind, name, args_json, policy)
         now = self._clock()
@@ -352,7 +383,7 @@ class Journal:
         """Commit a call's outcome (optionally with a checkpoint, in one transaction).
         The same result again is a no-op; a different one raises ResultConflict."""
         _require_text("call_id", call_id)
-        masked = self._masker.mask(result)
+        masked = self._mask_only(result)
         result_json = canonical_json(masked)  # refuses what cannot be stored
         result_digest = digest_text(result_json)
         state = "failed" if failed else "completed"
@@ -543,6 +574,12 @@ class Journal:
 
         return self._write_run(op, run_id=run_id)
 
+    def contexts_with_runs(self, context_ids: Iterable[str]) -> set[str]:
+        """Which of these chats still have a run (retention removes a chat's finished runs:
+        a chat with none left is gone)."""
+        ids = [c for c in context_ids if isinstance(c, str)]
+        return self.store.read(lambda tx: tx.contexts_with_runs(ids)) if ids else set()
+
     def delete_run(self, run_id: str) -> None:
         """Remove a finished run with its calls, checkpoints, decisions, events and input ids."""
 
@@ -572,6 +609,8 @@ class Journal:
             raise NoteRequired(f"{decision} needs a note saying what was checked",
                                decision=decision)  # fmt: skip
         masked_note = self._masker.mask_text(note) if note else None
+        if masked_note is not None:
+            storable_json(masked_note)
         now = self._clock()
         return self.store.write(
             lambda tx: _decisions.apply_decision(
@@ -640,6 +679,7 @@ class Journal:
         _require_int("expected_revision", expected_revision)
         _require_text("actor", actor)
         masked = documents.prepare_value(kind, value, self._masker)
+        storable_json(masked)
         now = self._clock()
         return self.store.write(
             lambda tx: documents.replace_document(

@@ -4,7 +4,8 @@ A finished run (completed, stopped, failed) is kept while it is among the newest
 ``keep_runs`` finished runs OR finished less than ``keep_days`` days ago; every other
 finished run is deleted together with its input ids, calls, checkpoints, decisions,
 retry grants and events, and then every blob those runs reached that nothing left
-reaches. Active and held (needs_attention) runs are never touched.
+reaches. A chat left without any run is deleted too (with its plan, conflicts and chat
+events): it is gone. Active and held (needs_attention) runs are never touched.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class RetentionReport:
     run_ids: list[str] = field(default_factory=list)  # runs selected for deletion
     runs_removed: int = 0
     blobs_removed: int = 0
+    chats_removed: int = 0  # chats left without any run: gone, with their plan
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -48,6 +50,7 @@ class RetentionReport:
             "run_ids": list(self.run_ids),
             "runs_removed": self.runs_removed,
             "blobs_removed": self.blobs_removed,
+            "chats_removed": self.chats_removed,
         }
 
 
@@ -106,9 +109,11 @@ def apply_retention(
         conn.execute("BEGIN IMMEDIATE")
         try:
             report.run_ids = expired_runs(finished_runs(conn), keep_runs, keep_days, moment)
+            chats = sqlite_ops.contexts_of_runs(conn, report.run_ids)
             report.runs_removed, report.blobs_removed = sqlite_ops.delete_runs_and_orphan_blobs(
                 conn, report.run_ids
             )
+            report.chats_removed = sqlite_ops.delete_emptied_contexts(conn, chats)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

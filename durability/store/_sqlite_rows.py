@@ -145,6 +145,19 @@ class SqliteTx(StoreTx):
     def delete_run(self, run_id: str) -> None:
         self.conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
 
+    def contexts_with_runs(self, context_ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        ids = list(dict.fromkeys(context_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self._all(
+                "SELECT DISTINCT context_id FROM runs"
+                f" WHERE context_id IN ({_placeholders(len(chunk))})",
+                chunk,
+            )
+            found.update(str(r[0]) for r in rows)
+        return found
+
     # calls
     def _call(self, row: Any) -> Call:
         (id_, run_id, agent_no, seq, attempt, kind, name, args, policy, fp, state) = row[:11]

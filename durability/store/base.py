@@ -90,6 +90,10 @@ class StoreTx(ABC):
     @abstractmethod
     def delete_run(self, run_id: str) -> None: ...
 
+    @abstractmethod
+    def contexts_with_runs(self, context_ids: Sequence[str]) -> set[str]:
+        """The given chats that still have at least one run."""
+
     # calls
     @abstractmethod
     def insert_call(self, call: Call) -> None: ...

@@ -326,6 +326,44 @@ def delete_runs_and_orphan_blobs(conn: sqlite3.Connection, run_ids: list[str]) -
     return removed_runs, removed_blobs
 
 
+def contexts_of_runs(conn: sqlite3.Connection, run_ids: list[str]) -> set[str]:
+    """The chats these runs belong to."""
+    found: set[str] = set()
+    for start in range(0, len(run_ids), 500):
+        chunk = run_ids[start : start + 500]
+        rows = conn.execute(
+            f"SELECT DISTINCT context_id FROM runs WHERE id IN ({','.join('?' * len(chunk))})",
+            chunk,
+        ).fetchall()
+        found.update(str(r[0]) for r in rows)
+    return found
+
+
+def delete_emptied_contexts(conn: sqlite3.Connection, context_ids: set[str]) -> int:
+    """Inside the caller's write transaction: of these chats, delete those left without any
+    run, with their documents and conflicts (cascade) and their chat-level events. A chat
+    whose every run was deleted is gone. Returns how many chats were deleted."""
+    removed = 0
+    ids = sorted(context_ids)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        empty = [
+            str(r[0])
+            for r in conn.execute(
+                f"SELECT id FROM contexts WHERE id IN ({marks})"
+                " AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.context_id = contexts.id)",
+                chunk,
+            ).fetchall()
+        ]
+        if not empty:
+            continue
+        marks = ",".join("?" * len(empty))
+        conn.execute(f"DELETE FROM events WHERE context_id IN ({marks})", empty)
+        removed += conn.execute(f"DELETE FROM contexts WHERE id IN ({marks})", empty).rowcount
+    return removed
+
+
 def checkpoint_metadata(conn: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
     """Id, position, digest, time and body size of each checkpoint of a run (no content)."""
     rows = conn.execute(

@@ -26,15 +26,12 @@ def context_id_of(input: dict[str, Any], *keys: str) -> str:
     return ""
 
 
-def require_context(runtime: Runtime, input: dict[str, Any], *keys: str) -> Any:
+async def require_context(runtime: Runtime, input: dict[str, Any], *keys: str) -> Any:
+    """The chat named under ``keys`` (400 when missing, 404 when unknown or purged)."""
     ctx_id = context_id_of(input, *keys)
     if not ctx_id:
         raise bad_request(f"'{keys[0]}' is required")
-    return runtime.get_context(ctx_id)
-
-
-def context_or_new(runtime: Runtime, ctx_id: str) -> Any:
-    return runtime.get_context(ctx_id) if ctx_id else runtime.create_context()
+    return await runtime.chat(ctx_id)
 
 
 def safe_filename(name: str) -> str:
@@ -93,16 +90,19 @@ def log_user_message(ctx: Any, text: str, attachments: list[str], message_id: st
 
 async def admit_user_message(runtime: Runtime, input: dict[str, Any]) -> tuple[Any, Any, Any]:
     """Validate, admit (journal: duplicate / conflict / held / intervention) and log the
-    message when it was taken; returns (chat, UserMessage, runtime_journal.Admitted)."""
+    message when it was taken; returns (chat or None, UserMessage, runtime_journal.Admitted).
+    The chat is None only for a duplicate whose chat is not loaded (``admitted.context_id``)."""
     text = get_str(input, "text")
     ctx_id = context_id_of(input, "context")
-    message_id = get_str(input, "message_id") or secrets.token_hex(8)
+    client_message_id = get_str(input, "message_id")
+    message_id = client_message_id or secrets.token_hex(8)
     attachments = await save_form_files(runtime, input.get("attachments"))
     if not text.strip() and not attachments:
         raise bad_request("'text' is required")
-    ctx = context_or_new(runtime, ctx_id)
     message = runtime.make_message(text, attachments, message_id)
-    admitted = await runtime.submit_message(ctx, message)
-    if admitted.kind != "duplicate":
+    ctx, admitted = await runtime.admit_message(
+        ctx_id, message, follow_input=bool(client_message_id)
+    )
+    if ctx is not None and admitted.kind != "duplicate":
         log_user_message(ctx, text, attachments, message_id)
     return ctx, message, admitted

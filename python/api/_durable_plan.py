@@ -19,12 +19,12 @@ def require_journal(runtime: Runtime) -> Any:
     return journal
 
 
-def require_chat_id(runtime: Runtime, input: dict[str, Any]) -> str:
-    """The ``context_id`` of an existing chat (400 when missing, 404 when unknown)."""
+async def require_chat_id(runtime: Runtime, input: dict[str, Any]) -> str:
+    """The ``context_id`` of an existing chat (400 when missing, 404 when unknown or purged)."""
     ctx_id = context_id_of(input, "context_id", "context", "ctxid")
     if not ctx_id:
         raise bad_request("'context_id' is required")
-    runtime.get_context(ctx_id)
+    await runtime.chat(ctx_id)
     return ctx_id
 
 

@@ -21,6 +21,8 @@ from python.helpers.api import ApiError, bad_request, get_str
 from python.helpers.runtime import Runtime
 
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024  # per file
+MAX_PATH_BYTES = 4096  # PATH_MAX on Linux
+MAX_NAME_BYTES = 255  # NAME_MAX: one file or folder name
 _CHUNK = 1024 * 1024
 
 
@@ -66,6 +68,10 @@ def resolve(root: Path, raw: str, *, link_itself: bool = False) -> WorkPath:
     if "\x00" in raw:
         raise bad_request("'path' must not contain NUL characters", field="path")
     text = raw.strip()
+    if len(text.encode()) > MAX_PATH_BYTES or any(
+        len(part.encode()) > MAX_NAME_BYTES for part in Path(text).parts
+    ):  # the file system would refuse it (ENAMETOOLONG) wherever it is used
+        raise bad_request("'path' is too long", field="path")
     lexical = Path(os.path.normpath(root / text)) if text else root
     try:
         if link_itself and lexical != root and lexical.is_symlink():

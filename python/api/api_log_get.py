@@ -15,7 +15,7 @@ class ApiLogGet(ApiHandler):
     methods = ("GET", "POST")
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        ctx = require_context(self.runtime, input, "context_id")
+        ctx = await require_context(self.runtime, input, "context_id")
         length = get_int(input, "length", default=100, minimum=1)
         items = ctx.log.output(start=0)
         start = max(0, len(items) - length)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from python.api._chat import context_or_new, log_user_message, save_base64_files
+from python.api._chat import log_user_message, save_base64_files
 from python.helpers.api import ApiHandler, bad_request, get_number, get_str
 
 
@@ -21,24 +21,25 @@ class ApiMessage(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
         text = get_str(input, "message")
         ctx_id = get_str(input, "context_id")
-        input_id = get_str(input, "input_id") or uuid.uuid4().hex
+        client_input_id = get_str(input, "input_id")
         lifetime = get_number(input, "lifetime_hours", default=24.0)
         attachments = await save_base64_files(self.runtime, input)
         if not text.strip() and not attachments:
             raise bad_request("'message' is required")
-        if not ctx_id and input.get("input_id"):
-            # A retry whose first answer was lost does not know its chat: the journal does.
-            ctx_id = await self.runtime.input_context(input_id) or ""
-        ctx = context_or_new(self.runtime, ctx_id)
-        self.runtime.set_api_lifetime(ctx.id, lifetime)
+        input_id = client_input_id or uuid.uuid4().hex
         message = self.runtime.make_message(text, attachments, input_id)
-        admitted = await self.runtime.submit_message(ctx, message)
-        if admitted.kind != "duplicate":
-            log_user_message(ctx, text, attachments, input_id)
+        # A retry whose first answer was lost does not know its chat: the journal does.
+        ctx, admitted = await self.runtime.admit_message(
+            ctx_id, message, follow_input=bool(client_input_id)
+        )
+        if ctx is not None:
+            self.runtime.set_api_lifetime(ctx.id, lifetime)
+            if admitted.kind != "duplicate":
+                log_user_message(ctx, text, attachments, input_id)
         answer = await self.runtime.wait_answer(admitted.task)
         status, response = await self.runtime.finish_outcome(admitted, answer)
         return {
-            "context_id": ctx.id,
+            "context_id": admitted.context_id,
             "run_id": admitted.run_id,
             "input_id": input_id,
             "status": status,

@@ -14,7 +14,7 @@ class ApiResetChat(ApiHandler):
     requires_api_key = True
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        ctx = require_context(self.runtime, input, "context_id")
+        ctx = await require_context(self.runtime, input, "context_id")
         self.runtime.cancel_chat(ctx.id)
         ctx.reset()
         return {"success": True, "message": "Chat reset.", "context_id": ctx.id}

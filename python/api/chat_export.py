@@ -12,6 +12,6 @@ from python.helpers.api import ApiHandler
 
 class ChatExport(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        ctx = require_context(self.runtime, input, "ctxid", "context")
+        ctx = await require_context(self.runtime, input, "ctxid", "context")
         content = json.dumps(export_chat(ctx), ensure_ascii=False, default=str)
         return {"message": "Chat exported.", "ctxid": ctx.id, "content": content}

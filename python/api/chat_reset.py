@@ -10,7 +10,7 @@ from python.helpers.api import ApiHandler
 
 class ChatReset(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        ctx = require_context(self.runtime, input, "context")
+        ctx = await require_context(self.runtime, input, "context")
         self.runtime.cancel_chat(ctx.id)
         ctx.reset()
         return {"message": "Agent restarted.", "ctxid": ctx.id}

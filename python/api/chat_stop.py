@@ -11,7 +11,7 @@ from python.helpers.api import ApiHandler
 
 class ChatStop(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        ctx = require_context(self.runtime, input, "context")
+        ctx = await require_context(self.runtime, input, "context")
         stopped = self.runtime.cancel_chat(ctx.id)
         with contextlib.suppress(Exception):
             ctx.kill_process()

@@ -13,7 +13,7 @@ from typing import Any
 from durability.errors import DocumentConflict, DocumentInvalid, DurabilityError
 from python.api._durable_plan import conflict_row, require_journal
 from python.api._durable_runs import actor_of
-from python.helpers.api import ApiError, ApiHandler, bad_request, get_int
+from python.helpers.api import ApiError, ApiHandler, bad_request, get_int, get_str
 
 RESOLUTIONS = {"keep_current": "kept_current", "take_proposed": "took_proposed", "merge": "merged"}
 WRITER = "user"  # the document's updated_by for a person's write (as durable_plan_set)
@@ -36,7 +36,7 @@ class DurableConflictResolve(ApiHandler):
         if input.get("conflict_id") in (None, ""):
             raise bad_request("'conflict_id' is required", field="conflict_id")
         conflict_id = get_int(input, "conflict_id", minimum=1)
-        choice = input.get("resolution")
+        choice = get_str(input, "resolution")
         if choice not in RESOLUTIONS:
             raise bad_request(
                 f"'resolution' must be one of {', '.join(RESOLUTIONS)}", field="resolution"

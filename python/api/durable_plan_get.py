@@ -11,7 +11,7 @@ from python.helpers.api import ApiHandler
 class DurablePlanGet(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
         journal = require_journal(self.runtime)
-        ctx_id = require_chat_id(self.runtime, input)
+        ctx_id = await require_chat_id(self.runtime, input)
         document = await journal.aio.read_document(ctx_id, PLAN_KIND)
         return {
             "context_id": ctx_id,

@@ -25,7 +25,7 @@ def plan_input(input: dict[str, Any]) -> tuple[int, dict[str, Any]]:
 class DurablePlanSet(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
         journal = require_journal(self.runtime)
-        ctx_id = require_chat_id(self.runtime, input)
+        ctx_id = await require_chat_id(self.runtime, input)
         expected, plan = plan_input(input)
         try:
             document = await journal.aio.replace_document(

@@ -25,6 +25,6 @@ def history_text(ctx: Any) -> str:
 
 class HistoryGet(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        ctx = require_context(self.runtime, input, "context")
+        ctx = await require_context(self.runtime, input, "context")
         text = history_text(ctx)
         return {"history": text, "tokens": len(text) // 4}

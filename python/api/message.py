@@ -10,14 +10,14 @@ from python.helpers.api import ApiHandler
 
 class Message(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        ctx, message, admitted = await admit_user_message(self.runtime, input)
+        _chat, message, admitted = await admit_user_message(self.runtime, input)
         answer = await self.runtime.wait_answer(admitted.task)
         if answer is None:
             answer = admitted.response
         status, response = await self.runtime.finish_outcome(admitted, answer)
         return {
             "message": "" if response is None else response,
-            "context": ctx.id,
+            "context": admitted.context_id,
             "message_id": message.id,
             "run_id": admitted.run_id,
             "status": status,

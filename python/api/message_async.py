@@ -10,10 +10,10 @@ from python.helpers.api import ApiHandler
 
 class MessageAsync(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        ctx, message, admitted = await admit_user_message(self.runtime, input)
+        _chat, message, admitted = await admit_user_message(self.runtime, input)
         return {
             "message": "Message received.",
-            "context": ctx.id,
+            "context": admitted.context_id,
             "message_id": message.id,
             "run_id": admitted.run_id,
             "kind": admitted.kind,

@@ -11,7 +11,7 @@ from python.helpers.api import ApiHandler
 
 class Nudge(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        ctx = require_context(self.runtime, input, "ctxid", "context")
+        ctx = await require_context(self.runtime, input, "ctxid", "context")
         result = ctx.nudge()
         if asyncio.iscoroutine(result):
             result = await result

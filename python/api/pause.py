@@ -11,6 +11,6 @@ from python.helpers.api import ApiHandler, get_bool
 class Pause(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
         paused = get_bool(input, "paused", default=True)
-        ctx = require_context(self.runtime, input, "context")
+        ctx = await require_context(self.runtime, input, "context")
         ctx.paused = paused
         return {"message": "Agent paused." if paused else "Agent unpaused.", "pause": paused}

@@ -36,6 +36,7 @@ class Poll(ApiHandler):
         ctx_id = context_id_of(input, "context")
         log_from = get_int(input, "log_from", default=0, minimum=0)
         runtime = self.runtime
+        await runtime.forget_purged_chats()  # retention may have removed chats meanwhile
         contexts = []
         for ctx in runtime.user_contexts():
             row = dict(ctx.output())

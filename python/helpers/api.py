@@ -6,6 +6,7 @@ import importlib
 import inspect
 import json
 import logging
+import math
 import pkgutil
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("a0.api")
 
 MAX_JSON_BYTES = 10 * 1024 * 1024
+MAX_JSON_DEPTH = 64  # nesting levels of a request body (every real body has a handful)
+MAX_INT = 2**63 - 1  # what the journal's database stores; larger numbers are refused
 
 
 class ApiError(Exception):
@@ -45,11 +48,44 @@ def bad_request(message: str, **details: Any) -> ApiError:
     return ApiError("bad_request", message, 400, **details)
 
 
+class ApiJSONResponse(JSONResponse):
+    """UTF-8 JSON; text that is not valid Unicode (a lone surrogate from a tool's output)
+    is sent escaped (``\\udxxx``) instead of failing the response."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            text = json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+            return text.encode("ascii")
+
+
 def error_response(
     code: str, message: str, status: int, details: Mapping[str, Any] | None = None
 ) -> JSONResponse:
+    """``{"error": {"code", "message", **details}}`` (details never replace code or message)."""
     error = {**(details or {}), "code": code, "message": message}
-    return JSONResponse({"error": error}, status_code=status)
+    return ApiJSONResponse({"error": error}, status_code=status)
+
+
+def error_fields(exc: BaseException) -> dict[str, Any]:
+    """The structured facts of a typed error (``to_dict()`` without code and message), as
+    JSON data with known secrets masked; {} when there are none or they cannot be sent."""
+    to_dict = getattr(exc, "to_dict", None)
+    if not callable(to_dict):
+        return {}
+    try:
+        data = to_dict()
+        if not isinstance(data, dict):
+            return {}
+        fields = {k: v for k, v in data.items() if isinstance(k, str)}
+        fields.pop("code", None)
+        fields.pop("message", None)
+        text = json.dumps(fields, default=str, allow_nan=False)
+        masked = secrets.mask(json.loads(text))
+    except Exception:  # the facts are a courtesy: never let them break the error itself
+        return {}
+    return masked if isinstance(masked, dict) else {}
 
 
 def _mask(text: str) -> str:
@@ -100,8 +136,8 @@ def exception_to_response(exc: BaseException) -> JSONResponse:
     code = getattr(exc, "code", None)
     status = getattr(exc, "http_status", None)
     if isinstance(code, str) and code and isinstance(status, int) and 400 <= status < 600:
-        # durability errors (and any other family) plug in by duck typing
-        return error_response(code, _mask(str(exc) or code), status)
+        # durability errors (and any other family) plug in by duck typing, with their facts
+        return error_response(code, _mask(str(exc) or code), status, error_fields(exc))
     names = [cls.__name__ for cls in type(exc).__mro__]
     for name, code, status in ERROR_TABLE:
         if name in names:
@@ -159,6 +195,8 @@ def get_int(
         value = int(value)
     if not isinstance(value, int):
         raise bad_request(f"'{key}' must be an integer")
+    if abs(value) > MAX_INT:
+        raise bad_request(f"'{key}' is out of range")
     if minimum is not None and value < minimum:
         raise bad_request(f"'{key}' must be at least {minimum}")
     return value
@@ -172,6 +210,8 @@ def get_number(data: Mapping[str, Any], key: str, *, default: float) -> float:
         raise bad_request(f"'{key}' must be a number")
     if value <= 0:
         raise bad_request(f"'{key}' must be positive")
+    if value > MAX_INT:
+        raise bad_request(f"'{key}' is out of range")
     return float(value)
 
 
@@ -248,13 +288,56 @@ async def read_input(request: Request) -> dict[str, Any]:
     if not body.strip():
         return data
     try:
-        parsed = json.loads(body)
+        parsed = json.loads(body, parse_constant=_no_constant, parse_float=_finite_float)
     except (ValueError, UnicodeDecodeError):
         raise bad_request("The body is not valid JSON.") from None
+    except RecursionError:
+        raise bad_request(f"The JSON body is nested more than {MAX_JSON_DEPTH} levels.") from None
     if not isinstance(parsed, dict):
         raise bad_request("The JSON body must be an object.")
+    _check_body(parsed)
     data.update(parsed)
     return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # NaN, Infinity, -Infinity
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError("number out of range")
+    return value
+
+
+def _check_body(value: Any) -> None:
+    """Refuse a body nested deeper than MAX_JSON_DEPTH or holding text that is not valid
+    Unicode (JSON can escape a lone surrogate; nothing downstream can store or send it)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() and not _valid_unicode(item):
+                raise bad_request("The JSON body holds text that is not valid Unicode.")
+            continue
+        if isinstance(item, dict):
+            children: list[Any] = [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise bad_request(f"The JSON body is nested more than {MAX_JSON_DEPTH} levels.")
+        stack.extend((child, depth + 1) for child in children)
+
+
+def _valid_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 Guard = Callable[[type[ApiHandler], Request], Any]
@@ -272,7 +355,7 @@ def make_endpoint(handler_cls: type[ApiHandler], runtime: Runtime, guard: Guard)
             result = await handler_cls(runtime).process(data, request)
             if isinstance(result, Response):
                 return result
-            return JSONResponse(result if result is not None else {})
+            return ApiJSONResponse(result if result is not None else {})
         except Exception as exc:  # the one place that turns errors into responses
             return exception_to_response(exc)
         finally:

@@ -29,7 +29,7 @@ from durability.errors import (
     RunNotActive,
     StaleVersion,
 )
-from python.helpers import files
+from python.helpers import durable_result, files
 from python.helpers.tool import Response
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -156,6 +156,19 @@ async def _drive(context: AgentContext, agent: Agent, *, resume: bool) -> str:
 async def _finish(context: AgentContext, response: str, *, failed: bool) -> None:
     state: DurableRun = context.durable_run
     journal = context.journal
+    open_calls = await journal.aio.open_intents(state.run_id)
+    if open_calls:  # never end a run whose call has no journaled outcome: hold it instead
+        detail = {**_position(open_calls[-1]), "why": "run_ended_with_open_call"}
+        with contextlib.suppress(InvalidTransition):
+            await journal.aio.mark_needs_attention(state.run_id, "uncertain_call", detail)
+        context.log.log(
+            type="warning",
+            heading="Run held for a decision",
+            content="The run ended with a call whose outcome is not journaled; it waits for "
+            "a person's decision (reason: uncertain_call).",
+            kvps={"run_id": state.run_id, "reason": "uncertain_call"},
+        )
+        return
     await journal.aio.append_event(
         context.id, "run_result", {"response": response, "failed": failed}, run_id=state.run_id
     )
@@ -235,7 +248,7 @@ async def model_call(
     on_reasoning: Any = None, on_response: Any = None,
 ) -> Any:  # fmt: skip
     """Journal one model call; reuse a committed reply instead of calling the model."""
-    from agent import InterventionException
+    from agent import InterventionException, RepairableException
     from python.helpers.models import ModelError, ModelResult
 
     context = agent.context
@@ -264,6 +277,8 @@ async def model_call(
             continue  # outcome unknown and left behind: ask again at the next position
         if call.state == "failed":
             error = call.result if isinstance(call.result, dict) else {}
+            if error.get("error") == "repairable":  # the loop went on after it: so again
+                raise RepairableException(str(error.get("message") or "model call failed"))
             if kind == "utility":  # the loop copes (compression truncates): same as the first time
                 raise ModelError(str(error.get("message") or "model error"), error.get("status"))
             if await journal.aio.consume_retry(state.run_id, call_id=call.id):
@@ -285,6 +300,12 @@ async def model_call(
             await hold(context, "model_failed", {**_position(call), "error": error})
         except InterventionException:
             await journal.aio.commit_result(call.id, {"interrupted": True})
+            raise
+        except Exception as exc:  # not the provider (e.g. a stream extension): close the call
+            kind_of = "repairable" if isinstance(exc, RepairableException) else "error"
+            text = durable_result.storable_text(exc)
+            error = {"error": kind_of, "type": type(exc).__name__, "message": text}
+            await journal.aio.commit_result(call.id, error, failed=True)
             raise
         fire("after_effect", MODEL_CALL_NAME)
         await journal.aio.commit_result(
@@ -313,14 +334,6 @@ def tool_policy(tool: Any) -> str:
     if tool.name == "code_execution_tool":
         return "adapter:shell"
     return "hold"
-
-
-def _json_safe(value: Any) -> Any:
-    try:
-        canonical_json(value)
-        return value
-    except DurabilityError:
-        return None
 
 
 def _recorded_response(agent: Agent, result: Any) -> Response:
@@ -363,7 +376,7 @@ async def tool_call(agent: Agent, tool: Any, effect: Any) -> Response:
     if call.state == "failed":
         error = call.result if isinstance(call.result, dict) else {}
         message = str(error.get("message") or "the tool failed")
-        if error.get("error") == "repairable":
+        if error.get("error") in ("repairable", durable_result.NOT_STORABLE):
             raise RepairableException(message)
         raise RecordedToolError(message)
     if call.state == "abandoned":
@@ -381,17 +394,17 @@ async def tool_call(agent: Agent, tool: Any, effect: Any) -> Response:
         await hold(context, "corrupt_record", exc.to_dict())
     except Exception as exc:
         kind_of = "repairable" if isinstance(exc, RepairableException) else "error"
-        error = {"error": kind_of, "type": type(exc).__name__, "message": str(exc)[:4000]}
+        text = durable_result.storable_text(exc)
+        error = {"error": kind_of, "type": type(exc).__name__, "message": text}
         await journal.aio.commit_result(call.id, error, failed=True)
         raise
     fire("after_effect", tool.name)
-    result = {"message": response.message, "break_loop": bool(response.break_loop),
-              "additional": _json_safe(response.additional)}  # fmt: skip
     if call.state == "completed":  # a child workflow ran again: its answer must match
+        result = durable_result.tool_result(response)
         if digest(journal.masker.mask(result)) != call.result_digest:
             await hold(context, "replay_divergence", {**_position(call), "why": "child_result"})
         return response
-    await journal.aio.commit_result(call.id, result)
+    await durable_result.commit(journal, agent, tool, call, response)
     fire("after_result", tool.name)
     return response
 

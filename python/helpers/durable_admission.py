@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from python.helpers.durable import run_admitted
 if TYPE_CHECKING:  # pragma: no cover
     from agent import Agent, AgentContext, UserMessage
     from durability import Journal
+    from durability.records import Admission, Run
 
 logger = logging.getLogger("a0.durable")
 _background: set[asyncio.Task] = set()  # journal writes in flight (kept referenced)
@@ -49,6 +51,7 @@ class Submission:
     status: str
     task: asyncio.Task | None = None
     response: str | None = None
+    context_id: str = ""  # the chat the run belongs to (a duplicate may name another)
 
 
 def _file_digest(path: str) -> str | None:
@@ -105,35 +108,95 @@ def _locks(context: AgentContext) -> asyncio.Lock:
     return lock
 
 
+def admitting(context: AgentContext) -> bool:
+    """True while a message to this chat is being admitted."""
+    lock = context.data.get("_durable_admit_lock")
+    return lock is not None and lock.locked()
+
+
+async def _content(journal: Journal, msg: UserMessage) -> tuple[str, dict[str, Any], str]:
+    input_id = _ensure_input_id(msg)
+    payload = await asyncio.to_thread(input_payload, msg)
+    return input_id, payload, input_digest(journal, payload)
+
+
+async def _duplicate(journal: Journal, adm: Admission, input_id: str) -> Submission:
+    """The recorded run of an input seen before: its answer when it ended, else the task of
+    its chat (loaded in this process and working) to wait on. The chat may be another one
+    than the caller named: a racing copy of the request got there first."""
+    from agent import AgentContext
+
+    run = adm.run
+    task = None
+    response = None
+    if run.status == "active":
+        owner = AgentContext.get(run.context_id)
+        if owner is not None and owner.is_running():
+            task = owner.task  # one open run per chat: the working task is this run's
+    elif run.status in ("completed", "failed"):
+        response = await asyncio.to_thread(recorded_response, journal, run.id)
+    return Submission("duplicate", run.id, input_id, run.status, task, response, run.context_id)
+
+
 async def submit(context: AgentContext, msg: UserMessage) -> Submission:
     """Admit a message through the journal and act on it (the server's entry point).
 
     Raises InputConflict (same id, other content), RunHeld (the chat waits for a
     decision) and ActiveRunExists (a run is open but not running in this process)."""
     journal = context.journal
-    input_id = _ensure_input_id(msg)
-    payload = await asyncio.to_thread(input_payload, msg)
-    content_digest = input_digest(journal, payload)
+    input_id, payload, content_digest = await _content(journal, msg)
     async with _locks(context):
         context.paused = False
         if context.is_running():
             adm = await journal.aio.admit_intervention(
                 context.id, input_id, content_digest, message=payload
             )
-            if adm.created:
-                context.get_agent().intervention = msg
-                kind = "intervention"
-            else:
-                kind = "duplicate"
-            return Submission(kind, adm.run.id, input_id, adm.run.status, context.task)
+            if not adm.created:
+                return await _duplicate(journal, adm, input_id)
+            context.get_agent().intervention = msg
+            return Submission(
+                "intervention", adm.run.id, input_id, adm.run.status, context.task, None, context.id
+            )
         adm = await journal.aio.admit(context.id, input_id, content_digest, message=payload)
         if not adm.created:
-            response = await asyncio.to_thread(recorded_response, journal, adm.run.id)
-            return Submission("duplicate", adm.run.id, input_id, adm.run.status, None, response)
-        context.task = asyncio.get_running_loop().create_task(
-            run_admitted(context, context.agent0, adm.run, msg), name=f"chat-{context.id}"
-        )
-        return Submission("started", adm.run.id, input_id, "active", context.task)
+            return await _duplicate(journal, adm, input_id)
+        return _start(context, adm.run, msg)
+
+
+async def submit_new_chat(
+    journal: Journal, context_id: str, msg: UserMessage, create: Callable[[str], AgentContext]
+) -> Submission:
+    """Admit a message that opens a new chat; the chat exists only once its input is admitted.
+
+    ``create(context_id)`` builds the chat (registered, journal attached) after the journal
+    took the input. A copy of an input already admitted (a racing retry, which generated
+    another chat id) creates nothing: it gets the recorded run, in the chat it went to."""
+    input_id, payload, content_digest = await _content(journal, msg)
+    adm = await journal.aio.admit(context_id, input_id, content_digest, message=payload)
+    if not adm.created:
+        return await _duplicate(journal, adm, input_id)
+    try:
+        context = create(context_id)
+    except BaseException:  # no chat to run it in: the input was not taken after all
+        await asyncio.shield(asyncio.to_thread(_withdraw, journal, adm.run.id))
+        raise
+    return _start(context, adm.run, msg)
+
+
+def _withdraw(journal: Journal, run_id: str) -> None:
+    """Remove a run admitted a moment ago that never started (and its input id with it)."""
+    try:
+        journal.set_run_status(run_id, "failed", reason="chat_not_created")
+        journal.delete_run(run_id)
+    except DurabilityError as exc:
+        logger.warning("run %s could not be withdrawn: %s", run_id, exc.code)
+
+
+def _start(context: AgentContext, run: Run, msg: UserMessage) -> Submission:
+    context.task = asyncio.get_running_loop().create_task(
+        run_admitted(context, context.agent0, run, msg), name=f"chat-{context.id}"
+    )
+    return Submission("started", run.id, run.input_id, "active", context.task, None, context.id)
 
 
 def start_new_input(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import logging
@@ -52,6 +53,9 @@ class Runtime:
         self._api_expiry: dict[str, float] = {}
         self._sweeper: asyncio.Task | None = None
         self._stopping = False
+        self.input_locks = runtime_journal.KeyedLocks()  # admission, one input id at a time
+        self.journaled_chats: set[str] = set()  # chats with runs in the journal
+        self.admitting: collections.Counter[str] = collections.Counter()  # chat id -> messages
 
     # settings -----------------------------------------------------------------------
     @property
@@ -152,21 +156,57 @@ class Runtime:
             exc = task.exception()
             logger.info("chat %s task ended with %s", ctx_id, type(exc).__name__)
 
-    async def submit_message(self, ctx: Any, message: Any) -> runtime_journal.Admitted:
-        """Admit a message (through the journal when there is one) and start its run."""
+    async def chat(self, ctx_id: str) -> Any:
+        """The chat named by a request (404 ``context_not_found`` when there is none, also
+        when retention removed every run of it: a purged chat is gone, as after a restart)."""
+        if ctx_id in self.journaled_chats:
+            await self.forget_purged_chats(ctx_id)
+        return self.get_context(ctx_id)
+
+    async def forget_purged_chats(self, only: str | None = None) -> list[str]:
+        """Drop the loaded chats (or ``only`` that one) whose every run retention removed
+        (`python -m durability retention` while the server runs); returns their ids."""
+        if self.journal is None:
+            return []
+        wanted = [only] if only is not None else list(self.journaled_chats)
+        idle = [c for c in wanted if c in self.journaled_chats and self._idle(c)]
+        if not idle:
+            return []
+        alive = await self.journal.aio.contexts_with_runs(idle)
+        gone = []
+        for ctx_id in idle:
+            if ctx_id in alive or not self._idle(ctx_id):  # checked again after the await
+                continue
+            self.journaled_chats.discard(ctx_id)
+            ctx = self.find_context(ctx_id)
+            if ctx is not None:
+                ctx.journal = None  # the journal forgot the chat already: journal nothing
+                self.remove_context(ctx_id)
+            gone.append(ctx_id)
+        if gone:
+            logger.info("retention removed every run of %d chat(s): dropped", len(gone))
+        return gone
+
+    def _idle(self, ctx_id: str) -> bool:
+        ctx = self.find_context(ctx_id)
+        busy = ctx is not None and (ctx.is_running() or getattr(ctx, "durable_run", None))
+        return not busy and not self.admitting[ctx_id] and not self.is_running(ctx_id)
+
+    async def admit_message(
+        self, ctx_id: str, message: Any, *, follow_input: bool = False
+    ) -> tuple[Any | None, runtime_journal.Admitted]:
+        """Take a message for the chat ``ctx_id`` (a new chat when empty) and start its run;
+        the one admission path of every message endpoint (runtime_journal.admit)."""
         if self._stopping:
             raise ApiError("shutting_down", "The server is shutting down.", 503)
-        if self.journal is None:
-            task = self.start_message(ctx, message)
-            return runtime_journal.Admitted("started", None, message.id or "", "active", task)
-        return await runtime_journal.submit(self, ctx, message)
-
-    async def input_context(self, input_id: str) -> str | None:
-        """The loaded chat an input id was admitted to (journal on), else None."""
-        if self.journal is None:
-            return None
-        ctx_id = await self.journal.aio.input_context(input_id)
-        return ctx_id if ctx_id and self.find_context(ctx_id) is not None else None
+        if self.journal is not None:
+            return await runtime_journal.admit(self, ctx_id, message, follow_input=follow_input)
+        ctx = self.get_context(ctx_id) if ctx_id else self.create_context()
+        task = self.start_message(ctx, message)
+        admitted = runtime_journal.Admitted(
+            "started", None, message.id or "", "active", task, None, ctx.id
+        )
+        return ctx, admitted
 
     async def wait_answer(self, task: asyncio.Task | None) -> str | None:
         """Wait for a chat task; a cancelled request never cancels the chat."""

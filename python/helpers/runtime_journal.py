@@ -9,6 +9,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
+import string
+import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +43,37 @@ class Admitted:
     status: str
     task: asyncio.Task | None = None
     response: str | None = None
+    context_id: str = ""  # the chat the run belongs to (a duplicate may name another)
+
+
+class KeyedLocks:
+    """One asyncio lock per key (an input id), dropped when nobody holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users <= 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+
+def new_context_id() -> str:
+    """A fresh chat id in the loop's format (8 letters and digits)."""
+    alphabet = string.ascii_letters + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(8))
 
 
 def _retention_limits(settings: dict[str, Any]) -> tuple[int, float]:
@@ -91,6 +126,7 @@ async def start(runtime: Runtime) -> list[Any]:
     )
     for ctx in contexts:
         attach(runtime, ctx)
+        runtime.journaled_chats.add(ctx.id)
     adapters = {"adapter:shell": runtime.receipts.classify}
     try:  # each run is held on its own failure; this guards what all runs share
         plans = await durable_resume.recover(journal, adapters=adapters)
@@ -139,16 +175,53 @@ def close(runtime: Runtime) -> None:
             journal.close()
 
 
-async def submit(runtime: Runtime, ctx: Any, message: Any) -> Admitted:
-    """Admit a message through the journal (InputConflict, RunHeld, ... propagate)."""
+async def admit(
+    runtime: Runtime, ctx_id: str, message: Any, *, follow_input: bool = False
+) -> tuple[Any | None, Admitted]:
+    """Admit a message through the journal; returns (its chat, what happened).
+
+    ``ctx_id`` names the chat (404 when unknown); without it, ``follow_input`` looks the
+    input id up first (a retry whose first answer was lost goes back to its chat), else a
+    new chat is opened, and it exists only once the journal took the input. Copies of one
+    input admitted at the same moment are serialised here by input id, and the journal's
+    admit decides between processes: every copy gets the first one's run. The chat is
+    None when a duplicate's run belongs to a chat not loaded here. InputConflict, RunHeld,
+    ... propagate and leave nothing behind."""
     from python.helpers import durable_admission
 
-    if ctx.journal is None:
-        attach(runtime, ctx)
-    sub = await durable_admission.submit(ctx, message)
-    if sub.task is not None:
-        runtime.track_task(ctx.id, sub.task)
-    return Admitted(sub.kind, sub.run_id, sub.input_id, sub.status, sub.task, sub.response)
+    if not message.id:
+        message.id = uuid.uuid4().hex
+    async with runtime.input_locks.hold(message.id):
+        ctx = None
+        if ctx_id:
+            ctx = await runtime.chat(ctx_id)
+        elif follow_input:
+            known = await runtime.journal.aio.input_context(message.id)
+            ctx = runtime.find_context(known) if known else None
+        if ctx is not None:
+            if ctx.journal is None:
+                attach(runtime, ctx)
+            runtime.admitting[ctx.id] += 1  # not dropped as purged while it takes a message
+            try:
+                sub = await durable_admission.submit(ctx, message)
+            finally:
+                runtime.admitting[ctx.id] -= 1
+                if runtime.admitting[ctx.id] <= 0:
+                    del runtime.admitting[ctx.id]
+        else:
+            sub = await durable_admission.submit_new_chat(
+                runtime.journal, new_context_id(), message, runtime.create_context
+            )
+        chat = runtime.find_context(sub.context_id)
+        if chat is not None:
+            if sub.task is not None:
+                runtime.track_task(chat.id, sub.task)
+            if sub.kind == "started":
+                runtime.journaled_chats.add(chat.id)
+        admitted = Admitted(
+            sub.kind, sub.run_id, sub.input_id, sub.status, sub.task, sub.response, sub.context_id
+        )
+        return chat, admitted
 
 
 async def outcome(runtime: Runtime, admitted: Admitted, answer: str | None) -> tuple[str, Any]:

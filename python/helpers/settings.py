@@ -88,6 +88,7 @@ class SettingsError(ValueError):
 # parsing and validation -------------------------------------------------------------------
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
+MAX_NUMBER = 2**53  # above this a number setting is a mistake (and no longer exact as float)
 
 
 def parse_value(name: str, raw: str) -> Any:
@@ -148,6 +149,8 @@ def _check_range(name: str, value: Any) -> None:
         raise SettingsError(f"setting '{name}' must be above 0", name)
     if value < 0:
         raise SettingsError(f"setting '{name}' must not be negative", name)
+    if value > MAX_NUMBER:
+        raise SettingsError(f"setting '{name}' must be at most {MAX_NUMBER}", name)
 
 
 # loading ------------------------------------------------------------------------------

@@ -97,6 +97,7 @@ def test_decide_applies_once_and_refuses_stale_versions(setup: Setup) -> None:
     assert no_note.code == 1 and no_note.err.startswith("error: note_required: ")
     stale = setup.cli("decide", setup.held, "resume", "--expected-version", str(version - 1))
     assert stale.code == 1 and stale.err.startswith("error: stale_version: ")
+    assert f"current_version={version}" in stale.err and "status=needs_attention" in stale.err
     done = setup.cli("decide", setup.held, "stop", "--expected-version", str(version),
                      "--actor", "ops-test", "--note", "checked the bank", "--json")  # fmt: skip
     assert done.code == 0, done.err

@@ -86,6 +86,32 @@ def test_old_finished_runs_go_with_their_rows_and_blobs(db: Path) -> None:
     assert verify_database(db).ok
 
 
+def test_a_chat_left_without_runs_is_gone_with_its_plan(db: Path) -> None:
+    clock = Clock(NOW - 60 * DAY)
+    plan = {"title": "t", "items": [{"id": "1", "text": "x", "done": False}]}
+    with Journal.open_sqlite(db, clock=clock) as journal:
+        journaled_run(journal, "purged", "p-1")
+        journal.replace_document("purged", "plan", plan, expected_revision=0, actor="t")
+        journal.append_event("purged", "context_reset")
+        journaled_run(journal, "partly", "q-1")
+        journal.replace_document("partly", "plan", plan, expected_revision=0, actor="t")
+        # a chat with a plan and no run yet is no retention matter
+        journal.replace_document("planned", "plan", plan, expected_revision=0, actor="t")
+        clock.now = NOW
+        journaled_run(journal, "partly", "q-2")
+
+    report = apply_retention(db, keep_runs=0, keep_days=30, now=NOW)
+
+    assert report.runs_removed == 2 and report.chats_removed == 1
+    with Journal.open_sqlite(db) as journal:
+        assert journal.contexts_with_runs(["purged", "partly", "planned"]) == {"partly"}
+        assert journal.read_document("purged").revision == 0  # gone with its chat
+        assert journal.list_events(context_id="purged") == []
+        assert journal.read_document("partly").revision == 1
+        assert journal.read_document("planned").revision == 1
+    assert verify_database(db).ok
+
+
 def test_history_shared_with_a_kept_run_survives(db: Path) -> None:
     clock = Clock(NOW - 90 * DAY)
     with Journal.open_sqlite(db, clock=clock) as journal:

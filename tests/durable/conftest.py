@@ -150,3 +150,9 @@ def prompt_text(request: dict) -> str:
 
 
 Until = Callable[[], bool]
+
+
+def install_unstorable_tool(usr: Path) -> None:
+    tools = usr / "agents" / "agent0" / "tools"
+    tools.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(HERE / "unstorable_tool.py", tools / "unstorable.py")

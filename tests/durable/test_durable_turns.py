@@ -252,3 +252,56 @@ async def test_run_outcome_for_clients(harness):
     assert await asyncio.wait_for(stuck.task, TIMEOUT) == ""
     outcome = await durable_admission.run_outcome(harness.journal, stuck.run_id)
     assert (outcome["status"], outcome["response"]) == ("needs_attention", None)
+
+
+async def test_racing_new_chats_for_one_input_leave_one_chat(harness):
+    """Journal-level race: two copies of one input, each with its own generated chat id and
+    no lock between them (as two processes would be). The journal's admit decides; the
+    loser creates no chat and waits on the winner's run."""
+    release = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def slow_answer(body: dict) -> dict:
+        asyncio.run_coroutine_threadsafe(release.wait(), loop).result(TIMEOUT)
+        return {"tool_name": "response", "tool_args": {"text": "once"}}
+
+    harness.model.respond_with(slow_answer)
+    created: list[str] = []
+
+    def create(context_id: str) -> AgentContext:
+        created.append(context_id)
+        ctx = AgentContext(harness.config(), id=context_id, journal=harness.journal)
+        harness.contexts.append(ctx)
+        return ctx
+
+    copies = [UserMessage("pay once", id="in-race") for _ in range(3)]
+    racers = [
+        durable_admission.submit_new_chat(harness.journal, f"new-{i}", msg, create)
+        for i, msg in enumerate(copies)
+    ]
+    subs = await asyncio.gather(*racers)
+
+    assert len(created) == 1
+    winner = next(s for s in subs if s.kind == "started")
+    assert sorted(s.kind for s in subs) == ["duplicate", "duplicate", "started"]
+    assert {(s.run_id, s.context_id, s.task) for s in subs} == {
+        (winner.run_id, created[0], winner.task)
+    }
+    assert [c for c in (f"new-{i}" for i in range(3)) if AgentContext.get(c)] == created
+    release.set()
+    assert await asyncio.wait_for(winner.task, TIMEOUT) == "once"
+    assert [r.id for r in harness.journal.list_runs()] == [winner.run_id]
+    assert harness.model.calls == 1
+
+
+async def test_an_input_whose_chat_cannot_be_built_is_withdrawn(harness):
+    def broken(context_id: str) -> AgentContext:
+        raise RuntimeError("no chat today")
+
+    with pytest.raises(RuntimeError):
+        await durable_admission.submit_new_chat(
+            harness.journal, "never-built", UserMessage("hi", id="in-w"), broken
+        )
+    assert harness.journal.list_runs() == []
+    assert harness.journal.input_context("in-w") is None  # the id is free again
+    assert AgentContext.get("never-built") is None

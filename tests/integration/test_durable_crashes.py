@@ -48,11 +48,16 @@ def test_side_effect_crashed_after_effect_is_held_and_each_decision_leads_on(
 
     held = crashable.server.api_message("anything new?", context_id=run["context_id"])
     assert held.status_code == 409 and held.json()["error"]["code"] == "run_held"
+    assert held.json()["error"]["run_id"] == run["run_id"]
+    assert held.json()["error"]["version"] == run["version"]
     no_note = crashable.decide(run, "confirmed_completed")
     assert no_note.status_code == 422 and no_note.json()["error"]["code"] == "note_required"
     stale = crashable.decide({**run, "version": run["version"] - 1}, "confirmed_completed",
                              note="bank shows one payment")  # fmt: skip
     assert stale.status_code == 409 and stale.json()["error"]["code"] == "stale_version"
+    facts = stale.json()["error"]  # the refusal carries what the client needs to refresh
+    assert (facts["current_version"], facts["status"]) == (run["version"], "needs_attention")
+    assert (facts["version"], facts["run_id"]) == (run["version"] - 1, run["run_id"])
 
     decided = crashable.decide(run, "confirmed_completed", note="bank shows one payment")
     assert decided.status_code == 200, decided.text

@@ -78,3 +78,25 @@ def test_sigterm_answers_a_waiting_api_message_and_exits_0(running_ui, model_ser
     assert response is not None, result
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "chat_stopped"
+
+
+def test_a_port_taken_between_probing_and_binding_is_tried_again(ui_server, monkeypatch):
+    """Test support: another process may take the probed port before run_ui.py binds it."""
+    import socket
+
+    from tests.support import ui_server as support
+
+    taken = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    ports = [taken.getsockname()[1]]
+    real_free_port = support.free_port
+    monkeypatch.setattr(support, "free_port", lambda: ports.pop() if ports else real_free_port())
+    try:
+        url = ui_server.start()
+        assert ui_server.port != taken.getsockname()[1]
+        assert httpx.get(f"{url}/api/health", timeout=5).status_code == 200
+        assert b"address already in use" in ui_server.log_path.read_bytes()
+    finally:
+        taken.close()
+    assert ui_server.stop() == 0

@@ -47,6 +47,10 @@ def ui_env_for(model: ScriptedModel, token: str = "test-token") -> dict[str, str
     return env
 
 
+class _PortTaken(Exception):
+    """run_ui.py could not bind the port it was given: another process took it first."""
+
+
 class UiServer:
     """One run_ui.py process with its own A0_USR_DIR; output goes to usr_dir/../run_ui.log."""
 
@@ -63,6 +67,16 @@ class UiServer:
         self._log_file: Any = None
 
     def start(self, timeout: float = 20) -> str:
+        # A free port can be taken by another process between probing and binding (many
+        # servers start at once on a shared machine): start again on another port.
+        for _ in range(5):
+            try:
+                return self._start_once(timeout)
+            except _PortTaken:
+                continue
+        raise RuntimeError(f"run_ui.py found no free port:\n{self.output()}")
+
+    def _start_once(self, timeout: float) -> str:
         self.usr_dir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -75,6 +89,7 @@ class UiServer:
         env.update(self.env)
         python = VENV_PYTHON if VENV_PYTHON.exists() else Path(sys.executable)
         self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in _closed()
+        log_start = self._log_file.tell()
         self.process = subprocess.Popen(
             self.command(python),
             cwd=REPO,
@@ -85,6 +100,9 @@ class UiServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                self._closed()
+                if b"address already in use" in self.log_path.read_bytes()[log_start:]:
+                    raise _PortTaken
                 raise RuntimeError(
                     f"run_ui.py exited with {self.process.returncode}:\n{self.output()}"
                 )

@@ -114,6 +114,7 @@ def test_a_stale_resolution_writes_nothing_and_records_nothing(client, journal, 
         ({"conflict_id": "x", "resolution": "keep_current"}, 400, "bad_request"),
         ({"conflict_id": 999, "resolution": "keep_current"}, 404, "conflict_not_found"),
         ({"resolution": "flip"}, 400, "bad_request"),
+        ({"resolution": ["keep_current"]}, 400, "bad_request"),
         ({"resolution": "merge", "expected_revision": 1}, 400, "bad_request"),
         ({"resolution": "take_proposed"}, 400, "bad_request"),
         (

@@ -62,6 +62,9 @@ def test_unknown_exception_is_internal_error_without_a_trace(caplog):
         (api.get_str, {"text": 5}, "text"),
         (api.get_int, {"n": "x"}, "n"),
         (api.get_int, {"n": True}, "n"),
+        (api.get_int, {"n": 2**63}, "n"),
+        (api.get_int, {"n": -(10**30)}, "n"),
+        (api.get_number, {"n": 10**400}, "n"),
         (api.get_bool, {"b": "maybe"}, "b"),
         (api.get_dict, {"d": []}, "d"),
         (api.get_list, {"l": {}}, "l"),
@@ -69,7 +72,7 @@ def test_unknown_exception_is_internal_error_without_a_trace(caplog):
 )
 def test_wrong_types_are_bad_request(getter, data, key):
     with pytest.raises(api.ApiError) as info:
-        getter(data, key)
+        getter(data, key) if getter is not api.get_number else getter(data, key, default=1.0)
     assert info.value.code == "bad_request"
     assert info.value.status == 400
     assert key in info.value.message
@@ -108,3 +111,90 @@ def test_secrets_are_masked_in_error_responses_and_the_server_log(monkeypatch, c
     held = api.exception_to_response(Held(f"held while using {secret}"))
     assert secret not in held.body.decode()
     assert "§§secret(API_KEY_OPENAI)" in held.body.decode()
+
+
+def test_typed_errors_carry_their_fields_into_the_body(monkeypatch):
+    from durability.errors import StaleVersion
+
+    secret = "sk-another-secret-value-456"
+    monkeypatch.setenv("API_KEY_OPENAI", secret)
+    exc = StaleVersion(
+        "the run changed since this decision was made",
+        run_id="r1",
+        version=3,
+        current_version=5,
+        status="needs_attention",
+        detail={"note": f"typed {secret}", "when": object()},
+    )
+    exc.fields["code"] = "not-this"  # a field never replaces the code
+    response = api.exception_to_response(exc)
+    assert response.status_code == 409
+    error = _body(response)["error"]
+    assert error["code"] == "stale_version"
+    assert error["message"] == "the run changed since this decision was made"
+    assert (error["current_version"], error["status"]) == (5, "needs_attention")
+    assert (error["run_id"], error["version"]) == ("r1", 3)
+    assert error["detail"]["note"] == "typed §§secret(API_KEY_OPENAI)"
+    assert error["detail"]["when"].startswith("<object object")
+    assert secret not in response.body.decode()
+
+
+def test_fields_that_cannot_be_sent_are_left_out():
+    class Broken(Exception):
+        code = "broken"
+        http_status = 409
+
+        def to_dict(self):
+            raise RuntimeError("no")
+
+    class Nan(Broken):
+        def to_dict(self):
+            return {"value": float("nan")}
+
+    for cls in (Broken, Nan):
+        error = _body(api.exception_to_response(cls("refused")))["error"]
+        assert error == {"code": "broken", "message": "refused"}
+
+
+class _Request:
+    """Just enough of a Starlette request for read_input."""
+
+    method = "POST"
+    query_params: dict = {}
+    headers = {"content-type": "application/json"}
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    async def body(self) -> bytes:
+        return self._body
+
+
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "not an object, deep"),
+        (b'{"a": ' + b"[" * 65 + b"]" * 65 + b"}", "nested"),
+        (b'{"a": NaN}', "not valid JSON"),
+        (b'{"a": -Infinity}', "not valid JSON"),
+        (b'{"a": 1e400}', "not valid JSON"),
+        (b'{"a": "\\ud800"}', "not valid Unicode"),
+        (b'{"\\udfff": 1}', "not valid Unicode"),
+    ],
+)
+async def test_bodies_nothing_downstream_could_handle_are_bad_requests(raw, why):
+    with pytest.raises(api.ApiError) as info:
+        await api.read_input(_Request(raw))
+    assert info.value.code == "bad_request"
+
+
+async def test_a_body_at_the_depth_limit_is_read():
+    raw = b'{"a": ' + b"[" * 63 + b"]" * 63 + b', "b": "\xc3\xa9 \\ud83d\\ude00"}'
+    data = await api.read_input(_Request(raw))
+    assert data["b"] == "\u00e9 \U0001f600"
+
+
+def test_responses_escape_text_that_is_not_valid_unicode():
+    response = api.ApiJSONResponse({"log": "broken \ud800 output", "ok": "\u00e9"})
+    assert json.loads(response.body) == {"log": "broken \ud800 output", "ok": "\u00e9"}
+    assert api.ApiJSONResponse({"ok": "\u00e9"}).body == '{"ok":"\u00e9"}'.encode()

@@ -157,6 +157,9 @@ def test_clear_errors(client, work):
         ("delete_work_dir_file", {"path": "missing"}, 404, "file_not_found"),
         ("delete_work_dir_file", {"path": "."}, 400, "bad_request"),
         ("get_work_dir_files", {"context": "nope"}, 404, "context_not_found"),
+        ("download_work_dir_file", {"path": "x" * 300}, 400, "bad_request"),
+        ("get_work_dir_files", {"path": "a/" * 2100}, 400, "bad_request"),
+        ("delete_work_dir_file", {"path": "d/" + "y" * 256}, 400, "bad_request"),
     ]
     for name, body, status, code in cases:
         response = client.post(f"/api/{name}", json=body)

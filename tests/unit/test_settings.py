@@ -169,6 +169,8 @@ def test_save_refuses_bad_values_and_writes_nothing(tmp_path):
         settings.save({"chat_model_kwargs": "[]"}, tmp_path)
     with pytest.raises(SettingsError):
         settings.save({"api_keys": "sk-x"}, tmp_path)
+    with pytest.raises(SettingsError, match="at most"):  # would break every new chat
+        settings.save({"chat_model_ctx_length": 10**400}, tmp_path)
     assert not (tmp_path / "settings.json").exists()
 
 

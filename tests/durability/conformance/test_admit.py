@@ -50,10 +50,22 @@ def test_same_id_different_digest_is_refused_and_changes_nothing(journal):
     assert journal.get_run(first.run.id) == first.run
 
 
-def test_same_id_in_another_chat_is_refused(journal):
+def test_same_id_and_digest_naming_another_chat_returns_the_recorded_run(journal):
+    # Two racing copies of one request, each with its own freshly generated chat id: the
+    # second is the same input, not a conflict, and leaves nothing in its own chat.
+    first = journal.admit("chat-1", "in-1", sha("hello"))
+    again = journal.admit("chat-2", "in-1", sha("hello"))
+    assert again.created is False
+    assert again.run.id == first.run.id and again.run.context_id == "chat-1"
+    assert journal.list_runs(context_id="chat-2") == []
+    assert journal.list_events(context_id="chat-2") == []
+    assert journal.input_context("in-1") == "chat-1"
+
+
+def test_same_id_in_another_chat_with_other_content_is_refused(journal):
     journal.admit("chat-1", "in-1", sha("hello"))
     with pytest.raises(InputConflict):
-        journal.admit("chat-2", "in-1", sha("hello"))
+        journal.admit("chat-2", "in-1", sha("other"))
     assert journal.list_runs(context_id="chat-2") == []
 
 

@@ -181,6 +181,53 @@ def test_unserialisable_args_are_refused(journal, run):
     assert info.value.code == "not_serializable"
 
 
+def deep(levels: int) -> dict:
+    value: dict = {}
+    for _ in range(levels):
+        value = {"x": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    "result",
+    [{"s": {1, 2}}, {"o": object()}, {"n": float("inf")}, "broken \ud800", deep(100_000)],
+    ids=["set", "object", "inf", "lone_surrogate", "too_deep"],
+)
+def test_an_unstorable_result_is_refused_and_the_call_stays_open(journal, run, result):
+    call = intent(journal, run)
+    with pytest.raises(InvalidArgument) as info:
+        journal.commit_result(call.id, result)
+    assert info.value.code == "not_serializable"
+    assert journal.get_call(call.id).state == "open"
+    # the caller can still close it (the loop commits a result_not_storable error)
+    done = journal.commit_result(call.id, {"error": "result_not_storable"}, failed=True)
+    assert done.state == "failed"
+
+
+@pytest.mark.parametrize("args", [{"t": "x\udfff"}, deep(100_000)], ids=["surrogate", "deep"])
+def test_unstorable_args_are_refused_before_anything_is_written(journal, run, args):
+    with pytest.raises(InvalidArgument) as info:
+        intent(journal, run, args=args)
+    assert info.value.code == "not_serializable"
+    assert journal.list_calls(run.id) == []
+
+
+def test_integers_past_64_bits_are_refused(journal, run):
+    with pytest.raises(InvalidArgument) as info:
+        intent(journal, run, seq=2**63)
+    assert info.value.to_dict()["field"] == "seq"
+    with pytest.raises(InvalidArgument):
+        journal.decide(run.id, "stop", version=2**64, actor="t")
+    assert journal.list_calls(run.id) == []
+
+
+def test_ids_that_are_not_valid_unicode_are_refused(journal):
+    with pytest.raises(InvalidArgument) as info:
+        journal.admit("chat-\ud800", "in-1", "a" * 64)
+    assert info.value.to_dict()["field"] == "context_id"
+    assert journal.list_runs() == []
+
+
 def test_large_results_are_stored_whole(journal, run):
     call = intent(journal, run)
     big = {"output": "x" * (600 * 1024)}

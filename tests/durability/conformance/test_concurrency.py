@@ -36,6 +36,19 @@ def test_racing_on_one_input_id_starts_one_run(journal):
     assert {o.run.id for o in outcomes} == {created[0].run.id}
 
 
+def test_racing_copies_of_one_input_each_naming_a_new_chat_start_one_run(journal):
+    # What a server does for N identical requests without a chat id: each generates one.
+    outcomes = race(lambda i: journal.admit(f"new-chat-{i}", "in-1", sha("same")))
+    assert not [o for o in outcomes if isinstance(o, DurabilityError)]
+    created = [o for o in outcomes if o.created]
+    assert len(created) == 1
+    winner = created[0].run
+    assert {(o.run.id, o.run.context_id) for o in outcomes} == {(winner.id, winner.context_id)}
+    assert [r.id for r in journal.list_runs()] == [winner.id]
+    losers = {f"new-chat-{i}" for i in range(THREADS)} - {winner.context_id}
+    assert all(journal.list_events(context_id=c) == [] for c in losers)
+
+
 def test_racing_inputs_on_one_chat_admit_exactly_one(journal):
     outcomes = race(lambda i: journal.admit("chat", f"in-{i}", sha(str(i))))
     winners = [o for o in outcomes if not isinstance(o, DurabilityError)]

@@ -144,3 +144,13 @@ def test_read_run_returns_run_calls_and_decisions(journal):
     assert detail.calls == [call]
     assert detail.decisions == []
     assert detail.to_dict()["calls"][0]["id"] == call.id
+
+
+def test_contexts_with_runs_names_the_chats_that_still_have_one(journal):
+    first = journal.admit("chat-a", "in-a", sha("a")).run
+    journal.admit("chat-b", "in-b", sha("b"))
+    assert journal.contexts_with_runs(["chat-a", "chat-b", "chat-c"]) == {"chat-a", "chat-b"}
+    journal.set_run_status(first.id, "completed")
+    journal.delete_run(first.id)
+    assert journal.contexts_with_runs(["chat-a", "chat-b"]) == {"chat-b"}
+    assert journal.contexts_with_runs([]) == set()

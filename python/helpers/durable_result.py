@@ -1,0 +1,93 @@
+"""What a journaled tool call commits as its result, and what happens when it cannot.
+
+A tool's ``Response`` is committed as ``{message, break_loop, additional}``. When that value
+cannot be stored (not JSON data: a set, an object, a NaN, a string that is not valid
+Unicode, nesting too deep; or the tool returned no ``Response`` at all) the call is still
+closed: it is committed as failed with ``{"error": "result_not_storable", "type", "reason",
+"message"}`` and the agent gets that message as a repairable error (a warning it can react
+to), live and on replay alike. A replay must never run a tool again because its result
+could not be kept, and a run never ends with the call left open.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from durability.errors import NotSerializable
+from python.helpers.tool import Response
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent import Agent
+    from durability import Journal
+    from durability.records import Call
+
+NOT_STORABLE = "result_not_storable"
+_MAX_WALK = 10_000  # values looked at when naming the offending type
+
+
+def tool_result(response: Any) -> dict[str, Any]:
+    """The value committed for a tool's response (NotSerializable when it is no Response)."""
+    if not isinstance(response, Response):
+        raise NotSerializable("the tool returned no Response", reason="not_a_response")
+    return {
+        "message": response.message,
+        "break_loop": bool(response.break_loop),
+        "additional": response.additional,
+    }
+
+
+def offending_type(value: Any) -> str:
+    """The type name of the first part of ``value`` that is not JSON data (best effort)."""
+    if not isinstance(value, Response):
+        return type(value).__name__
+    stack: list[Any] = [value.additional, value.message]
+    seen = 0
+    while stack and seen < _MAX_WALK:
+        item = stack.pop()
+        seen += 1
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str | int | float | bool) and key is not None:
+                    return type(key).__name__
+                stack.append(child)
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return "float"
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "str"
+        elif item is not None and not isinstance(item, bool | int):
+            return type(item).__name__
+    return "nested value" if seen >= _MAX_WALK or stack else "value"
+
+
+def storable_text(value: Any, limit: int = 4000) -> str:
+    """``str(value)`` cut to ``limit`` characters, valid UTF-8 whatever it held."""
+    try:
+        text = str(value)
+    except Exception:  # a broken __str__ must not keep the call open
+        text = f"<{type(value).__name__}>"
+    return text[:limit].encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+async def commit(journal: Journal, agent: Agent, tool: Any, call: Call, response: Any) -> None:
+    """Commit the tool's result; an unstorable one closes the call as ``result_not_storable``
+    and raises it to the agent as a RepairableException."""
+    from agent import RepairableException
+
+    try:
+        await journal.aio.commit_result(call.id, tool_result(response))
+        return
+    except NotSerializable as exc:
+        type_name = offending_type(response)
+        reason = storable_text(exc.fields.get("reason") or exc.message, 200)
+    prompt = "fw.tool_result_not_storable.md"
+    message = agent.read_prompt(prompt, tool_name=tool.name, type=type_name)
+    error = {"error": NOT_STORABLE, "type": type_name, "reason": reason, "message": message}
+    await journal.aio.commit_result(call.id, error, failed=True)
+    raise RepairableException(message)
