@@ -12,6 +12,7 @@ import json
 import marshal
 import operator
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,8 @@ from durability.store.base import CheckpointRow, StoreTx
 
 FORMAT_VERSION = 1
 MAX_CHAIN = 10_000_000
+#: History nodes an engine reads ahead in one query (the rest are read one by one).
+MAX_PREFETCH = 100_000
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -123,29 +126,45 @@ def _verified_blob(tx: StoreTx, row: CheckpointRow, blob_hash: str) -> bytes:
 
 
 def _resolve_hashes(tx: StoreTx, row: CheckpointRow, head: str | None) -> list[str]:
-    nodes: list[dict[str, Any]] = []
+    """The message hashes of the history whose chain starts at ``head``.
+
+    The engine prefetches the chain's nodes in one query where it can; every node is
+    verified against its hash here, and one the prefetch missed is read on its own."""
+    nodes: list[tuple[int, list[str]]] = []
+    prefetched = tx.history_chain(head, MAX_PREFETCH) if head is not None else {}
     current = head
     while current is not None:
         if len(nodes) > MAX_CHAIN:
             raise _corrupt(row, "history_chain_too_long")
+        data = prefetched.get(current)
+        if data is None:
+            data = _verified_blob(tx, row, current)
+        elif digest_bytes(data) != current:
+            raise _corrupt(row, "blob_digest_mismatch")
         try:
-            node = json.loads(_verified_blob(tx, row, current))
+            node = json.loads(data)
             base, keep, add = node["base"], int(node["keep"]), list(node["add"])
         except (ValueError, KeyError, TypeError):
             raise _corrupt(row, "undecodable_history_node") from None
-        nodes.append({"keep": keep, "add": add})
+        nodes.append((keep, add))
         current = base
     hashes: list[str] = []
-    for node in reversed(nodes):
-        hashes = hashes[: node["keep"]] + node["add"]
+    for keep, add in reversed(nodes):
+        del hashes[keep:]
+        hashes.extend(add)
     return hashes
 
 
-def load_checkpoint(tx: StoreTx, row: CheckpointRow) -> Checkpoint:
-    """Validate and rebuild a checkpoint; any damage raises CorruptCheckpoint."""
+def load_checkpoint(
+    tx: StoreTx, row: CheckpointRow, wanted: Callable[[str], bool] | None = None
+) -> Checkpoint:
+    """Validate and rebuild a checkpoint; any damage raises CorruptCheckpoint. With
+    ``wanted``, only the histories whose key it accepts are loaded (and returned)."""
     body = _decode_body(row)
     histories: dict[str, list[Any]] = {}
     for key, ref in body["histories"].items():
+        if wanted is not None and not wanted(key):
+            continue
         try:
             head, length = ref["head"], int(ref["length"])
         except (KeyError, TypeError, ValueError):

@@ -9,6 +9,7 @@ error ``keeps_writes``) and is re-raised to the caller after the commit.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -164,6 +165,12 @@ class StoreTx(ABC):
     @abstractmethod
     def get_blobs(self, hashes: Iterable[str]) -> dict[str, bytes]: ...
 
+    def history_chain(self, head: str, limit: int) -> dict[str, bytes]:
+        """Read ahead: the blobs of a history chain from ``head`` (each node's ``base``
+        names the next), at most ``limit``, unverified; the caller verifies each and reads
+        any that is missing on its own. By default nothing is read ahead."""
+        return {}
+
     # checkpoints
     @abstractmethod
     def insert_checkpoint(
@@ -267,10 +274,21 @@ class Store(ABC):
     """A journal backend: transactions, integrity checks, lifecycle."""
 
     engine: str = "abstract"
+    #: True when ``write_async`` hands the transaction to the engine without a thread per
+    #: call (the journal's async facade then prepares writes on the event loop).
+    native_async_writes: bool = False
 
     @abstractmethod
     def write(self, fn: Callable[[StoreTx], T]) -> T:
-        """Run ``fn`` in a write transaction; return once it is durable (group commit)."""
+        """Run ``fn`` in a write transaction; return once it is durable (group commit).
+
+        ``fn`` may be run more than once (a backend runs it again from the start after a
+        conflict, or to isolate a refused write of a batch): it reads and writes only
+        through its ``tx`` and resets whatever it collects."""
+
+    async def write_async(self, fn: Callable[[StoreTx], T]) -> T:
+        """``write`` for code on an event loop (by default in a worker thread)."""
+        return await asyncio.to_thread(self.write, fn)
 
     @abstractmethod
     def read(self, fn: Callable[[StoreTx], T]) -> T:
