@@ -97,6 +97,7 @@ class _SqliteControl:
 
 class SqliteStore(Store):
     engine = "sqlite"
+    native_async_writes = True
 
     def __init__(self, path: str | os.PathLike[str], *, quick_check: bool = True) -> None:
         self.path = Path(path)
@@ -181,6 +182,9 @@ class SqliteStore(Store):
 
     def write(self, fn: Callable[[StoreTx], T]) -> T:
         return self._writer.submit(fn)
+
+    async def write_async(self, fn: Callable[[StoreTx], T]) -> T:
+        return await self._writer.submit_async(fn)
 
     def _acquire_reader(self) -> sqlite3.Connection:
         if self._closed:
