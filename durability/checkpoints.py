@@ -24,6 +24,8 @@ from durability.store.base import CheckpointRow, StoreTx
 
 FORMAT_VERSION = 1
 MAX_CHAIN = 10_000_000
+#: Stored JSON is UTF-8 text: decoded as text, json.loads' encoding detection is skipped.
+_decode = json.JSONDecoder().decode
 #: History nodes an engine reads ahead in one query (the rest are read one by one).
 MAX_PREFETCH = 100_000
 
@@ -142,7 +144,7 @@ def _resolve_hashes(tx: StoreTx, row: CheckpointRow, head: str | None) -> list[s
         elif digest_bytes(data) != current:
             raise _corrupt(row, "blob_digest_mismatch")
         try:
-            node = json.loads(data)
+            node = _decode(data.decode("utf-8"))
             base, keep, add = node["base"], int(node["keep"]), list(node["add"])
         except (ValueError, KeyError, TypeError):
             raise _corrupt(row, "undecodable_history_node") from None
@@ -181,7 +183,7 @@ def load_checkpoint(
             if digest_bytes(data) != h:
                 raise _corrupt(row, "blob_digest_mismatch")
             try:
-                messages.append(json.loads(data))
+                messages.append(_decode(data.decode("utf-8")))
             except ValueError:
                 raise _corrupt(row, "undecodable_message") from None
         histories[key] = messages

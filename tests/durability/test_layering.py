@@ -52,7 +52,10 @@ def test_sql_lives_only_in_the_store():
                     statement, ast.Constant | ast.JoinedStr
                 ):
                     offenders.append(f"{where}:{node.lineno}: .{node.func.attr}(<SQL>)")
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if SQL_START.match(node.value):
-                    offenders.append(f"{where}:{node.lineno}: {node.value[:40]!r}")
+            elif (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and SQL_START.match(node.value)
+            ):
+                offenders.append(f"{where}:{node.lineno}: {node.value[:40]!r}")
     assert not offenders, offenders

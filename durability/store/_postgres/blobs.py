@@ -9,11 +9,12 @@ from durability.store._postgres.base import PostgresBase
 # A history chain's nodes from its head, in one query: each node's "base" names the next.
 # Nothing here is trusted: the caller verifies every node against its hash. The base is
 # found with a pattern on the bytes escaped to text, which never fails on damaged bytes
-# (a cast to JSON would abort the whole read transaction): a node without it ends the walk.
+# (a cast to JSON would abort the whole read transaction): a node without it ends the
+# walk, ``n`` bounds a cycle.
 _CHAIN = (
     "WITH RECURSIVE chain(hash, data, n) AS ("
     " SELECT hash, data, 1 FROM blobs WHERE hash = %s"
-    " UNION SELECT b.hash, b.data, chain.n + 1 FROM chain JOIN blobs b"
+    " UNION ALL SELECT b.hash, b.data, chain.n + 1 FROM chain JOIN blobs b"
     " ON b.hash = substring(encode(chain.data, 'escape') from '\"base\":\"([0-9a-f]{64})\"')"
     " WHERE chain.n < %s)"
     " SELECT hash, data FROM chain"

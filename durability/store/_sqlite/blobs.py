@@ -7,14 +7,15 @@ from collections.abc import Iterable
 from durability.store._sqlite.base import SqliteBase, placeholders
 
 # A history chain's nodes from its head, in one query: each node's "base" names the next.
-# Nothing here is trusted: the caller verifies every node against its hash, and a node
-# that is not JSON (CAST to text first: JSON functions refuse BLOBs) ends the walk early.
+# Nothing here is trusted: the caller verifies every node against its hash. The base is
+# cut out of the node's canonical JSON text (keys sorted: "add" holds only hashes, so the
+# first '"base":"' is the key); a node without one ends the walk, ``n`` bounds a cycle.
+_TEXT = "CAST(chain.data AS TEXT)"
 _CHAIN = (
     "WITH RECURSIVE chain(hash, data, n) AS ("
     " SELECT hash, data, 1 FROM blobs WHERE hash = ?"
-    " UNION SELECT b.hash, b.data, chain.n + 1 FROM chain JOIN blobs b"
-    " ON b.hash = (CASE WHEN json_valid(CAST(chain.data AS TEXT))"
-    " THEN json_extract(CAST(chain.data AS TEXT), '$.base') END)"
+    " UNION ALL SELECT b.hash, b.data, chain.n + 1 FROM chain JOIN blobs b"
+    f' ON b.hash = substr({_TEXT}, instr({_TEXT}, \'"base":"\') + 8, 64)'
     " WHERE chain.n < ?)"
     " SELECT hash, data FROM chain"
 )
