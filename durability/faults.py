@@ -1,7 +1,8 @@
 """Named crash points for tests that kill the real process at a precise moment.
 
-Set ``A0_CRASH_AT=<name>`` (or ``<name>@<n>`` for the n-th time the point is reached) and
-the process sends itself SIGKILL there. Unset, a crash point costs one dict lookup.
+Set ``A0_CRASH_AT=<name>`` (or ``<name>@<n>`` for the n-th time the point is reached) in
+the environment the process starts with, and it sends itself SIGKILL there. The variable is
+read once, when this module is imported: unset, a crash point costs one comparison.
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ _hits: dict[str, int] = {}
 _lock = threading.Lock()
 
 
+_WANTED = os.environ.get(CRASH_ENV) or None
+
+
 def crash_point(name: str) -> None:
     """SIGKILL this process if ``A0_CRASH_AT`` names this point (and hit count)."""
-    wanted = os.environ.get(CRASH_ENV)
-    if not wanted:
+    wanted = _WANTED
+    if wanted is None:
         return
     target, _, count = wanted.partition("@")
     if target != name:

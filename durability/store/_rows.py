@@ -7,6 +7,7 @@ record is built from named columns, never from positions.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,11 +25,12 @@ Named = dict[str, Any]
 class Columns:
     """A table's columns, in the order its SELECT lists them."""
 
-    __slots__ = ("names", "select")
+    __slots__ = ("_ordered", "names", "select")
 
     def __init__(self, *names: str) -> None:
         self.names = names
         self.select = ", ".join(names)
+        self._ordered = operator.itemgetter(*names)
 
     def qualified(self, table: str) -> str:
         """The SELECT list with each column prefixed by ``table.``."""
@@ -37,6 +39,11 @@ class Columns:
     def named(self, row: Sequence[Any]) -> Named:
         """A fetched row (these columns first, in order) as a dict by column name."""
         return dict(zip(self.names, row, strict=False))
+
+    def ordered(self, values: Named) -> tuple[Any, ...]:
+        """Values by column name as a tuple in these columns' order (for ``?`` / ``%s``
+        placeholders, which bind faster than named ones)."""
+        return self._ordered(values)  # type: ignore[no-any-return]
 
 
 INPUTS = Columns("input_id", "digest", "context_id", "run_id", "kind", "created_at")
