@@ -435,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
         "--variants", type=_variants, default=list(VARIANTS), help="asyncio,threads (default both)"
     )
     parser.add_argument(
-        "--steps", type=int, default=1600, help="steps per level, shared by its runs (default 1600)"
+        "--steps", type=int, default=4800, help="steps per level, shared by its runs (default 4800)"
     )
     parser.add_argument("--history", choices=HISTORIES, default="constant")
     parser.add_argument(
