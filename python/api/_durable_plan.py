@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from durability.documents import PLAN_KIND
 from python.api._chat import context_id_of
 from python.helpers.api import ApiError, bad_request
 from python.helpers.runtime import Runtime
-
-PLAN_KIND = "plan"
 
 
 def require_journal(runtime: Runtime) -> Any:

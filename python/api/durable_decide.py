@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from durability.records import DECISIONS, DECISIONS_NEEDING_NOTE
 from python.api._durable_plan import require_journal
-from python.api._durable_runs import (
-    DECISIONS,
-    NOTE_DECISIONS,
-    actor_of,
-    detail_row,
-    require_run_id,
-)
+from python.api._durable_runs import actor_of, detail_row, require_run_id
 from python.helpers import durable_resume
 from python.helpers.api import ApiError, ApiHandler, bad_request, get_int, get_str
 
@@ -30,7 +25,7 @@ class DurableDecide(ApiHandler):
         version = get_int(input, "expected_version", minimum=1)
         note = get_str(input, "note") or None
         call_id = get_str(input, "call_id") or None
-        if decision in NOTE_DECISIONS and not (note or "").strip():
+        if decision in DECISIONS_NEEDING_NOTE and not (note or "").strip():
             raise ApiError(
                 "note_required", f"'{decision}' needs a note saying what was checked.", 422
             )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.api._durable_plan import PLAN_KIND, plan_conflicts, require_chat_id, require_journal
+from durability.documents import PLAN_KIND
+from python.api._durable_plan import plan_conflicts, require_chat_id, require_journal
 from python.helpers.api import ApiHandler
 
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from durability.records import MAX_RETRY_ATTEMPTS, TERMINAL_RUN_STATUSES
 from python.api._durable_plan import require_journal
-from python.api._durable_runs import TERMINAL, actor_of, detail_row, require_run_id
+from python.api._durable_runs import actor_of, detail_row, require_run_id
 from python.helpers import durable_resume
 from python.helpers.api import ApiError, ApiHandler, bad_request, get_int
-
-MAX_ATTEMPTS = 100
 
 
 class DurableRetryGrant(ApiHandler):
@@ -21,9 +20,9 @@ class DurableRetryGrant(ApiHandler):
         if input.get("attempts") is None:
             raise bad_request("'attempts' is required")
         attempts = get_int(input, "attempts", minimum=1)
-        if attempts > MAX_ATTEMPTS:
-            raise bad_request(f"'attempts' must be at most {MAX_ATTEMPTS}")
-        if (await journal.aio.get_run(run_id)).status in TERMINAL:
+        if attempts > MAX_RETRY_ATTEMPTS:
+            raise bad_request(f"'attempts' must be at most {MAX_RETRY_ATTEMPTS}")
+        if (await journal.aio.get_run(run_id)).status in TERMINAL_RUN_STATUSES:
             raise ApiError("run_not_active", "The run has ended; a retry grant cannot help.", 409)
         grant = await durable_resume.grant_retries(
             journal, run_id, attempts, actor=actor_of(request, self.runtime)

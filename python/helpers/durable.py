@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from durability import failpoints, replay
+from durability import failpoints, paths, replay
 from durability.canonical import canonical_json, digest
 from durability.errors import (
     CorruptRecord,
@@ -88,13 +88,8 @@ def end_shutdown() -> None:
     _shutting_down = False
 
 
-def state_dir() -> Path:
-    """The journal's folder (failpoint marks live there)."""
-    return files.usr_dir() / "durability"
-
-
 def fire(boundary: str, name: str) -> None:
-    failpoints.failpoint(boundary, name, state_dir())
+    failpoints.failpoint(boundary, name, paths.state_dir(files.usr_dir()))
 
 
 # running a run ------------------------------------------------------------------------

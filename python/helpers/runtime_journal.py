@@ -14,23 +14,15 @@ import string
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from durability.paths import journal_path, receipts_dir
+from durability.retention import DEFAULT_RETENTION_DAYS, DEFAULT_RETENTION_RUNS
 
 if TYPE_CHECKING:  # pragma: no cover
     from python.helpers.runtime import Runtime
 
 logger = logging.getLogger("a0.journal")
-
-RUN_STATUSES = ("active", "needs_attention", "completed", "stopped", "failed")
-
-
-def journal_path(usr: Path) -> Path:
-    return Path(usr) / "durability" / "journal.sqlite"
-
-
-def receipts_folder(usr: Path) -> Path:
-    return Path(usr) / "durability" / "receipts"
 
 
 @dataclass
@@ -84,7 +76,8 @@ def _retention_limits(settings: dict[str, Any]) -> tuple[int, float]:
         except (TypeError, ValueError):
             return default
 
-    return int(number("retention_runs", 100)), number("retention_days", 30)
+    runs = number("retention_runs", DEFAULT_RETENTION_RUNS)
+    return int(runs), number("retention_days", DEFAULT_RETENTION_DAYS)
 
 
 def apply_retention(runtime: Runtime) -> None:
@@ -97,7 +90,7 @@ def apply_retention(runtime: Runtime) -> None:
     keep_runs, keep_days = _retention_limits(runtime.settings)
     try:
         report = sweep(path, keep_runs=keep_runs, keep_days=keep_days)
-        logger.info("retention: %s", getattr(report, "deleted_runs", report))
+        logger.info("retention: %d finished runs removed", report.runs_removed)
     except Exception as exc:  # a bad setting must not stop the server
         logger.warning("retention skipped: %s", getattr(exc, "code", type(exc).__name__))
 
@@ -120,7 +113,7 @@ async def start(runtime: Runtime) -> list[Any]:
     masker = secrets.masker_for(runtime.usr)
     journal = await asyncio.to_thread(Journal.open_sqlite, journal_path(runtime.usr), masker=masker)
     runtime.journal = journal
-    runtime.receipts = ShellReceipts(receipts_folder(runtime.usr))
+    runtime.receipts = ShellReceipts(receipts_dir(runtime.usr))
     contexts = await asyncio.to_thread(
         durable_resume.restore_contexts, journal, runtime.agent_config
     )
