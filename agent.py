@@ -22,6 +22,7 @@ from typing import Any
 
 from python.helpers import durable, durable_admission, files
 from python.helpers import secrets as secret_store
+from python.helpers.errors import HandledException, InterventionException, RepairableException
 from python.helpers.history import History, Message
 from python.helpers.shell import ShellSessions
 from python.helpers.tool import Response, Tool
@@ -34,18 +35,6 @@ class AgentContextType(Enum):
     USER = "user"
     TASK = "task"
     BACKGROUND = "background"
-
-
-class RepairableException(Exception):
-    """The model can fix this: the text goes into history as a warning."""
-
-
-class InterventionException(Exception):
-    """A user message arrived mid-iteration: skip the rest of the iteration."""
-
-
-class HandledException(Exception):
-    """Already logged for the user; ends the chain."""
 
 
 @dataclass

@@ -114,7 +114,7 @@ async def drive(context: AgentContext, agent: Agent, *, resume: bool) -> str:
 
 
 async def _drive(context: AgentContext, agent: Agent, *, resume: bool) -> str:
-    from agent import HandledException
+    from python.helpers.errors import HandledException
 
     state: DurableRun = context.durable_run
     journal = context.journal
@@ -243,7 +243,7 @@ async def model_call(
     on_reasoning: Any = None, on_response: Any = None,
 ) -> Any:  # fmt: skip
     """Journal one model call; reuse a committed reply instead of calling the model."""
-    from agent import InterventionException, RepairableException
+    from python.helpers.errors import InterventionException, RepairableException
     from python.helpers.models import ModelError, ModelResult
 
     context = agent.context
@@ -350,7 +350,7 @@ def _recorded_response(agent: Agent, result: Any) -> Response:
 
 async def tool_call(agent: Agent, tool: Any, effect: Any) -> Response:
     """Journal one tool execution; reuse a committed result instead of running the tool."""
-    from agent import InterventionException, RepairableException
+    from python.helpers.errors import InterventionException, RepairableException
 
     context = agent.context
     state: DurableRun = context.durable_run

@@ -19,20 +19,11 @@ from types import ModuleType
 from typing import Any
 
 from python.helpers import files
+from python.helpers.extension import Extension
+
+__all__ = ["Extension", "ExtensionError", "call_extensions", "call_extensions_sync"]
 
 _POINT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
-
-
-class Extension:
-    """Base of every extension: built with the agent for one call, then ``execute``d."""
-
-    def __init__(self, agent: Any = None, **kwargs: Any) -> None:
-        self.agent = agent
-        self.kwargs = kwargs
-
-    def execute(self, **kwargs: Any) -> Any:
-        """Do the extension's work (sync or async)."""
-        return None
 
 
 class ExtensionError(Exception):
