@@ -20,7 +20,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from python.helpers import durable, durable_admission, files
+from python.durable import admission as durable_admission
+from python.durable import seams as durable
+from python.helpers import files
 from python.helpers import secrets as secret_store
 from python.helpers.errors import HandledException, InterventionException, RepairableException
 from python.helpers.history import History, Message

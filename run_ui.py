@@ -30,9 +30,9 @@ BASE_DIR = Path(__file__).resolve().parent
 if str(BASE_DIR) not in sys.path:
     sys.path.insert(0, str(BASE_DIR))
 
+from python.durable.runtime import Runtime  # noqa: E402
 from python.helpers import api as api_mod  # noqa: E402
 from python.helpers import auth  # noqa: E402
-from python.helpers.runtime import Runtime  # noqa: E402
 
 WEBUI_DIR = BASE_DIR / "webui"
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]

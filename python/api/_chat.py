@@ -10,8 +10,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from python.durable.runtime import Runtime
 from python.helpers.api import ApiError, bad_request, get_list, get_str
-from python.helpers.runtime import Runtime
 
 MAX_ATTACHMENT_BYTES = 50 * 1024 * 1024
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -6,8 +6,8 @@ from typing import Any
 
 from durability.documents import PLAN_KIND
 from python.api._chat import context_id_of
+from python.durable.runtime import Runtime
 from python.helpers.api import ApiError, bad_request
-from python.helpers.runtime import Runtime
 
 
 def require_journal(runtime: Runtime) -> Any:

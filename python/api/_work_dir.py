@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from python.api._chat import context_id_of
+from python.durable.runtime import Runtime
 from python.helpers.api import ApiError, bad_request, get_str
-from python.helpers.runtime import Runtime
 
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024  # per file
 MAX_PATH_BYTES = 4096  # PATH_MAX on Linux

@@ -7,7 +7,7 @@ from typing import Any
 from durability.records import DECISIONS, DECISIONS_NEEDING_NOTE
 from python.api._durable_plan import require_journal
 from python.api._durable_runs import actor_of, detail_row, require_run_id
-from python.helpers import durable_resume
+from python.durable import resume as durable_resume
 from python.helpers.api import ApiError, ApiHandler, bad_request, get_int, get_str
 
 

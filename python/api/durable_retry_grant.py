@@ -7,7 +7,7 @@ from typing import Any
 from durability.records import MAX_RETRY_ATTEMPTS, TERMINAL_RUN_STATUSES
 from python.api._durable_plan import require_journal
 from python.api._durable_runs import actor_of, detail_row, require_run_id
-from python.helpers import durable_resume
+from python.durable import resume as durable_resume
 from python.helpers.api import ApiError, ApiHandler, bad_request, get_int
 
 

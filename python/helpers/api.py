@@ -18,7 +18,7 @@ from durability.records import MAX_INT  # what the journal stores; larger number
 from python.helpers import secrets
 
 if TYPE_CHECKING:
-    from python.helpers.runtime import Runtime
+    from python.durable.runtime import Runtime
 
 logger = logging.getLogger("a0.api")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from durability.adapters.shell import ShellReceipts
-from python.helpers.runtime_journal import _receipt_needed
+from python.durable.startup import _receipt_needed
 from tests.durability.conftest import sha
 
 pytestmark = pytest.mark.unit

@@ -14,9 +14,10 @@ import pytest
 
 from agent import AgentConfig, AgentContext, UserMessage
 from durability import Journal, failpoints
-from python.helpers import durable_admission, files
+from python.durable import admission as durable_admission
+from python.durable.resume import recover, restore_contexts
+from python.helpers import files
 from python.helpers import settings as settings_mod
-from python.helpers.durable_resume import recover, restore_contexts
 from tests.support.model_server import ScriptedModel
 from tests.support.model_server import model_server as model_server
 

@@ -15,8 +15,8 @@ import sys
 
 from agent import AgentConfig, AgentContext, UserMessage
 from durability import Journal
+from python.durable.resume import recover, restore_contexts
 from python.helpers import files
-from python.helpers.durable_resume import recover, restore_contexts
 from tests.durable.conftest import install_side_effect_tool, make_settings
 
 

@@ -8,7 +8,7 @@ from contextlib import closing
 import pytest
 
 from durability import CorruptRecord
-from python.helpers import durable_resume
+from python.durable import resume as durable_resume
 
 pytestmark = pytest.mark.unit
 

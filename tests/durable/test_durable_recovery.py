@@ -9,7 +9,7 @@ import pytest
 
 from agent import UserMessage
 from durability import RunHeld
-from python.helpers import durable_admission
+from python.durable import admission as durable_admission
 from tests.durable.conftest import prompt_text, side_effects
 
 pytestmark = pytest.mark.unit
@@ -122,7 +122,7 @@ async def _held_side_effect(harness, monkeypatch):
 
 
 async def _decide(harness, run, decision, note=None):
-    from python.helpers.durable_resume import apply_decision
+    from python.durable.resume import apply_decision
 
     return await apply_decision(
         harness.journal, run.id, decision, version=run.version, actor="tester", note=note
@@ -438,7 +438,7 @@ async def test_an_intervention_in_agent_0_survives_a_later_crash(harness, monkey
     import asyncio
 
     from durability import failpoints
-    from python.helpers import durable_admission
+    from python.durable import admission as durable_admission
 
     harness.model.tool("wait", {"seconds": 60})
     harness.model.tool("side_effect", {"label": "after-intervention"})

@@ -10,7 +10,8 @@ import pytest
 
 from agent import AgentConfig, AgentContext, UserMessage
 from durability import InputConflict, RunHeld
-from python.helpers import durable, durable_admission
+from python.durable import admission as durable_admission
+from python.durable import seams as durable
 from tests.durable.conftest import TIMEOUT, make_settings, prompt_text, side_effects
 
 pytestmark = pytest.mark.unit
@@ -121,7 +122,7 @@ async def test_a_chat_without_a_journal_behaves_as_before(model_server, tmp_path
 
 
 async def test_a_failed_model_call_holds_until_a_retry_grant(harness):
-    from python.helpers.durable_resume import grant_retries
+    from python.durable.resume import grant_retries
 
     harness.model.fail(400, "bad request from provider")
     ctx = harness.chat()

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from python.durable.runtime import Runtime
 from python.helpers.api import discover_handlers
 from python.helpers.auth import AuthConfig
 from python.helpers.history import History
-from python.helpers.runtime import Runtime
 from run_ui import build_app
 
 pytestmark = pytest.mark.unit

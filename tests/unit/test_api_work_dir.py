@@ -10,10 +10,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from agent import AgentConfig, AgentContext
+from python.durable.runtime import Runtime
 from python.helpers import settings as settings_mod
 from python.helpers.api import discover_handlers
 from python.helpers.auth import AuthConfig
-from python.helpers.runtime import Runtime
 from run_ui import build_app
 
 pytestmark = pytest.mark.unit

@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from agent import UserMessage
-from python.helpers import durable
+from python.durable import seams as durable
 from python.tools.search_engine import format_results, search_url
 from tests.support.model_server import model_server as model_server
 from tests.support.searxng_server import SearxngServer

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from durability.canonical import digest, digest_bytes
 from durability.errors import DurabilityError
-from python.helpers.durable import run_admitted
+from python.durable.seams import run_admitted
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent import Agent, AgentContext, UserMessage

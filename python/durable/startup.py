@@ -20,7 +20,7 @@ from durability.paths import journal_path, receipts_dir
 from durability.retention import DEFAULT_RETENTION_DAYS, DEFAULT_RETENTION_RUNS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from python.helpers.runtime import Runtime
+    from python.durable.runtime import Runtime
 
 logger = logging.getLogger("a0.journal")
 
@@ -107,7 +107,8 @@ async def start(runtime: Runtime) -> list[Any]:
     """Open the journal, rebuild every chat, recover open runs; returns the recovery plans."""
     from durability import Journal
     from durability.adapters.shell import ShellReceipts
-    from python.helpers import durable_resume, secrets
+    from python.durable import resume as durable_resume
+    from python.helpers import secrets
 
     await asyncio.to_thread(apply_retention, runtime)
     masker = secrets.masker_for(runtime.usr)
@@ -180,7 +181,7 @@ async def admit(
     admit decides between processes: every copy gets the first one's run. The chat is
     None when a duplicate's run belongs to a chat not loaded here. InputConflict, RunHeld,
     ... propagate and leave nothing behind."""
-    from python.helpers import durable_admission
+    from python.durable import admission as durable_admission
 
     if not message.id:
         message.id = uuid.uuid4().hex
@@ -219,7 +220,7 @@ async def admit(
 
 async def outcome(runtime: Runtime, admitted: Admitted, answer: str | None) -> tuple[str, Any]:
     """(run status, response) after the run's task ended: a held run has no response."""
-    from python.helpers import durable_admission
+    from python.durable import admission as durable_admission
 
     journal = runtime.journal
     if journal is None or admitted.run_id is None:

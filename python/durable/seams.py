@@ -29,7 +29,8 @@ from durability.errors import (
     RunNotActive,
     StaleVersion,
 )
-from python.helpers import durable_result, files
+from python.durable import results as durable_result
+from python.helpers import files
 from python.helpers.tool import Response
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -95,7 +96,7 @@ def fire(boundary: str, name: str) -> None:
 # running a run ------------------------------------------------------------------------
 async def run_admitted(context: AgentContext, agent: Agent, run: Run, msg: UserMessage) -> str:
     """Run a freshly admitted input: history, base checkpoint, then the chain."""
-    from python.helpers import durable_checkpoint
+    from python.durable import checkpoint as durable_checkpoint
 
     context.durable_run = DurableRun(run.id, run.input_id, start_agent=agent.number)
     context.model_calls = context.tool_calls = 0
@@ -414,7 +415,7 @@ class RecordedToolError(Exception):
 async def iteration_end(agent: Agent, *, final: bool = False) -> None:
     """Checkpoint after each loop iteration. Agent 0's iterations also move the resume
     base, except the last one (``final``): a resume replays that one instead of looping on."""
-    from python.helpers import durable_checkpoint
+    from python.durable import checkpoint as durable_checkpoint
 
     context = agent.context
     state: DurableRun = context.durable_run

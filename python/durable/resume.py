@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from durability import integrity, recovery
 from durability.errors import CorruptCheckpoint, CorruptRecord, DurabilityError
 from durability.records import DecisionOutcome, RetryGrant
-from python.helpers import durable, durable_checkpoint
+from python.durable import checkpoint as durable_checkpoint
+from python.durable import seams as durable
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent import AgentContext

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from python.helpers import durable, runtime_journal
+from python.durable import seams as durable
+from python.durable import startup as runtime_journal
 from python.helpers.api import ApiError
 from python.helpers.auth import AuthConfig
 

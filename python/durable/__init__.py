@@ -1,0 +1,1 @@
+"""The glue between the agent loop (agent.py) and the journal (durability/)."""
