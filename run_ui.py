@@ -209,9 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from python.helpers import files, settings
 
     usr = files.usr_dir()
-    runtime = Runtime(
-        usr, settings.load(usr), auth.AuthConfig.load(usr), overrides=extras, durable=True
-    )
+    runtime = Runtime(usr, settings.load(usr), auth.AuthConfig.load(usr), overrides=extras)
     if extras:
         logger.info("extra arguments kept as overrides: %s", ", ".join(sorted(extras)))
     _preload()

@@ -20,7 +20,7 @@ def actor_of(request: Any, runtime: Any) -> str:
     """Who decides: the API key holder, the logged-in user, or the local UI user."""
     if request.headers.get("x-api-key"):
         return "api"
-    login = getattr(runtime.auth, "login", "") or ""
+    login = runtime.auth.login
     return f"user:{login}" if login else "user:ui"
 
 

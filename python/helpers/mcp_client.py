@@ -462,10 +462,7 @@ def manager() -> McpManager:
     return _manager
 
 
-def tool_class(full_name: str) -> type | None:
-    """The Tool class for ``<server>.<tool>`` when that server is configured, else None."""
-    if _manager.find(full_name) is None:
-        return None
-    from python.tools._mcp import McpToolCall
-
-    return McpToolCall
+def is_tool(full_name: str) -> bool:
+    """True when ``<server>.<tool>`` names a tool of a configured server (``Agent.get_tool``
+    then builds python/tools/_mcp.py's McpToolCall for it)."""
+    return "." in full_name and _manager.find(full_name) is not None

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from durability.adapters.shell import ShellReceipts
-from python.durable.startup import _receipt_needed
+from python.durable.startup import receipt_needed
 from tests.durability.conftest import sha
 
 pytestmark = pytest.mark.unit
@@ -37,7 +37,7 @@ def test_prune_keeps_open_runs_receipts_only(journal, tmp_path: Path):
     for call_id in (finished.id, open_call.id, gone):
         _plant(receipts, call_id)
 
-    removed = receipts.prune(_receipt_needed(journal))
+    removed = receipts.prune(receipt_needed(journal))
 
     assert removed == 2
     left = sorted(p.name for p in receipts.folder.iterdir())
