@@ -30,9 +30,10 @@ from python.helpers.extensions import call_extensions, call_extensions_sync
 from python.helpers.history import History, Message
 from python.helpers.log import Log
 from python.helpers.models import ChatModel, ModelConfig, ModelResult
+from python.helpers.reply_stream import ReplyStream
 from python.helpers.shell import ShellSessions
 from python.helpers.tool import Response, Tool, find_tool_class, tool_names
-from python.helpers.tool_request import first_object_end, parse_tool_request, partial_object
+from python.helpers.tool_request import parse_tool_request
 
 
 class AgentContextType(Enum):
@@ -364,36 +365,13 @@ class Agent:
 
     async def call_chat_model(self, messages: list[dict[str, str]]) -> str:
         """Stream the main model's reply through the stream extension points."""
-        cut: dict[str, int | None] = {"end": None}
-
-        async def on_reasoning(delta: str, full: str) -> None:
-            data = {"chunk": delta, "full": full}
-            await self.extensions("reasoning_stream_chunk", stream_data=data)
-            if data.get("chunk"):
-                await self.extensions("reasoning_stream", text=data["full"])
-            await self.handle_intervention()
-
-        async def on_response(delta: str, full: str) -> None:
-            if cut["end"] is not None:
-                return  # a complete object was already seen: ignore the rest
-            end = first_object_end(full)
-            if end is not None:
-                cut["end"] = end
-                full = full[:end]
-            data = {"chunk": delta, "full": full}
-            await self.extensions("response_stream_chunk", stream_data=data)
-            if data.get("chunk") or end is not None:
-                parsed = partial_object(data["full"]) or {}
-                await self.extensions("response_stream", text=data["full"], parsed=parsed)
-            await self.handle_intervention(data["full"])
-
+        stream = ReplyStream(self)
         result = await self.call_model(
-            messages, kind="chat", on_reasoning=on_reasoning, on_response=on_response
+            messages, kind="chat", on_reasoning=stream.on_reasoning, on_response=stream.on_response
         )
         await self.extensions("reasoning_stream_end")
         await self.extensions("response_stream_end")
-        end = cut["end"] if cut["end"] is not None else first_object_end(result.response)
-        return result.response[:end] if end is not None else result.response
+        return stream.reply(result.response)
 
     async def call_model(
         self,
@@ -501,7 +479,7 @@ class Agent:
 
     # -- history --------------------------------------------------------------
     def hist_add_message(self, ai: bool, content: str | dict) -> Message:
-        data = {"content": content, "ai": ai}
+        data: dict[str, Any] = {"content": content, "ai": ai}
         call_extensions_sync("hist_add_before", self, content_data=data)
         return self.history.add(ai, data["content"])
 

@@ -386,9 +386,9 @@ class McpManager:
         for cfg in configs:
             init_timeout = cfg.init_timeout or init
             tool_timeout = cfg.tool_timeout or call
-            conn = self.servers.get(cfg.name)
-            if conn is not None:
-                conn.init_timeout, conn.tool_timeout = init_timeout, tool_timeout
+            running = self.servers.get(cfg.name)
+            if running is not None:
+                running.init_timeout, running.tool_timeout = init_timeout, tool_timeout
                 continue
             conn = ServerConnection(cfg, init_timeout, tool_timeout)
             self.servers[cfg.name] = conn
