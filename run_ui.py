@@ -141,11 +141,11 @@ def build_app(
     ]
 
     async def http_error(request: Request, exc: Exception) -> Response:
-        status = exc.status_code if isinstance(exc, HTTPException) else 500
-        code = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
-        if status >= 500:
+        if not isinstance(exc, HTTPException) or exc.status_code >= 500:
             return api_mod.exception_to_response(exc)
-        return api_mod.error_response(code, str(getattr(exc, "detail", "")) or code, status)
+        status = exc.status_code
+        code = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
+        return api_mod.error_response(code, str(exc.detail or "") or code, status)
 
     async def server_error(request: Request, exc: Exception) -> Response:
         return api_mod.exception_to_response(exc)
