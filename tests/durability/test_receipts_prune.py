@@ -16,9 +16,14 @@ pytestmark = pytest.mark.unit
 def _intent(journal, chat: str, input_id: str):
     run = journal.admit(chat, input_id, sha(input_id)).run
     call = journal.record_intent(
-        run.id, agent_no=0, seq=1, kind="tool", name="code_execution_tool",
-        args={"code": "true"}, policy="adapter:shell",
-    )  # fmt: skip
+        run.id,
+        agent_no=0,
+        seq=1,
+        kind="tool",
+        name="code_execution_tool",
+        args={"code": "true"},
+        policy="adapter:shell",
+    )
     return run, call
 
 
