@@ -17,8 +17,9 @@ from agent import AgentContext, UserMessage
 from durability import integrity, recovery
 from durability.errors import CorruptCheckpoint, CorruptRecord, DurabilityError
 from python.durable import checkpoint
+from python.durable.driver import HELD, drive, held_text, stopped
 from python.durable.run import DurableRun
-from python.durable.session import HELD, DurableSession, held_text, session_of
+from python.durable.session import DurableSession, session_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent import Agent
@@ -147,30 +148,46 @@ def resume_run(
 ) -> asyncio.Task[str]:
     """Continue a journaled run from its resume base in the chat's task, replaying
     committed calls."""
-    return session.spawn(_resume(session, run_id, dict(permits or {})))
+    return session.spawn(_resume(session, run_id, dict(permits or {})), run_id=run_id)
 
 
 async def _resume(session: DurableSession, run_id: str, permits: dict[str, str]) -> str:
-    async with session.chats.resume_slots:
+    slots = session.chats.resume_slots
+    try:
+        await slots.acquire()
+    except asyncio.CancelledError:  # stopped while waiting for a slot
+        await stopped(session, run_id)
+        raise
+    try:
+        return await _resume_in_slot(session, run_id, permits)
+    finally:
+        slots.release()
+
+
+async def _resume_in_slot(session: DurableSession, run_id: str, permits: dict[str, str]) -> str:
+    try:
+        prepared = await _prepare_resume(session, run_id, permits)
+    except asyncio.CancelledError:  # stopped while the run was being rebuilt
+        session.run = None
+        await stopped(session, run_id)
+        raise
+    except Exception as exc:  # rebuilding this run failed: hold it, the others go on
+        if isinstance(exc, CorruptRecord):
+            reason, detail = "corrupt_record", exc.to_dict()
+        else:
+            reason, detail = "recovery_error", recovery.error_detail(exc, "resume")
+        session.run = None
         try:
-            prepared = await _prepare_resume(session, run_id, permits)
-        except Exception as exc:  # rebuilding this run failed: hold it, the others go on
-            if isinstance(exc, CorruptRecord):
-                reason, detail = "corrupt_record", exc.to_dict()
-            else:
-                reason, detail = "recovery_error", recovery.error_detail(exc, "resume")
-            session.run = None
-            try:
-                await session.journal.aio.mark_needs_attention(run_id, reason, detail)
-            except DurabilityError as again:
-                logger.warning("run %s could not be held: %s", run_id, again.code)
-            text = held_text(reason, detail)
-            _warn(session.context, HELD, text, run_id=run_id, reason=reason)
-            return ""
-        if prepared is None:
-            return ""
-        agent, resume = prepared
-        return await session.drive(agent, resume=resume)
+            await session.journal.aio.mark_needs_attention(run_id, reason, detail)
+        except DurabilityError as again:
+            logger.warning("run %s could not be held: %s", run_id, again.code)
+        text = held_text(reason, detail)
+        _warn(session.context, HELD, text, run_id=run_id, reason=reason)
+        return ""
+    if prepared is None:
+        return ""
+    agent, resume = prepared
+    return await drive(session, agent, resume=resume)
 
 
 async def _prepare_resume(

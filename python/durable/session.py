@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
@@ -20,15 +21,10 @@ from agent import UserMessage
 from durability.errors import (
     DurabilityError,
     InvalidTransition,
-    OpenIntents,
-    RunNotActive,
-    StaleVersion,
 )
-from durability.integrity import Damage
-from python.durable import admission, checkpoint, seams
+from python.durable import admission, driver, seams
 from python.durable.admission import Submission
 from python.durable.run import DurableHold, DurableRun
-from python.helpers.errors import HandledException
 from python.helpers.models import ModelResult
 from python.helpers.tool import Response, Tool
 
@@ -40,18 +36,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from python.durable.chats import DurableChats
 
 logger = logging.getLogger("a0.durable")
-HELD = "Run held for a decision"
-
-
-def held_text(reason: str | None, detail: Any = None) -> str:
-    """The chat's warning for a held run; a damaged record is named."""
-    text = f"This run waits for a person's decision (reason: {reason})."
-    if reason == "corrupt_record" and isinstance(detail, dict):
-        skip = ("record", "reason", "code", "message")
-        ids = {k: v for k, v in detail.items() if k not in skip}
-        damage = Damage(str(detail.get("record")), str(detail.get("reason")), ids)
-        text += f" A journaled record is damaged and was not used: {damage.describe()}."
-    return text
 
 
 class DurableSession:
@@ -95,17 +79,24 @@ class DurableSession:
         return self.run
 
     # the chat's one task -----------------------------------------------------------------
-    def spawn(self, work: Coroutine[Any, Any, str]) -> asyncio.Task[str]:
-        """Create the chat's task: the only place a chat's work starts."""
+    def spawn(
+        self, work: Coroutine[Any, Any, str], *, run_id: str | None = None
+    ) -> asyncio.Task[str]:
+        """Create the chat's task: the only place a chat's work starts. ``run_id``: the run
+        the task works on (a task cancelled before it began still ends its run)."""
         task = asyncio.get_running_loop().create_task(work, name=f"chat-{self.context.id}")
-        task.add_done_callback(self._task_done)
+        task.add_done_callback(functools.partial(self._task_done, run_id))
         self._task = task
         return task
 
-    def _task_done(self, task: asyncio.Task[str]) -> None:
-        """A task that ended with an error (a refused admission in ``communicate``'s task)
-        has told whoever awaited it; nobody else needs its traceback."""
-        if not task.cancelled() and task.exception() is not None:
+    def _task_done(self, run_id: str | None, task: asyncio.Task[str]) -> None:
+        if task.cancelled():
+            if run_id is not None and not self.chats.stopping:  # idempotent after drive's stop
+                self.chats.in_background(
+                    asyncio.to_thread(driver.stop_quietly, self.journal, run_id)
+                )
+            return
+        if task.exception() is not None:  # whoever awaited the task was told; no traceback
             error = type(task.exception()).__name__
             logger.info("chat %s task ended with %s", self.context.id, error)
 
@@ -161,7 +152,7 @@ class DurableSession:
 
     def start(self, run: Run, msg: UserMessage) -> Submission:
         """Run an input the journal just admitted for this chat."""
-        task = self.spawn(self._run_admitted(run, msg, self.context.agent0))
+        task = self.spawn(driver.run_admitted(self, run, msg, self.context.agent0), run_id=run.id)
         return Submission("started", run.id, run.input_id, "active", task, None, self.context.id)
 
     def communicate(self, msg: UserMessage) -> asyncio.Task[str]:
@@ -193,15 +184,15 @@ class DurableSession:
         content = await admission.content(self.journal, msg)
         adm, cancelled = await self._journal_admit(content)
         if cancelled:  # stopped while the journal admitted: the run it made ends at once
-            if adm.created and not self.chats.stopping:
-                await asyncio.shield(asyncio.to_thread(_stop_quietly, self.journal, adm.run.id))
+            if adm.created:
+                await driver.stopped(self, adm.run.id)
             raise asyncio.CancelledError
         if not adm.created:
             response = await asyncio.to_thread(
                 admission.recorded_response, self.journal, adm.run.id
             )
             return response or ""
-        return await self._run_admitted(adm.run, msg, agent)
+        return await driver.run_admitted(self, adm.run, msg, agent)
 
     def _journal_intervention(self, msg: UserMessage) -> None:
         context, journal = self.context, self.journal
@@ -294,90 +285,6 @@ class DurableSession:
         with contextlib.suppress(InvalidTransition):
             await self.journal.aio.mark_needs_attention(run.run_id, reason, detail)
         raise DurableHold(reason, detail)
-
-    # driving a run --------------------------------------------------------------------------
-    async def _run_admitted(self, run: Run, msg: UserMessage, agent: Agent) -> str:
-        """A freshly admitted input: history, base checkpoint, then the chain."""
-        state = self.run = DurableRun(run.id, run.input_id, start_agent=agent.number)
-        self.journaled = True
-        agent.hist_add_user_message(msg)
-        checkpoint.set_resume_base(self.context, state, agent, phase="start")
-        await checkpoint.write(self.context, state, self.journal)
-        return await self.drive(agent, resume=False)
-
-    async def drive(self, agent: Agent, *, resume: bool) -> str:
-        """Run the chain of the session's run to its end: completed, failed, held or
-        stopped. The one place that handles the chain's errors."""
-        try:
-            return await self._drive(agent, resume=resume)
-        finally:
-            self.run = None  # the run is over (or held): no journaling outside it
-
-    async def _drive(self, agent: Agent, *, resume: bool) -> str:
-        run = self.current_run()
-        try:
-            response = await self.context.chain(agent, resume=resume)
-        except DurableHold as hold:
-            kvps = {"run_id": run.run_id, "reason": hold.reason}
-            content = held_text(hold.reason, hold.detail)
-            self.context.log.log(type="warning", heading=HELD, content=content, kvps=kvps)
-            return ""
-        except asyncio.CancelledError:
-            if not self.chats.stopping:  # Stop / reset / nudge: the run ends here
-                stop = asyncio.to_thread(_stop_quietly, self.journal, run.run_id)
-                await asyncio.shield(stop)
-            raise  # on shutdown the run stays active: recovery continues it at the next start
-        except HandledException as e:
-            await self._finish(str(e), failed=True)
-            return str(e)
-        except Exception as e:
-            try:
-                agent.log_error(e)
-            except HandledException as handled:
-                await self._finish(str(handled), failed=True)
-                return str(handled)
-            return "Error"
-        await self._finish(response, failed=False)
-        return response
-
-    async def _finish(self, response: str, *, failed: bool) -> None:
-        run, journal = self.current_run(), self.journal
-        open_calls = await journal.aio.open_intents(run.run_id)
-        if open_calls:  # never end a run whose call has no journaled outcome: hold it instead
-            detail = {**seams.position(open_calls[-1]), "why": "run_ended_with_open_call"}
-            with contextlib.suppress(InvalidTransition):
-                await journal.aio.mark_needs_attention(run.run_id, "uncertain_call", detail)
-            self.context.log.log(
-                type="warning",
-                heading=HELD,
-                content="The run ended with a call whose outcome is not journaled; it waits "
-                "for a person's decision (reason: uncertain_call).",
-                kvps={"run_id": run.run_id, "reason": "uncertain_call"},
-            )
-            return
-        payload = {"response": response, "failed": failed}
-        await journal.aio.append_event(self.context.id, "run_result", payload, run_id=run.run_id)
-        try:
-            await journal.aio.set_run_status(run.run_id, "failed" if failed else "completed")
-        except (OpenIntents, InvalidTransition, RunNotActive) as exc:
-            logger.warning("run %s could not be closed: %s", run.run_id, exc.code)
-
-
-def _stop_quietly(journal: Journal, run_id: str) -> None:
-    """The chat was stopped (Stop, reset, nudge): end the run, abandoning open calls.
-    A journal write of the cancelled step may still land meanwhile: retry on its version."""
-    for _ in range(10):
-        try:
-            run = journal.get_run(run_id)
-            if run.is_open:
-                journal.decide(run_id, "stop", version=run.version, actor="user:stop")
-            return
-        except StaleVersion:
-            continue
-        except DurabilityError as exc:
-            logger.warning("run %s could not be stopped: %s", run_id, exc.code)
-            return
-    logger.warning("run %s could not be stopped: its version kept changing", run_id)
 
 
 def session_of(context: AgentContext) -> DurableSession:

@@ -282,3 +282,19 @@ async def test_an_input_whose_chat_cannot_be_built_is_withdrawn(harness, monkeyp
     assert harness.journal.list_runs() == []
     assert harness.journal.input_context("in-w") is None  # the id is free again
     assert AgentContext.get("never-built") is None
+
+
+async def test_a_stop_before_the_run_began_still_ends_it(harness):
+    """The chat's task is cancelled before it ran a single step: its run is not left
+    active for nobody (the chat would refuse every later message with active_run_exists)."""
+    harness.model.tool("response", {"text": "later"})
+    ctx = harness.chat()
+    started = await session_of(ctx).submit(UserMessage("go"))
+    assert started.task is not None
+    ctx.kill_process()  # the task has not started yet
+    with pytest.raises(asyncio.CancelledError):
+        await started.task
+    await harness.chats.flush()
+    assert harness.journal.get_run(started.run_id).status == "stopped"
+    assert harness.model.calls == 0
+    assert await harness.send(ctx, "again") == "later"
