@@ -25,9 +25,10 @@ from python.helpers.models import ModelError, ModelResult
 from python.helpers.tool import Response, Tool
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent import Agent, StreamCallback
+    from agent import Agent
     from durability.records import Call
     from python.durable.session import DurableSession
+    from python.helpers.chat_session import StreamCallback
 
 MODEL_CALL_NAME = "model"
 PERMITTED = ("replay", "run")  # recovery permits that let an open call run again

@@ -1,10 +1,11 @@
 """One durable session per chat: it owns the chat's life (docs/durability-loop.md).
 
 The session admits a message (or refuses it), creates the chat's one task (``spawn``, the
-only ``create_task`` of a chat), drives the chain, writes checkpoints, finishes or holds
-the run, and journals what Stop, reset and remove did. The loop reaches it through
-``context.session`` (agent.py's ``ChatSession``): ``Agent.call_model`` and
-``Agent.execute_tool`` each make one call into it (python/durable/seams.py).
+only ``create_task`` of a chat) in which python/durable/driver.py drives the run to its
+end, holds the run for a person, and journals what Stop, reset and remove did. The loop
+reaches it through ``context.session`` (the ``ChatSession`` Protocol of
+python/helpers/chat_session.py): ``Agent.call_model`` and ``Agent.execute_tool`` each make
+one call into it (python/durable/seams.py), every iteration ends with ``iteration_end``.
 """
 
 from __future__ import annotations
@@ -18,18 +19,16 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from agent import UserMessage
-from durability.errors import (
-    DurabilityError,
-    InvalidTransition,
-)
+from durability.errors import DurabilityError, InvalidTransition
 from python.durable import admission, driver, seams
 from python.durable.admission import Submission
 from python.durable.run import DurableHold, DurableRun
+from python.helpers.chat_session import StreamCallback
 from python.helpers.models import ModelResult
 from python.helpers.tool import Response, Tool
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent import Agent, AgentContext, StreamCallback
+    from agent import Agent, AgentContext
     from durability import Journal
     from durability.adapters.shell import ShellReceipts
     from durability.records import Admission, Call, Run
@@ -141,9 +140,10 @@ class DurableSession:
         run = adm.run
         if running:  # the journal took it: the working agent gets it, whatever the caller does
             context.get_agent().intervention = msg
-            task = self._task
-            result = Submission("intervention", run.id, content.input_id, run.status, task)
-            result.context_id = context.id
+            input_id, task = content.input_id, self._task
+            result = Submission(
+                "intervention", run.id, input_id, run.status, task, context_id=context.id
+            )
         else:  # the journal took it: it runs, whatever the caller does
             result = self.start(run, msg)
         if cancelled:
