@@ -49,6 +49,8 @@ from durability.records import (
     CALL_KINDS,
     DECISIONS,
     DECISIONS_NEEDING_NOTE,
+    MAX_INT,
+    MAX_RETRY_ATTEMPTS,
     OPEN_RUN_STATUSES,
     RUN_STATUSES,
     TERMINAL_RUN_STATUSES,
@@ -73,8 +75,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 T = TypeVar("T")
 MAX_ID_LENGTH = 200
-MAX_INT = 2**63 - 1  # the largest integer both backends store
-MAX_RETRY_ATTEMPTS = 100
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f]")
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 from durability.errors import DurabilityError, JournalClosed
-from durability.faults import crash_point
+from durability.failpoints import failpoint
 
 T = TypeVar("T")
 MAX_BATCH = 256
@@ -135,10 +135,10 @@ class GroupCommitWriter:
             else:
                 outcomes = [self._run_one(fn) for fn, _ in batch]
             if any(keep for _, _, keep in outcomes):
-                crash_point("journal.batch_before_commit")
+                failpoint("journal.batch_before_commit")
                 self._control.commit()
                 self.batches += 1
-                crash_point("journal.batch_after_commit")
+                failpoint("journal.batch_after_commit")
             else:  # nothing to keep: every write in the batch was refused
                 self._control.rollback()
         except BaseException as exc:

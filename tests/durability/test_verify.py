@@ -34,8 +34,7 @@ def test_changed_checkpoint_body_is_named(db: Path) -> None:
     execute(
         db, "UPDATE checkpoints SET body = replace(body, '\"step\":1', '\"step\":7') WHERE id = 5"
     )
-    execute(db, "UPDATE checkpoints SET body = 'not json' , digest = ? WHERE id = 8",
-            ("0" * 64,))  # fmt: skip
+    execute(db, "UPDATE checkpoints SET body = 'not json' , digest = ? WHERE id = 8", ("0" * 64,))
     report = verify_database(db)
     where = {p.where: p.message for p in report.problems}
     assert [p.code for p in report.problems] == ["checkpoint", "checkpoint"]
@@ -45,8 +44,11 @@ def test_changed_checkpoint_body_is_named(db: Path) -> None:
 
 
 def test_damaged_history_blob_is_named(db: Path) -> None:
-    execute(db, "UPDATE blobs SET data = ? WHERE hash = (SELECT min(hash) FROM blobs)",
-            (json.dumps({"role": "user", "content": "forged"}).encode(),))  # fmt: skip
+    execute(
+        db,
+        "UPDATE blobs SET data = ? WHERE hash = (SELECT min(hash) FROM blobs)",
+        (json.dumps({"role": "user", "content": "forged"}).encode(),),
+    )
     report = verify_database(db)
     codes = {p.code for p in report.problems}
     assert "blob" in codes
