@@ -21,6 +21,7 @@ the task's timezone's wall clock with the same two rules.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Iterable, Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -114,7 +115,9 @@ def to_instant(wall: dt.datetime, tz: ZoneInfo) -> float:
 
 
 def _wall(instant: float, tz: ZoneInfo) -> dt.datetime:
-    return dt.datetime.fromtimestamp(instant, tz).replace(tzinfo=None)
+    """The wall time at the whole second at or before ``instant`` (never rounded up:
+    ``fromtimestamp`` rounds to the microsecond, which could step into the next slot)."""
+    return dt.datetime.fromtimestamp(math.floor(instant), tz).replace(tzinfo=None)
 
 
 def _steady(instant: float, tz: ZoneInfo) -> bool:
@@ -145,7 +148,7 @@ def next_slot(expression: str, tz: ZoneInfo, after: float) -> float | None:
 def latest_slot(expression: str, tz: ZoneInfo, at_or_before: float) -> float | None:
     """The last slot at or before ``at_or_before``; None when there is none."""
     steady = _steady(at_or_before, tz)
-    wall = _wall(at_or_before, tz).replace(microsecond=0) + dt.timedelta(seconds=1)
+    wall = _wall(at_or_before, tz) + dt.timedelta(seconds=1)
     start = wall + (dt.timedelta(0) if steady else _DST_MARGIN)
     try:
         walls = croniter(expression, start)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from durability.errors import TaskInvalid
@@ -104,6 +104,7 @@ ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asi
         min_value=at("2026-01-01T00:00:00+00:00"), max_value=at("2027-12-31T00:00:00+00:00")
     ),
 )
+@example(expression="* * * * *", zone="UTC", t=1830211199.9999998)  # rounds up to a slot
 def test_the_latest_and_the_next_slot_bracket_every_instant(expression, zone, t):
     tz = st_time.zone(zone)
     latest = st_time.latest_slot(expression, tz, t)
