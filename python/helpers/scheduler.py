@@ -165,7 +165,12 @@ class Scheduler:
                     continue
                 due = slots.due(now, task.done_until)
                 if due is not None:
-                    firing = await self._fire(task, definition, slot=due)
+                    try:
+                        firing = await self._fire(task, definition, slot=due)
+                    except DurabilityError as exc:  # e.g. deleted meanwhile: the others go on
+                        logger.warning("task %s not fired: %s", task.id, exc.code)
+                        firing = Firing(task.id, "failed", firing_input_id(task.id, due),
+                                        stime.iso(due), reason=exc.code)  # fmt: skip
                     firings.append(firing)
                     if firing.kind in ("deferred", "failed"):
                         wake_at = min(wake_at, now + DEFER_SECONDS)

@@ -126,7 +126,7 @@ class Scheduler(Tool):
         fields = {
             k: v for k, v in self.args.items()
             if k in ("name", "system_prompt", "prompt", "attachments", "schedule", "plan",
-                     "timezone", "dedicated_context", "context_id")
+                     "timezone", "dedicated_context")
         }  # fmt: skip
         fields["kind"] = kind
         task = await scheduler.create(

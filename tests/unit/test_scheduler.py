@@ -266,3 +266,21 @@ async def test_the_clock_offset_is_read_from_the_environment():
     assert scheduler_mod.clock_offset({"A0_SCHEDULER_CLOCK_OFFSET": "90.5"}) == 90.5
     assert scheduler_mod.clock_offset({"A0_SCHEDULER_CLOCK_OFFSET": "soon"}) == 0.0
     assert scheduler_mod.clock_offset({}) == 0.0
+
+
+async def test_one_task_failing_never_stops_the_others(scheduler, clock, runtime, journal):
+    doomed = await scheduler.create(task_input(name="doomed"), actor="user")
+    other = await scheduler.create(task_input(name="other"), actor="user")
+    admit = runtime.admit_message
+
+    async def admit_then_delete(chat_id, message):
+        answer = await admit(chat_id, message)
+        if chat_id == doomed["context_id"]:
+            journal.delete_task(doomed["uuid"])  # deleted while it was being fired
+        return answer
+
+    runtime.admit_message = admit_then_delete
+    clock.now += 31
+    firings, _ = await scheduler.tick()
+    kinds = {f.task_id: (f.kind, f.reason) for f in firings}
+    assert kinds == {doomed["uuid"]: ("failed", "task_not_found"), other["uuid"]: ("started", None)}
