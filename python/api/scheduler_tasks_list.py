@@ -6,7 +6,7 @@ from typing import Any
 
 from python.api._scheduler import require_scheduler
 from python.helpers.api import ApiHandler
-from python.helpers.scheduler_tasks import matches
+from python.helpers.scheduler_tasks import Filters, matches
 
 
 class SchedulerTasksList(ApiHandler):
@@ -14,6 +14,7 @@ class SchedulerTasksList(ApiHandler):
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
         scheduler = require_scheduler(self.runtime)
+        filters = Filters.of(input)
         now = scheduler.clock()
-        views = [v for v in await scheduler.list() if matches(v, input, now)]
+        views = [v for v in await scheduler.list() if matches(v, filters, now)]
         return {"ok": True, "tasks": views, "now": now}

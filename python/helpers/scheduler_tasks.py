@@ -322,29 +322,41 @@ def find_by_name(views: list[dict[str, Any]], name: str) -> list[dict[str, Any]]
     return exact or [v for v in views if wanted and wanted in str(v.get("name") or "").lower()]
 
 
-def matches(view: dict[str, Any], input: dict[str, Any], now: float) -> bool:
-    """Upstream's list filters: ``state[]``, ``type[]``, ``next_run_within`` (minutes),
+@dataclass(frozen=True)
+class Filters:
+    """Upstream's list filters: ``state[]``, ``type[]``, ``next_run_within`` and
     ``next_run_after`` (minutes from now). ``error`` matches tasks whose last run failed."""
-    states = [s for s in get_list(input, "state") if isinstance(s, str)]
-    kinds = [k for k in get_list(input, "type") if isinstance(k, str)]
-    if states:
+
+    states: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    within: int | None = None
+    after: int | None = None
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Filters:
+        """The filters of a request or tool call (bad_request for a wrong type)."""
+
+        def minutes(key: str) -> int | None:
+            return None if data.get(key) in (None, "") else get_int(data, key, minimum=0)
+
+        states = tuple(s for s in get_list(data, "state") if isinstance(s, str))
+        kinds = tuple(k for k in get_list(data, "type") if isinstance(k, str))
+        return cls(states, kinds, minutes("next_run_within"), minutes("next_run_after"))
+
+
+def matches(view: Mapping[str, Any], filters: Filters, now: float) -> bool:
+    if filters.states:
         failed = view.get("last_status") == "failed"
-        if view.get("state") not in states and not ("error" in states and failed):
+        if view.get("state") not in filters.states and not ("error" in filters.states and failed):
             return False
-    if kinds and view.get("type") not in kinds:
+    if filters.kinds and view.get("type") not in filters.kinds:
         return False
-    latest = _minutes_from(input, "next_run_within", now)
-    earliest = _minutes_from(input, "next_run_after", now)
-    if latest is None and earliest is None:
+    if filters.within is None and filters.after is None:
         return True
     next_run = view.get("next_run")
     if not next_run:
         return False
     instant = stime.parse_instant(next_run, stime.zone("UTC"), "next_run")
-    return (latest is None or instant <= latest) and (earliest is None or instant >= earliest)
-
-
-def _minutes_from(input: dict[str, Any], key: str, now: float) -> float | None:
-    if input.get(key) in (None, ""):
-        return None
-    return now + 60 * get_int(input, key, minimum=0)
+    if filters.within is not None and instant > now + 60 * filters.within:
+        return False
+    return filters.after is None or instant >= now + 60 * filters.after

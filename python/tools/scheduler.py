@@ -96,9 +96,10 @@ class Scheduler(Tool):
 
     # methods ----------------------------------------------------------------------------
     async def _list_tasks(self, scheduler: Any) -> str:
+        filters = scheduler_tasks.Filters.of(self.args)
         views = await scheduler.list()
         now = scheduler.clock()
-        wanted = [v for v in views if scheduler_tasks.matches(v, self.args, now)]
+        wanted = [v for v in views if scheduler_tasks.matches(v, filters, now)]
         return dumps([{k: v.get(k) for k in _BRIEF} for v in wanted])
 
     async def _find_task_by_name(self, scheduler: Any) -> str:
