@@ -181,7 +181,14 @@ def test_a_damaged_task_is_listed_with_its_damage_and_can_be_replaced_or_deleted
         repaired = journal.update_task("bad", definition("fixed"), expected_revision=1,
                                        actor="u")  # fmt: skip
         assert (repaired.damage, repaired.revision) == (None, 2)
+        report = journal.verify_records()  # python -m durability verify lists it too
+        assert report.checked["tasks"] == 3
+        assert [(d.record, d.reason, d.ids["task_id"]) for d in report.damages] == [
+            ("task", "undecodable", "ugly")
+        ]
+        assert "scheduled task ugly" in report.damages[0].describe()
         journal.delete_task("ugly")
         assert [t.id for t in journal.list_tasks()] == ["good", "bad"]
+        assert journal.verify_records().ok
     finally:
         journal.close()
