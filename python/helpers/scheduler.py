@@ -192,14 +192,17 @@ class Scheduler:
         firing = Firing(task.id, "", input_id, stime.iso(slot), context_id=chat_id)
         journal = self.journal
         manual = slot is None
-        if self.runtime.is_running(chat_id):
-            if manual:
-                raise ApiError("task_busy", "The task's chat is working; run it later.", 409)
-            return _with(firing, "deferred", reason="chat_busy")
         open_run = await journal.aio.active_run(chat_id)
         if open_run is not None and open_run.input_id == input_id:
             return await self._recorded(task, firing, slot, open_run.id, "recorded")
-        if open_run is not None:
+        # An input id admitted before goes to the admission whatever the chat does: the
+        # journal returns its recorded run and nothing starts or intervenes.
+        known = await journal.aio.input_context(input_id) is not None
+        if not known and self.runtime.is_running(chat_id):
+            if manual:
+                raise ApiError("task_busy", "The task's chat is working; run it later.", 409)
+            return _with(firing, "deferred", reason="chat_busy")
+        if open_run is not None and not known:
             held = open_run.status == "needs_attention"
             if manual:
                 raise ApiError(

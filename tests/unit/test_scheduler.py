@@ -284,3 +284,20 @@ async def test_one_task_failing_never_stops_the_others(scheduler, clock, runtime
     firings, _ = await scheduler.tick()
     kinds = {f.task_id: (f.kind, f.reason) for f in firings}
     assert kinds == {doomed["uuid"]: ("failed", "task_not_found"), other["uuid"]: ("started", None)}
+
+
+async def test_a_manual_run_asked_again_gets_its_run_even_while_the_chat_works(
+    scheduler, runtime, journal
+):
+    task = await scheduler.create({"name": "adhoc", "prompt": "Go."}, actor="user")
+    first = await scheduler.run_now(task["uuid"], key="call-1")
+    runtime.busy.add(task["context_id"])  # its run is working
+    again = await scheduler.run_now(task["uuid"], key="call-1")  # the same call, re-run
+    assert (again.kind, again.run_id) == ("recorded", first.run_id)
+    journal.set_run_status(first.run_id, "completed")
+    runtime.busy.add(task["context_id"])  # now something else works in the chat
+    later = await scheduler.run_now(task["uuid"], key="call-1")
+    assert (later.kind, later.run_id) == ("duplicate", first.run_id)
+    with pytest.raises(ApiError) as busy:
+        await scheduler.run_now(task["uuid"], key="call-2")
+    assert busy.value.code == "task_busy"
