@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import os
 import re
 import time
@@ -15,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from durability import _decisions, checkpoints, documents, integrity
+from durability import _decisions, checkpoints, documents, integrity, schedules
 from durability._runs import bump, load_run, require_active, transition
 from durability.canonical import (
     canonical_json,
@@ -103,6 +104,12 @@ def _require_digest(field: str, value: object) -> str:
     if not is_digest(value):
         raise InvalidArgument(f"{field} must be a lowercase hex SHA-256", field=field)
     return str(value)
+
+
+def _require_instant(field: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidArgument(f"{field} must be a finite number of seconds", field=field)
+    return float(value)
 
 
 class Journal:
@@ -714,6 +721,89 @@ class Journal:
             return tx.get_conflict(conflict_id)  # type: ignore[return-value]
 
         return self.store.write(op)
+
+    # scheduled tasks (durability/schedules.py; the scheduler is python/helpers/scheduler.py)
+    def create_task(
+        self, task_id: str, definition: Any, *, actor: str, done_until: float
+    ) -> schedules.ScheduledTask:
+        """Store a new task at revision 1 (the same id and definition again returns it;
+        another definition raises TaskExists). Slots at or before ``done_until`` never fire."""
+        _require_text("task_id", task_id)
+        _require_text("actor", actor)
+        _require_instant("done_until", done_until)
+        masked = self._mask(definition)
+        body, body_digest = schedules.prepare_definition(definition, masked)
+        now = self._clock()
+        return self.store.write(
+            lambda tx: schedules.create_task(
+                tx, task_id, body, body_digest, actor, now, float(done_until)
+            )
+        )
+
+    def get_task(self, task_id: str) -> schedules.ScheduledTask:
+        """One task (TaskNotFound when unknown); a damaged one comes back with ``damage``."""
+        _require_text("task_id", task_id)
+        return self.store.read(lambda tx: schedules.get_task(tx, task_id))
+
+    def list_tasks(self) -> list[schedules.ScheduledTask]:
+        """Every task, oldest first; damaged ones are listed with ``damage`` set."""
+        return self.store.read(schedules.list_tasks)
+
+    def update_task(
+        self, task_id: str, definition: Any, *, expected_revision: int, actor: str,
+        done_until: float | None = None,
+    ) -> schedules.ScheduledTask:  # fmt: skip
+        """Replace the definition on ``expected_revision`` (TaskConflict when stale; the
+        same definition again is a no-op). ``done_until`` moves the handled-slots mark
+        forward, e.g. to now when the schedule changed."""
+        _require_text("task_id", task_id)
+        _require_int("expected_revision", expected_revision, minimum=1)
+        _require_text("actor", actor)
+        if done_until is not None:
+            _require_instant("done_until", done_until)
+        masked = self._mask(definition)
+        body, body_digest = schedules.prepare_definition(definition, masked)
+        now = self._clock()
+        return self.store.write(
+            lambda tx: schedules.update_task(
+                tx, task_id, body, body_digest, expected_revision, actor, now, done_until
+            )
+        )
+
+    def delete_task(self, task_id: str, *, expected_revision: int | None = None) -> None:
+        """Remove a task (its chat and runs stay); with ``expected_revision``, only when
+        the task is still at that revision (else TaskConflict)."""
+        _require_text("task_id", task_id)
+        if expected_revision is not None:
+            _require_int("expected_revision", expected_revision, minimum=1)
+        self.store.write(lambda tx: schedules.delete_task(tx, task_id, expected_revision))
+
+    def record_task_firing(
+        self, task_id: str, *, slot: float | None, input_id: str, run_id: str | None
+    ) -> schedules.ScheduledTask:
+        """The task fired ``input_id`` (run ``run_id``); a ``slot`` (None for a manual run)
+        is handled from now on. The revision does not change."""
+        _require_text("task_id", task_id)
+        _require_text("input_id", input_id)
+        if slot is not None:
+            _require_instant("slot", slot)
+        now = self._clock()
+        return self.store.write(
+            lambda tx: schedules.record_firing(tx, task_id, slot, input_id, run_id, now)
+        )
+
+    def record_task_skip(
+        self, task_id: str, *, slot: float, reason: str, detail: Any = None
+    ) -> schedules.ScheduledTask:
+        """The slot is handled without a firing, for ``reason`` (e.g. run_held)."""
+        _require_text("task_id", task_id)
+        _require_instant("slot", slot)
+        _require_text("reason", reason, max_length=schedules.MAX_SKIP_REASON)
+        masked = self._mask(detail)
+        now = self._clock()
+        return self.store.write(
+            lambda tx: schedules.record_skip(tx, task_id, slot, reason, masked, now)
+        )
 
     # blobs and events
     def put_blob(self, data: bytes) -> str:

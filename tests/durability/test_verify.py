@@ -115,3 +115,14 @@ def test_a_schema_4_file_is_verified_without_event_digests(tmp_path: Path) -> No
     assert report.ok, report.problems
     assert "events" not in report.checked
     assert report.notes and "schema 5" in report.notes[0]
+
+
+def test_a_damaged_scheduled_task_is_named(db: Path) -> None:
+    with Journal.open_sqlite(db) as journal:
+        journal.create_task("t-1", {"name": "n", "prompt": "p"}, actor="user", done_until=1.0)
+    assert verify_database(db).checked["tasks"] == 1
+    execute(db, "UPDATE scheduled_tasks SET body = '{\"name\": \"forged\"}' WHERE id = 't-1'")
+    [problem] = verify_database(db).problems
+    assert problem.code == "task" and problem.ids == {"task_id": "t-1", "revision": 1}
+    assert problem.where == "task of scheduled task t-1 (revision 1)"
+    assert "no longer matches its digest" in problem.message
