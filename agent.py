@@ -1,17 +1,19 @@
 """The agent loop: chats (AgentContext), agents, their configuration and the monologue.
 
-Every chat runs as one asyncio task on the running event loop. Two methods are the
-journal seams: `Agent.call_model` (every model call) and `Agent.execute_tool` (every
-tool execution). Nothing else calls a model or runs a tool.
+Every chat has a durable session (``context.session``), made with the chat by the factory
+it is given (python/durable builds them; agent.py never imports it). The session owns the
+chat's life: its one task, admission, Stop, reset and remove. The loop reaches the
+journal only through it: ``Agent.call_model`` (every model call) and
+``Agent.execute_tool`` (every tool execution) each make one call into the session, and
+every iteration ends with ``session.iteration_end`` (the checkpoint). Nothing else calls
+a model or runs a tool.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
-import importlib.util
-import re
+import json
 import secrets
 import string
 from dataclasses import dataclass, field
@@ -20,32 +22,24 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from python.helpers import durable, durable_admission, files
+from python.helpers import files, mcp_client
 from python.helpers import secrets as secret_store
+from python.helpers.chat_session import ChatSession, SessionFactory, StreamCallback
+from python.helpers.errors import HandledException, InterventionException, RepairableException
+from python.helpers.extensions import call_extensions, call_extensions_sync
 from python.helpers.history import History, Message
+from python.helpers.log import Log
+from python.helpers.models import ChatModel, ModelConfig, ModelResult
+from python.helpers.reply_stream import ReplyStream
 from python.helpers.shell import ShellSessions
-from python.helpers.tool import Response, Tool
-from python.helpers.tool_request import first_object_end, parse_tool_request, partial_object
-
-TOOL_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+from python.helpers.tool import Response, Tool, find_tool_class, tool_names
+from python.helpers.tool_request import parse_tool_request
 
 
 class AgentContextType(Enum):
     USER = "user"
     TASK = "task"
     BACKGROUND = "background"
-
-
-class RepairableException(Exception):
-    """The model can fix this: the text goes into history as a warning."""
-
-
-class InterventionException(Exception):
-    """A user message arrived mid-iteration: skip the rest of the iteration."""
-
-
-class HandledException(Exception):
-    """Already logged for the user; ends the chain."""
 
 
 @dataclass
@@ -79,19 +73,16 @@ class AgentConfig:
 
         return prompts.prompt_dirs(self.profile)
 
-    def model_config(self, kind: str) -> Any:
-        from python.helpers.models import ModelConfig
-
-        return ModelConfig.from_settings(
-            self.settings, "util_model" if kind == "utility" else "chat_model"
-        )
+    def model_config(self, kind: str) -> ModelConfig:
+        prefix = "util_model" if kind == "utility" else "chat_model"
+        return ModelConfig.from_settings(self.settings, prefix)
 
     @property
-    def chat_model(self) -> Any:
+    def chat_model(self) -> ModelConfig:
         return self.model_config("chat")
 
     @property
-    def utility_model(self) -> Any:
+    def utility_model(self) -> ModelConfig:
         return self.model_config("utility")
 
     def history_token_limit(self) -> int:
@@ -125,13 +116,14 @@ class LoopData:
     current_tool: Tool | None = None
 
 
-def _new_id() -> str:
+def new_context_id() -> str:
+    """A fresh chat id: 8 letters and digits (upstream's format)."""
     alphabet = string.ascii_letters + string.digits
     return "".join(secrets.choice(alphabet) for _ in range(8))
 
 
 class AgentContext:
-    """One chat: its agents, log, running task and shell sessions."""
+    """One chat: its agents, log, shell sessions and durable session."""
 
     _contexts: dict[str, AgentContext] = {}
     _counter = 0
@@ -142,11 +134,10 @@ class AgentContext:
         id: str | None = None,
         name: str | None = None,
         type: AgentContextType = AgentContextType.USER,
-        journal: Any = None,
+        *,
+        session: SessionFactory,
     ) -> None:
-        from python.helpers.log import Log
-
-        self.id = id or _new_id()
+        self.id = id or new_context_id()
         self.name = name
         self.config = config
         self.type = type
@@ -154,23 +145,16 @@ class AgentContext:
         self._resume = asyncio.Event()
         self._resume.set()
         self.streaming_agent: Agent | None = None
-        self.task: asyncio.Task | None = None
         self.created_at = datetime.now(UTC)
         self.last_message = self.created_at
         AgentContext._counter += 1
         self.no = AgentContext._counter
         self.data: dict[str, Any] = {}
         self.output_data: dict[str, Any] = {}
-        self.model_calls = 0  # per-run counters; the journal assigns sequence numbers
-        self.tool_calls = 0
         self.shells = ShellSessions(config.workdir_path())
-        # durability: the journal (durability.Journal) or None, and the current run's state
-        self.journal = journal
-        self.durable_run: Any = None
-        # durability.adapters.shell.ShellReceipts when journaled shell commands leave receipts
-        self.receipts: Any = None
-        AgentContext._contexts[self.id] = self
+        self.session: ChatSession = session(self)  # no chat exists without its session
         self.agent0 = Agent(0, config, self)
+        AgentContext._contexts[self.id] = self
 
     # -- registry -------------------------------------------------------------
     @classmethod
@@ -183,13 +167,17 @@ class AgentContext:
 
     @classmethod
     def remove(cls, id: str) -> AgentContext | None:
+        """Delete a chat: its session stops it and journals that it is gone."""
         ctx = cls._contexts.pop(id, None)
         if ctx is not None:
-            ctx.kill_process()
-            ctx._close_shells()
-            if ctx.journal is not None:  # a deleted chat is not rebuilt at the next start
-                durable_admission.note_removed(ctx)
+            ctx.session.remove()
         return ctx
+
+    @classmethod
+    def unregister(cls, id: str, context: AgentContext) -> None:
+        """Forget ``context`` without deleting it (its process is stopping)."""
+        if cls._contexts.get(id) is context:
+            del cls._contexts[id]
 
     # -- state ----------------------------------------------------------------
     @property
@@ -209,90 +197,57 @@ class AgentContext:
     def get_agent(self) -> Agent:
         return self.streaming_agent or self.agent0
 
+    def agents(self) -> list[Agent]:
+        """Agent 0 and its subordinates, in order."""
+        chain: list[Agent] = []
+        agent: Agent | None = self.agent0
+        while agent is not None and len(chain) < 100:
+            chain.append(agent)
+            agent = agent.data.get("_subordinate")
+        return chain
+
+    @property
+    def task(self) -> asyncio.Task[str] | None:
+        """The chat's one task (the session creates it)."""
+        return self.session.task
+
     def is_running(self) -> bool:
-        return self.task is not None and not self.task.done()
+        task = self.session.task
+        return task is not None and not task.done()
 
-    # -- control --------------------------------------------------------------
-    def communicate(self, msg: UserMessage) -> asyncio.Task:
-        """Start a run for `msg`, or hand it to the working agent as an intervention."""
-        self.paused = False
-        self.last_message = datetime.now(UTC)
-        if self.is_running():
-            assert self.task is not None
-            if self.journal is not None:
-                durable_admission.journal_intervention_later(self, msg)
-            self.get_agent().intervention = msg
-            return self.task
-        if self.journal is not None:
-            self.task = durable_admission.start_new_input(self, self.agent0, msg)
-            return self.task
-        return self._start(self.agent0, msg)
+    # -- control: the session owns the chat's life -----------------------------------
+    def communicate(self, msg: UserMessage) -> asyncio.Task[str]:
+        """Admit `msg` and run it, or hand it to the working agent as an intervention."""
+        return self.session.communicate(msg)
 
-    def nudge(self) -> asyncio.Task:
-        """Cancel the running task and continue with a nudge message."""
-        agent = self.get_agent()
-        previous = self.task
-        self.kill_process()
-        self.paused = False
-        msg = UserMessage(agent.read_prompt("fw.msg_nudge.md"))
-        if self.journal is not None:
-            self.task = durable_admission.start_new_input(self, agent, msg, after=previous)
-            return self.task
-        return self._start(agent, msg)
+    def nudge(self) -> asyncio.Task[str]:
+        """Stop the run and continue on the working agent with a nudge message."""
+        return self.session.nudge()
 
     def kill_process(self) -> None:
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
+        self.session.stop()
 
     def reset(self) -> None:
         """Stop work and start the chat over (log, agents, shells)."""
-        from python.helpers.log import Log
+        self.session.reset()
 
-        self.kill_process()
-        self._close_shells()
+    def clear(self) -> None:
+        """A fresh log, agent 0 and shells (``reset`` through the session)."""
+        self.close_shells()
         self.log = Log()
         self.paused = False
         self.streaming_agent = None
         self.agent0 = Agent(0, self.config, self)
-        if self.journal is not None:  # the next start rebuilds the chat empty too
-            durable_admission.note_reset(self)
 
-    def _close_shells(self) -> None:
+    def close_shells(self) -> None:
         shells, self.shells = self.shells, ShellSessions(self.config.workdir_path())
         with contextlib.suppress(RuntimeError):  # no running loop: nothing was started
             asyncio.get_running_loop().create_task(shells.close_all())
 
-    def _start(self, agent: Agent, msg: UserMessage) -> asyncio.Task:
-        self.model_calls = self.tool_calls = 0
-        self.task = asyncio.get_running_loop().create_task(
-            self._process_chain(agent, msg), name=f"chat-{self.id}"
-        )
-        return self.task
-
-    async def _process_chain(self, agent: Agent, msg: UserMessage | str, user: bool = True) -> str:
-        """Run the agent's monologue, then hand the answer up to its superiors."""
-        try:
-            return await self._chain(agent, msg, user)
-        except HandledException as e:
-            return str(e)
-        except Exception as e:
-            try:
-                agent.log_error(e)
-            except HandledException as handled:
-                return str(handled)
-            return "Error"
-
-    async def _chain(
-        self, agent: Agent, msg: UserMessage | str | None, user: bool = True, resume: bool = False
-    ) -> str:
-        """The chain without error handling. ``msg`` None: it is already in history;
-        ``resume``: continue the restored loop state instead of starting a new monologue."""
-        from python.helpers.extensions import call_extensions
-
-        if isinstance(msg, UserMessage):
-            agent.hist_add_user_message(msg)
-        elif msg is not None:
-            agent.hist_add_tool_result("call_subordinate", str(msg))
+    async def chain(self, agent: Agent, *, resume: bool = False) -> str:
+        """Run ``agent``'s monologue (its message is already in history), then hand the
+        answer up to its superiors, each as its call_subordinate result. ``resume``:
+        continue the restored loop state. No error handling: the session's driver has it."""
         response = await agent.monologue(resume=resume)
         while agent.intervention is not None:  # arrived after the last check
             pending, agent.intervention = agent.intervention, None
@@ -300,7 +255,8 @@ class AgentContext:
             response = await agent.monologue()
         superior = agent.data.get("_superior")
         if superior is not None:
-            response = await self._chain(superior, response, user=False)
+            superior.hist_add_tool_result("call_subordinate", response)
+            response = await self.chain(superior)
         await call_extensions("process_chain_end", agent, data={"response": response})
         return response
 
@@ -325,8 +281,6 @@ class Agent:
     """One agent (number n) in a chat; subordinates have n + 1."""
 
     def __init__(self, number: int, config: AgentConfig, context: AgentContext) -> None:
-        from python.helpers.extensions import call_extensions_sync
-
         self.number = number
         self.agent_name = f"A{number}"
         self.config = config
@@ -336,7 +290,7 @@ class Agent:
         self.intervention: UserMessage | None = None
         self.data: dict[str, Any] = {}
         self.loop_data = LoopData()
-        self._models: dict[str, Any] = {}
+        self._models: dict[str, ChatModel] = {}
         call_extensions_sync("agent_init", self)
 
     # -- the monologue --------------------------------------------------------
@@ -366,8 +320,7 @@ class Agent:
                 finally:
                     if not _current_task_cancelling():
                         await self.extensions("message_loop_end")
-                if self.context.durable_run is not None:
-                    await durable.iteration_end(self, final=result is not None)
+                await self.context.session.iteration_end(self, final=result is not None)
                 if result is not None:
                     return result
         finally:
@@ -412,69 +365,47 @@ class Agent:
 
     async def call_chat_model(self, messages: list[dict[str, str]]) -> str:
         """Stream the main model's reply through the stream extension points."""
-        cut: dict[str, int | None] = {"end": None}
-
-        async def on_reasoning(delta: str, full: str) -> None:
-            data = {"chunk": delta, "full": full}
-            await self.extensions("reasoning_stream_chunk", stream_data=data)
-            if data.get("chunk"):
-                await self.extensions("reasoning_stream", text=data["full"])
-            await self.handle_intervention()
-
-        async def on_response(delta: str, full: str) -> None:
-            if cut["end"] is not None:
-                return  # a complete object was already seen: ignore the rest
-            end = first_object_end(full)
-            if end is not None:
-                cut["end"] = end
-                full = full[:end]
-            data = {"chunk": delta, "full": full}
-            await self.extensions("response_stream_chunk", stream_data=data)
-            if data.get("chunk") or end is not None:
-                parsed = partial_object(data["full"]) or {}
-                await self.extensions("response_stream", text=data["full"], parsed=parsed)
-            await self.handle_intervention(data["full"])
-
+        stream = ReplyStream(self)
         result = await self.call_model(
-            messages, kind="chat", on_reasoning=on_reasoning, on_response=on_response
+            messages, kind="chat", on_reasoning=stream.on_reasoning, on_response=stream.on_response
         )
         await self.extensions("reasoning_stream_end")
         await self.extensions("response_stream_end")
-        end = cut["end"] if cut["end"] is not None else first_object_end(result.response)
-        return result.response[:end] if end is not None else result.response
+        return stream.reply(result.response)
 
     async def call_model(
         self,
         messages: list[dict[str, str]],
         *,
         kind: str = "chat",
-        on_reasoning: Any = None,
-        on_response: Any = None,
-    ) -> Any:
-        """JOURNAL SEAM 1: every model call of the agent passes through here."""
-        self.context.model_calls += 1
+        on_reasoning: StreamCallback | None = None,
+        on_response: StreamCallback | None = None,
+    ) -> ModelResult:
+        """SEAM 1: every model call of the agent passes through here, into the session
+        (which reuses a journaled reply instead of calling the model)."""
         if kind == "utility":
             await self.extensions("util_model_call_before", messages=messages)
         model = self._model(kind)
 
-        def effect() -> Any:
-            return model.call(messages, on_reasoning=on_reasoning, on_response=on_response)
+        async def effect() -> ModelResult:
+            return await model.call(messages, on_reasoning=on_reasoning, on_response=on_response)
 
-        if self.context.durable_run is not None:
-            return await durable.model_call(
-                self, messages, kind, effect, on_reasoning=on_reasoning, on_response=on_response
-            )
-        return await effect()
+        return await self.context.session.model_call(
+            self, messages, kind, effect, on_reasoning=on_reasoning, on_response=on_response
+        )
 
-    def _model(self, kind: str) -> Any:
+    def _model(self, kind: str) -> ChatModel:
         if kind not in self._models:
             from python.helpers import settings as settings_mod
-            from python.helpers.models import ChatModel
 
             config = self.config.model_config(kind)
             key = settings_mod.get_api_key(config.provider)
             self._models[kind] = ChatModel(config, key)
         return self._models[kind]
+
+    def forget_models(self) -> None:
+        """Drop the cached model clients (new settings reach the next call)."""
+        self._models.clear()
 
     async def call_utility_model(self, system: str, message: str) -> str:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": message}]
@@ -495,8 +426,8 @@ class Agent:
         return response.message if response.break_loop else None
 
     async def execute_tool(self, tool: Tool) -> Response:
-        """JOURNAL SEAM 2: every tool execution passes through here."""
-        self.context.tool_calls += 1
+        """SEAM 2: every tool execution passes through here; its ``execute`` runs inside the
+        session (which reuses a journaled result instead of running the tool)."""
         # Tools get real values: a `§§secret(NAME)` in the arguments (the model's own, or a
         # masked reply reused after a crash) becomes the secret again.
         tool.args = secret_store.unmask(tool.args)
@@ -505,10 +436,7 @@ class Agent:
         await tool.before_execution(**kwargs)
         await self.handle_intervention()
         await self.extensions("tool_execute_before", tool_args=tool.args, tool_name=tool.name)
-        if self.context.durable_run is not None:
-            response = await durable.tool_call(self, tool, lambda: tool.execute(**kwargs))
-        else:
-            response = await tool.execute(**kwargs)
+        response = await self.context.session.tool_call(self, tool, lambda: tool.execute(**kwargs))
         await self.extensions("tool_execute_after", response=response, tool_name=tool.name)
         await tool.after_execution(response)
         await self.handle_intervention()
@@ -519,33 +447,19 @@ class Agent:
     ) -> Tool:
         """Profile tools first, then python/tools, then `<server>.<tool>` of a configured MCP
         server; anything else is the unknown tool."""
-        cls = self._find_tool_class(name) if TOOL_NAME.match(name) else None
-        if cls is None and "." in name:
-            from python.helpers import mcp_client
+        cls = find_tool_class(name, self.config.tool_dirs())
+        if cls is None and mcp_client.is_tool(name):
+            from python.tools._mcp import McpToolCall
 
-            cls = mcp_client.tool_class(name)
+            cls = McpToolCall
         if cls is None:
             from python.tools.unknown import Unknown
 
             cls = Unknown
         return cls(self, name, method, args, message, self.loop_data, **kwargs)
 
-    def _find_tool_class(self, name: str) -> type[Tool] | None:
-        if name.startswith("_") or name == "unknown":
-            return None
-        for folder in self.config.tool_dirs():
-            path = folder / f"{name}.py"
-            if path.is_file():
-                return _tool_class(path)
-        return None
-
     def available_tools(self) -> list[str]:
-        names: set[str] = set()
-        for folder in self.config.tool_dirs():
-            if folder.is_dir():
-                names.update(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
-        names.discard("unknown")
-        return sorted(names)
+        return tool_names(self.config.tool_dirs())
 
     # -- interventions --------------------------------------------------------
     async def handle_intervention(self, progress: str = "") -> None:
@@ -565,9 +479,7 @@ class Agent:
 
     # -- history --------------------------------------------------------------
     def hist_add_message(self, ai: bool, content: str | dict) -> Message:
-        from python.helpers.extensions import call_extensions_sync
-
-        data = {"content": content, "ai": ai}
+        data: dict[str, Any] = {"content": content, "ai": ai}
         call_extensions_sync("hist_add_before", self, content_data=data)
         return self.history.add(ai, data["content"])
 
@@ -587,8 +499,6 @@ class Agent:
         return self.hist_add_message(True, self.read_prompt("fw.ai_response.md", message=text))
 
     def hist_add_tool_result(self, tool_name: str, text: str, **kwargs: Any) -> Message:
-        from python.helpers.extensions import call_extensions_sync
-
         data = {"tool_name": tool_name, "tool_result": text, **kwargs}
         call_extensions_sync("hist_add_tool_result", self, data=data)
         content = self.read_prompt(
@@ -632,21 +542,14 @@ class Agent:
         return prompts.render(name, self.config.prompts_dirs, **variables)
 
     async def extensions(self, point: str, **kwargs: Any) -> None:
-        from python.helpers.extensions import call_extensions
-
         await call_extensions(point, self, loop_data=self.loop_data, **kwargs)
 
     def mask(self, text: str) -> str:
         return secret_store.mask(text)
 
     def mask_value(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.mask(value)
-        if isinstance(value, dict):
-            return {k: self.mask_value(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.mask_value(v) for v in value]
-        return value
+        """Strings, lists and dicts with every known secret masked."""
+        return secret_store.mask(value)
 
     def log_error(self, error: BaseException) -> None:
         """Log a clear, masked error item (no stack trace) and raise HandledException."""
@@ -666,28 +569,4 @@ def _current_task_cancelling() -> bool:
 
 
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)
-
-
-def _tool_class(path: Path) -> type[Tool] | None:
-    """The Tool subclass defined in the module at `path`."""
-    package = files.BASE_DIR / "python" / "tools"
-    if path.parent.resolve() == package.resolve():
-        module = importlib.import_module(f"python.tools.{path.stem}")
-    else:  # a profile's tool (agents/<p>/tools, usr/agents/<p>/tools): load by path
-        spec = importlib.util.spec_from_file_location(f"_a0_tool_{path.stem}", path)
-        if spec is None or spec.loader is None:
-            return None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    for value in vars(module).values():
-        if (
-            isinstance(value, type)
-            and issubclass(value, Tool)
-            and value is not Tool
-            and value.__module__ == module.__name__
-        ):
-            return value
-    return None

@@ -30,9 +30,9 @@ BASE_DIR = Path(__file__).resolve().parent
 if str(BASE_DIR) not in sys.path:
     sys.path.insert(0, str(BASE_DIR))
 
+from python.durable.runtime import Runtime  # noqa: E402
 from python.helpers import api as api_mod  # noqa: E402
 from python.helpers import auth  # noqa: E402
-from python.helpers.runtime import Runtime  # noqa: E402
 
 WEBUI_DIR = BASE_DIR / "webui"
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -141,21 +141,25 @@ def build_app(
     ]
 
     async def http_error(request: Request, exc: Exception) -> Response:
-        status = exc.status_code if isinstance(exc, HTTPException) else 500
-        code = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
-        if status >= 500:
+        if not isinstance(exc, HTTPException) or exc.status_code >= 500:
             return api_mod.exception_to_response(exc)
-        return api_mod.error_response(code, str(getattr(exc, "detail", "")) or code, status)
+        status = exc.status_code
+        code = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
+        return api_mod.error_response(code, str(exc.detail or "") or code, status)
 
     async def server_error(request: Request, exc: Exception) -> Response:
         return api_mod.exception_to_response(exc)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
+        from python.helpers import scheduler
+
         await runtime.start()
+        tasks = await scheduler.start(runtime)  # after recovery: recovered runs come first
         try:
             yield
         finally:
+            await scheduler.stop(tasks)
             await runtime.shutdown()
 
     middleware = [
@@ -209,9 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from python.helpers import files, settings
 
     usr = files.usr_dir()
-    runtime = Runtime(
-        usr, settings.load(usr), auth.AuthConfig.load(usr), overrides=extras, durable=True
-    )
+    runtime = Runtime(usr, settings.load(usr), auth.AuthConfig.load(usr), overrides=extras)
     if extras:
         logger.info("extra arguments kept as overrides: %s", ", ".join(sorted(extras)))
     _preload()

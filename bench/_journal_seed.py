@@ -2,7 +2,7 @@
 
 Each chat has one finished run of ``steps`` journaled calls (model and tool calls in
 turn); after every call a checkpoint in the shape the agent loop writes (see
-python/helpers/durable_checkpoint.py: ``current`` and ``resume`` projections, the agent's
+python/durable/checkpoint.py: ``current`` and ``resume`` projections, the agent's
 flattened history and the chat log), with one ~200-byte message more per step. The
 server rebuilds every chat from these checkpoints at start-up, as it would after a
 restart with real chats.

@@ -41,6 +41,10 @@ from durability.errors import (
     SchemaTooNew,
     StaleVersion,
     StorageError,
+    TaskConflict,
+    TaskExists,
+    TaskInvalid,
+    TaskNotFound,
 )
 from durability.journal import AsyncJournal, Journal
 from durability.masking import Masker, collect_secrets
@@ -113,6 +117,10 @@ __all__ = [
     "SchemaTooNew",
     "StaleVersion",
     "StorageError",
+    "TaskConflict",
+    "TaskExists",
+    "TaskInvalid",
+    "TaskNotFound",
     "canonical_json",
     "collect_secrets",
     "digest",

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from durability import integrity
 from durability.backup import JournalNotFound, create_backup, restore_backup
 from durability.errors import DurabilityError
+from durability.paths import journal_path
 from durability.records import DECISIONS, RUN_STATUSES
 from durability.retention import DEFAULT_RETENTION_DAYS, DEFAULT_RETENTION_RUNS, apply_retention
 from durability.verify import verify_database
@@ -29,7 +30,7 @@ def default_db_path(environ: Mapping[str, str] | None = None) -> Path:
     """$A0_USR_DIR/durability/journal.sqlite, else ./usr/durability/journal.sqlite."""
     env = os.environ if environ is None else environ
     usr = env.get("A0_USR_DIR")
-    return (Path(usr) if usr else Path("usr")) / "durability" / "journal.sqlite"
+    return journal_path(Path(usr) if usr else Path("usr"))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -38,8 +38,11 @@ def validate_plan(value: Any) -> dict[str, Any]:
     if len(items) > PLAN_MAX_ITEMS:
         raise DocumentTooLarge(
             f"a plan holds at most {PLAN_MAX_ITEMS} items",
-            kind=PLAN_KIND, limit="items", max=PLAN_MAX_ITEMS, actual=len(items),
-        )  # fmt: skip
+            kind=PLAN_KIND,
+            limit="items",
+            max=PLAN_MAX_ITEMS,
+            actual=len(items),
+        )
     seen: set[str] = set()
     normalised = []
     for i, item in enumerate(items):
@@ -62,8 +65,11 @@ def validate_plan(value: Any) -> dict[str, Any]:
     if size > PLAN_MAX_BYTES:
         raise DocumentTooLarge(
             f"a plan holds at most {PLAN_MAX_BYTES} bytes",
-            kind=PLAN_KIND, limit="bytes", max=PLAN_MAX_BYTES, actual=size,
-        )  # fmt: skip
+            kind=PLAN_KIND,
+            limit="bytes",
+            max=PLAN_MAX_BYTES,
+            actual=size,
+        )
     return plan
 
 
@@ -101,9 +107,14 @@ def prepare_value(kind: str, value: Any, masker: Masker) -> Any:
 
 
 def replace_document(
-    tx: StoreTx, context_id: str, kind: str, value: Any, expected_revision: int, actor: str,
+    tx: StoreTx,
+    context_id: str,
+    kind: str,
+    value: Any,
+    expected_revision: int,
+    actor: str,
     now: float,
-) -> Document:  # fmt: skip
+) -> Document:
     """Replace on the expected revision, or record a conflict row and raise DocumentConflict.
 
     A damaged stored value is never read, but it can be replaced whole on its revision (the
@@ -126,9 +137,12 @@ def replace_document(
         )
         raise DocumentConflict(
             "the document changed since it was read",
-            context_id=context_id, kind=kind, expected_revision=expected_revision,
-            current_revision=revision, conflict_id=conflict_id,
-        )  # fmt: skip
+            context_id=context_id,
+            kind=kind,
+            expected_revision=expected_revision,
+            current_revision=revision,
+            conflict_id=conflict_id,
+        )
     tx.ensure_context(context_id, now)
     body = canonical_json(value)
     new = DocumentRow(context_id, kind, revision + 1, body, digest(value), now, actor)

@@ -222,6 +222,35 @@ class JournalClosed(DurabilityError):
     http_status = 503
 
 
+class TaskNotFound(DurabilityError):
+    """No scheduled task with this id (never created, or deleted)."""
+
+    code = "task_not_found"
+    http_status = 404
+
+
+class TaskConflict(DurabilityError):
+    """A task edit or delete named a revision that is no longer current: someone else (a
+    person in the Tasks view, or an agent) changed the task since it was read."""
+
+    code = "task_conflict"
+    http_status = 409
+
+
+class TaskExists(DurabilityError):
+    """A task with this id already exists with another definition."""
+
+    code = "task_exists"
+    http_status = 409
+
+
+class TaskInvalid(DurabilityError):
+    """A task definition the scheduler cannot use; ``field`` names the part at fault."""
+
+    code = "task_invalid"
+    http_status = 400
+
+
 ALL_ERRORS: tuple[type[DurabilityError], ...] = (
     DurabilityError,
     InvalidArgument,
@@ -259,4 +288,8 @@ ALL_ERRORS: tuple[type[DurabilityError], ...] = (
     ResourceNotFound,
     StorageError,
     JournalClosed,
+    TaskNotFound,
+    TaskConflict,
+    TaskExists,
+    TaskInvalid,
 )

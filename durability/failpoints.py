@@ -1,21 +1,24 @@
-"""Failpoints at the agent loop's durable boundaries, for crash tests. Off unless set.
+"""Named crash points for crash tests: one module, one syntax. Off unless set.
 
-``A0_CRASH_AT=<boundary>`` and ``A0_CRASH_MATCH=<call name>`` (a tool name, or ``model``
-for model calls; empty or unset matches every call) make the process SIGKILL itself the
-first time that boundary is reached for a matching call. "First time" holds across
-restarts: before dying, the process appends ``<boundary>:<match>`` to the file
-``failpoints-fired`` in the state folder the caller passes (by convention the journal's
-folder), so the restarted process goes on.
+``A0_CRASH_AT=<point>`` makes the process SIGKILL itself when it reaches that point. A
+point is one of the agent loop's durable boundaries (``BOUNDARIES``: every journaled call
+passes them) or one of the journal's own (``JOURNAL_POINTS``, inside the group commit).
 
-``A0_CRASH_MODE=freeze`` stops the process dead at the boundary instead of killing it: the
-calling thread (the server's event loop) blocks, so nothing more happens, until something
-outside kills the process (a test's ``docker kill -s KILL``, which can then kill a whole
-container at an exact point). A frozen process kills itself after
-``A0_CRASH_FREEZE_SECONDS`` (default 600) so a forgotten one never lingers.
+- ``A0_CRASH_AT=<point>@<n>``: the n-th time the point is reached in this process, not the
+  first.
+- ``A0_CRASH_MATCH=<call name>`` (a tool name, or ``model`` for model calls) narrows a loop
+  boundary to one call; empty or unset matches every call. Journal points have no call.
+- With a state folder (the loop passes the journal's folder) "first time" holds across
+  restarts: before dying the process appends ``<A0_CRASH_AT>:<A0_CRASH_MATCH>`` to the file
+  ``failpoints-fired`` there, fsynced, and a process that finds its key there goes on.
+- ``A0_CRASH_MODE=freeze`` stops the process dead at the point instead of killing it: the
+  calling thread blocks until something outside kills the process (a test's
+  ``docker kill -s KILL``, which can then kill a whole container at an exact point). A
+  frozen process kills itself after ``A0_CRASH_FREEZE_SECONDS`` (default 600).
 
-Tests that run the loop in-process use ``raise_instead()``: the boundary then raises
+Tests that run the loop in-process use ``raise_instead()``: a firing point raises
 ``SimulatedCrash`` (a BaseException, so no ``except Exception`` swallows it) instead of
-killing the test runner. The journal's own crash points stay in durability/faults.py.
+killing the test runner.
 """
 
 from __future__ import annotations
@@ -34,33 +37,49 @@ CRASH_MODE_ENV = "A0_CRASH_MODE"  # "kill" (default) or "freeze"
 FREEZE_SECONDS_ENV = "A0_CRASH_FREEZE_SECONDS"
 FIRED_FILE = "failpoints-fired"
 
+#: The loop's boundaries around every journaled call (python/durable/seams.py).
 BOUNDARIES = ("before_intent", "after_intent", "after_effect", "after_result", "after_checkpoint")
+
+#: Points inside the journal's group commit (durability/store/_group_commit.py).
+JOURNAL_POINTS = (
+    "journal.batch_before_commit",  # a batch's writes are done, COMMIT not yet issued
+    "journal.batch_after_commit",  # COMMIT returned, no caller acknowledged yet
+)
 
 
 class SimulatedCrash(BaseException):
     """Raised at a failpoint in raise mode: the in-process stand-in for SIGKILL."""
 
-    def __init__(self, boundary: str, name: str) -> None:
-        super().__init__(f"simulated crash at {boundary} for {name}")
-        self.boundary = boundary
+    def __init__(self, point: str, name: str) -> None:
+        super().__init__(f"simulated crash at {point} for {name}")
+        self.boundary = point
         self.name = name
 
 
-_lock = threading.Lock()
-_raise_mode = False
+class _State:
+    """The process's failpoint state: raise mode and hit counts (only for ``@<n>``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.raise_mode = False
+        self.hits: dict[str, int] = {}
+
+
+_state = _State()
 
 
 @contextlib.contextmanager
 def raise_instead() -> Iterator[None]:
-    """Within this block a firing failpoint raises SimulatedCrash instead of SIGKILL."""
-    global _raise_mode
-    with _lock:
-        previous, _raise_mode = _raise_mode, True
+    """Within this block a firing failpoint raises SimulatedCrash instead of SIGKILL (and
+    ``@<n>`` counts hits from zero, so in-process tests never see each other's)."""
+    with _state.lock:
+        previous, _state.raise_mode = _state.raise_mode, True
+        _state.hits.clear()
     try:
         yield
     finally:
-        with _lock:
-            _raise_mode = previous
+        with _state.lock:
+            _state.raise_mode = previous
 
 
 def _already_fired(path: Path, key: str) -> bool:
@@ -80,23 +99,35 @@ def _mark_fired(path: Path, key: str) -> None:
         os.close(fd)
 
 
-def failpoint(boundary: str, name: str, state_dir: Path | None) -> None:
-    """Crash here if A0_CRASH_AT names ``boundary`` and A0_CRASH_MATCH matches ``name``."""
+def _nth(count: str) -> int:
+    return int(count) if count.isdigit() and int(count) > 0 else 1
+
+
+def failpoint(point: str, name: str = "", state_dir: Path | None = None) -> None:
+    """Crash here if ``A0_CRASH_AT`` names ``point`` (and ``A0_CRASH_MATCH`` the call
+    ``name``, when the point has one); see the module docstring."""
     wanted = os.environ.get(CRASH_AT_ENV)
-    if not wanted or wanted != boundary:
+    if not wanted:
+        return
+    target, at, count = wanted.partition("@")
+    if target != point:
         return
     match = os.environ.get(CRASH_MATCH_ENV, "")
-    if match and match != name:
+    if match and name and match != name:
         return
-    key = f"{boundary}:{match}"
+    key = f"{wanted}:{match}"
     fired = Path(state_dir) / FIRED_FILE if state_dir is not None else None
-    with _lock:
-        if fired is not None:
-            if _already_fired(fired, key):
+    with _state.lock:
+        if fired is not None and _already_fired(fired, key):
+            return
+        if at:
+            _state.hits[key] = _state.hits.get(key, 0) + 1
+            if _state.hits[key] != _nth(count):
                 return
+        if fired is not None:
             _mark_fired(fired, key)
-        if _raise_mode:
-            raise SimulatedCrash(boundary, name)
+        if _state.raise_mode:
+            raise SimulatedCrash(point, name)
     if os.environ.get(CRASH_MODE_ENV, "kill") == "freeze":
         _freeze()
     os.kill(os.getpid(), signal.SIGKILL)

@@ -71,6 +71,8 @@ class Damage:
             )
         elif self.record == "checkpoint":
             where = f"checkpoint {ids.get('checkpoint_id')} (run {ids.get('run_id')})"
+        elif self.record == "task":
+            where = f"scheduled task {ids.get('task_id')} (revision {ids.get('revision')})"
         else:
             where = f"document {ids.get('kind')} of chat {ids.get('context_id')}"
             where += f" (revision {ids.get('revision')})"
@@ -192,10 +194,13 @@ class RecordsReport:
         return not self.damages
 
 
-def verify_records(tx: StoreTx, *, checkpoints: bool = True, events: bool = True) -> RecordsReport:
-    """Check every call (arguments and result), event and document, and each run's latest
-    checkpoint, through the storage interface (any backend). ``python -m durability verify``
-    checks a SQLite file's checkpoints and blobs itself (all of them), hence the switches."""
+def verify_records(
+    tx: StoreTx, *, checkpoints: bool = True, events: bool = True, tasks: bool = True
+) -> RecordsReport:
+    """Check every call (arguments and result), event, document and scheduled task, and
+    each run's latest checkpoint, through the storage interface (any backend). ``python -m
+    durability verify`` checks a SQLite file's checkpoints and blobs itself (all of them),
+    hence the switches."""
     from durability import checkpoints as cp  # its own validation, history chains included
 
     report = RecordsReport({"calls": 0, "documents": 0})
@@ -220,7 +225,32 @@ def verify_records(tx: StoreTx, *, checkpoints: bool = True, events: bool = True
         damage = document_row_damage(doc)
         if damage is not None:
             report.damages.append(damage)
+    if tasks:
+        _verify_tasks(tx, report)
     return report
+
+
+def task_definition(body: str, body_digest: str) -> tuple[Any, str | None]:
+    """A stored task definition and its damage (None when intact): undecodable (the value
+    is None), digest_mismatch or not_an_object (durability/schedules.py reads tasks so)."""
+    value = load_json(body)
+    if isinstance(value, Undecodable):
+        return None, "undecodable"
+    if digest(value) != body_digest:
+        return value, "digest_mismatch"
+    if not isinstance(value, dict):
+        return value, "not_an_object"
+    return value, None
+
+
+def _verify_tasks(tx: StoreTx, report: RecordsReport) -> None:
+    rows = tx.list_tasks()
+    report.checked["tasks"] = len(rows)
+    for row in rows:
+        _, damage = task_definition(row.body, row.digest)
+        if damage is not None:
+            ids = {"task_id": row.id, "revision": row.revision}
+            report.damages.append(Damage("task", damage, ids))
 
 
 def _verify_events(tx: StoreTx, damages: list[Damage]) -> int:

@@ -20,6 +20,11 @@ RESULT_STATES = ("completed", "failed")
 DECISIONS = ("resume", "stop", "new_attempt", "confirmed_completed", "confirmed_not_completed")
 DECISIONS_NEEDING_NOTE = ("confirmed_completed", "confirmed_not_completed")
 
+#: The most retries one grant may allow (the journal, the API and the CLI refuse more).
+MAX_RETRY_ATTEMPTS = 100
+#: The largest integer both backends store (versions, revisions, attempts, sizes).
+MAX_INT = 2**63 - 1
+
 
 class _Record:
     def to_dict(self) -> dict[str, Any]:

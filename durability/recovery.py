@@ -1,7 +1,7 @@
 """The start-up scan: classify every non-terminal run as DESIGN.md section 5 says.
 
 Policy only: this module decides, the journal records, and the agent-side glue
-(python/helpers/durable_resume.py) rebuilds the chats and resumes the runs it is told to.
+(python/durable/resume.py) rebuilds the chats and resumes the runs it is told to.
 
 | found | plan |
 | --- | --- |
@@ -35,6 +35,7 @@ ERROR_MESSAGE_CHARS = 500
 #: Consecutive recovery attempts that made no progress before a run is parked.
 MAX_RECOVERY_ATTEMPTS = 3
 CHILD_POLICY = "child"
+HOLD_POLICY = "hold"  # nothing proves the outcome: an open intent is held for a person
 SAFE_REPLAY_POLICY = "safe_replay"
 ADAPTER_PREFIX = "adapter:"
 
@@ -82,9 +83,15 @@ class RecoveryPlan:
 
 def _call_detail(call: Call, why: str) -> dict[str, Any]:
     return {
-        "call_id": call.id, "kind": call.kind, "name": call.name, "agent_no": call.agent_no,
-        "seq": call.seq, "attempt": call.attempt, "policy": call.policy, "why": why,
-    }  # fmt: skip
+        "call_id": call.id,
+        "kind": call.kind,
+        "name": call.name,
+        "agent_no": call.agent_no,
+        "seq": call.seq,
+        "attempt": call.attempt,
+        "policy": call.policy,
+        "why": why,
+    }
 
 
 def error_detail(exc: BaseException, stage: str) -> dict[str, Any]:
@@ -125,9 +132,13 @@ def _input_damage(journal: Journal, run: Run) -> integrity.Damage | None:
 
 
 def _classify_call(
-    journal: Journal, run: Run, call: Call, plan: RecoveryPlan,
-    adapters: Mapping[str, Adapter], is_safe: Callable[[str], bool],
-) -> dict[str, Any] | None:  # fmt: skip
+    journal: Journal,
+    run: Run,
+    call: Call,
+    plan: RecoveryPlan,
+    adapters: Mapping[str, Adapter],
+    is_safe: Callable[[str], bool],
+) -> dict[str, Any] | None:
     """Fill the plan for one open call; return a hold detail when it cannot be proven."""
     if call.kind == "subordinate":
         return None if call.policy == CHILD_POLICY else _call_detail(call, "child_not_pinned")
@@ -154,9 +165,11 @@ def _classify_call(
             return None
         if verdict.outcome == "rejected":
             journal.append_event(
-                run.context_id, "receipt_rejected",
-                {"call_id": call.id, "reason": verdict.reason}, run_id=run.id,
-            )  # fmt: skip
+                run.context_id,
+                "receipt_rejected",
+                {"call_id": call.id, "reason": verdict.reason},
+                run_id=run.id,
+            )
             return {**_call_detail(call, "receipt_rejected"), "receipt_reason": verdict.reason}
         return _call_detail(call, "receipt_unknown")
     return _call_detail(call, "no_replay_policy")
@@ -167,10 +180,13 @@ def _default_is_safe(tool_name: str) -> bool:
 
 
 def classify_run(
-    journal: Journal, run: Run, *, adapters: Mapping[str, Adapter] | None = None,
+    journal: Journal,
+    run: Run,
+    *,
+    adapters: Mapping[str, Adapter] | None = None,
     is_safe: Callable[[str], bool] = _default_is_safe,
     max_attempts: int = MAX_RECOVERY_ATTEMPTS,
-) -> RecoveryPlan:  # fmt: skip
+) -> RecoveryPlan:
     """Decide, without changing anything but receipt events, what recovery does."""
     if run.status == "needs_attention":
         return RecoveryPlan(run, "skip", run.reason, run.reason_detail)
@@ -209,17 +225,20 @@ def apply_plan(journal: Journal, plan: RecoveryPlan) -> RecoveryPlan:
         for call_id, output in plan.receipts.items():
             journal.commit_result(call_id, {"receipt": output})
         progress = _progress(journal, run.id)
-        journal.append_event(run.context_id, "recovery_attempt", {"progress": progress},
-                             run_id=run.id)  # fmt: skip
+        journal.append_event(
+            run.context_id, "recovery_attempt", {"progress": progress}, run_id=run.id
+        )
         plan.run = journal.note_recovery_attempt(run.id)
     return plan
 
 
 def scan(
-    journal: Journal, *, adapters: Mapping[str, Adapter] | None = None,
+    journal: Journal,
+    *,
+    adapters: Mapping[str, Adapter] | None = None,
     is_safe: Callable[[str], bool] = _default_is_safe,
     max_attempts: int = MAX_RECOVERY_ATTEMPTS,
-) -> list[RecoveryPlan]:  # fmt: skip
+) -> list[RecoveryPlan]:
     """Classify and record every non-terminal run; the caller resumes the ``resume`` plans."""
     plans = []
     for run in journal.list_nonterminal_runs():

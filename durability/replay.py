@@ -42,7 +42,7 @@ SAFE_REPLAY: dict[str, str] = {
     # durable_plan: reads or replaces the chat's plan document only; a replace sent again
     # with the same content is a no-op in the journal, so a replay gives the same answer;
     # a damaged stored plan raises corrupt_record (the run is held), nothing is written
-    "durable_plan": "ea9ff67647c20cef8225b6e388c8b0bbc782dcccac286433d65f697bd379d8a2",
+    "durable_plan": "45e140d0d679729b90de80325a649ede59b0ec0ca29bb11f23cfd01d2d05e41c",
     # search_engine: one GET of the SearXNG instance's search endpoint and formatting of the
     # answer; it changes nothing anywhere, so asking again after a crash is harmless (the
     # answer may differ, which is what asking again means)

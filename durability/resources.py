@@ -125,13 +125,13 @@ class SharedResources:
 
     def __init__(
         self,
-        journal: Any,
+        journal: Any,  # a Journal on PostgreSQL (its store's engine-specific calls)
         cipher: ResourceCipher,
         *,
         max_bytes: int,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if getattr(journal.store, "engine", None) != "postgres":
+        if journal.store.engine != "postgres":
             raise InvalidArgument("shared resources need the PostgreSQL journal", field="journal")
         self.journal = journal
         self.store = journal.store

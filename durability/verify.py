@@ -134,17 +134,23 @@ _RECORD_REASONS = {
     "undecodable": "the stored value is not valid JSON",
     "blob_missing": "the blob holding the value is missing",
     "digest_missing": "the digest recorded with the value is missing",
+    "not_an_object": "the stored value is not an object",
 }
 
 
 def _check_records(conn: sqlite3.Connection, report: VerifyReport) -> None:
-    """Calls, events and documents through the journal's own checks (durability/integrity)."""
+    """Calls, events, documents and tasks through the journal's checks (durability/integrity)."""
     has_event_digests = "digest" in sqlite_ops.column_names(conn, "events")
     if not has_event_digests:
         report.notes.append(
             "events carry no digests before schema 5: start the server once to upgrade"
         )
-    records = integrity.verify_records(SqliteTx(conn), checkpoints=False, events=has_event_digests)
+    has_tasks = "scheduled_tasks" in sqlite_ops.table_names(conn)
+    if not has_tasks:
+        report.notes.append("no scheduled tasks before schema 6: start the server once to upgrade")
+    records = integrity.verify_records(
+        SqliteTx(conn), checkpoints=False, events=has_event_digests, tasks=has_tasks
+    )
     report.checked.update(records.checked)
     for damage in records.damages:
         where = damage.describe().rsplit(": ", 1)[0]

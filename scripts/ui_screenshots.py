@@ -30,6 +30,7 @@ if str(REPO) not in sys.path:
 
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
+from durability.paths import receipts_dir  # noqa: E402
 from tests.support.model_server import ScriptedModel  # noqa: E402
 from tests.support.ui_server import UiServer, ui_env_for  # noqa: E402
 
@@ -158,7 +159,7 @@ def crash_mid_shell_call(server: UiServer, model: ScriptedModel, gate: Path) -> 
             server.api_message("Back up the project folder", input_id="backup-1")
 
     threading.Thread(target=send, daemon=True).start()
-    receipts = server.usr_dir / "durability" / "receipts"
+    receipts = receipts_dir(server.usr_dir)
     outputs = wait_until(
         lambda: [p for p in receipts.glob("*.out") if "copied" in p.read_text()], "shell output"
     )

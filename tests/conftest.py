@@ -45,3 +45,19 @@ def pg_namespace(postgres_server):
     namespace = postgres_server.new_namespace()
     yield namespace
     postgres_server.drop_namespace(namespace)
+
+
+@pytest.fixture
+async def chats(_private_usr_dir):
+    """The chats of a test over a temporary SQLite journal: every AgentContext a test
+    builds gets its durable session from here (the loop never runs without a journal).
+    ``chats.create(config=...)`` makes a chat; the journal is closed afterwards."""
+    from durability import Journal, paths
+    from python.durable import DurableChats
+    from python.helpers import secrets
+
+    masker = secrets.masker_for(_private_usr_dir)  # as the server's journal (startup.py)
+    journal = Journal.open_sqlite(paths.journal_path(_private_usr_dir), masker=masker)
+    host = DurableChats(journal)
+    yield host
+    await host.close()

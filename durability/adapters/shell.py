@@ -26,13 +26,14 @@ import re
 import shlex
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from durability.canonical import digest, is_digest
 from durability.errors import DurabilityError
+from durability.records import Call
 
 SHELL_POLICY = "adapter:shell"
 
@@ -377,13 +378,12 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _call_fields(call: Any) -> tuple[str | None, Any]:
-    if isinstance(call, dict):
+def _call_fields(call: Call | Mapping[str, Any]) -> tuple[str | None, Any]:
+    if isinstance(call, Mapping):
         call_id = call.get("id", call.get("call_id"))
         args = call.get("args")
     else:
-        call_id = getattr(call, "id", None)
-        args = getattr(call, "args", None)
+        call_id, args = call.id, call.args
     if not isinstance(call_id, str) or not _CALL_ID.match(call_id):
         return None, args
     return call_id, args

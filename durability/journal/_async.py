@@ -20,8 +20,15 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from durability import documents, integrity
-from durability.journal import _admission, _calls, _checkpoints, _documents, _run_ops
+from durability import documents, integrity, schedules
+from durability.journal import (
+    _admission,
+    _calls,
+    _checkpoints,
+    _documents,
+    _run_ops,
+    _tasks,
+)
 from durability.journal._checkpoints import HistoryKeys
 from durability.journal._plan import Plan
 from durability.journal._validation import is_light
@@ -249,6 +256,58 @@ class AsyncJournal:
     async def resolve_conflict(self, conflict_id: int, *, resolution: str, actor: str) -> Conflict:
         plan = _documents.resolve_conflict(self._journal, conflict_id, resolution, actor)
         return await self._execute(plan)
+
+    # scheduled tasks
+    async def create_task(
+        self, task_id: str, definition: Any, *, actor: str, done_until: float
+    ) -> schedules.ScheduledTask:
+        build = functools.partial(
+            _tasks.create_task, self._journal, task_id, definition, actor, done_until
+        )
+        return await self._prepared(is_light(definition), build)
+
+    async def get_task(self, task_id: str) -> schedules.ScheduledTask:
+        return await self._execute(_tasks.get_task(task_id))
+
+    async def list_tasks(self) -> list[schedules.ScheduledTask]:
+        return await self._execute(_tasks.list_tasks())
+
+    async def update_task(
+        self,
+        task_id: str,
+        definition: Any,
+        *,
+        expected_revision: int,
+        actor: str,
+        done_until: float | None = None,
+    ) -> schedules.ScheduledTask:
+        build = functools.partial(
+            _tasks.update_task,
+            self._journal,
+            task_id,
+            definition,
+            expected_revision,
+            actor,
+            done_until,
+        )
+        return await self._prepared(is_light(definition), build)
+
+    async def delete_task(self, task_id: str, *, expected_revision: int | None = None) -> None:
+        await self._execute(_tasks.delete_task(task_id, expected_revision))
+
+    async def record_task_firing(
+        self, task_id: str, *, slot: float | None, input_id: str, run_id: str | None
+    ) -> schedules.ScheduledTask:
+        plan = _tasks.record_task_firing(self._journal, task_id, slot, input_id, run_id)
+        return await self._execute(plan)
+
+    async def record_task_skip(
+        self, task_id: str, *, slot: float, reason: str, detail: Any = None
+    ) -> schedules.ScheduledTask:
+        build = functools.partial(
+            _tasks.record_task_skip, self._journal, task_id, slot, reason, detail
+        )
+        return await self._prepared(is_light(detail), build)
 
     # blobs and events
     async def put_blob(self, data: bytes) -> str:

@@ -11,6 +11,7 @@ rules) in one of the modules beside this one, then executes it here:
 - _checkpoints.py: checkpoints written and read back;
 - _documents.py: documents, conflicts, blobs, events;
 - _run_ops.py: run reads, lifecycle, decisions, retry grants;
+- _tasks.py: scheduled tasks (durability/schedules.py);
 - _validation.py: the argument checks they share.
 """
 
@@ -23,10 +24,17 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from durability import checkpoints, documents, integrity
+from durability import checkpoints, documents, integrity, schedules
 from durability.dsn import PostgresDsn
 from durability.errors import FencingLost, JournalClosed
-from durability.journal import _admission, _calls, _checkpoints, _documents, _run_ops
+from durability.journal import (
+    _admission,
+    _calls,
+    _checkpoints,
+    _documents,
+    _run_ops,
+    _tasks,
+)
 from durability.journal._checkpoints import HistoryKeys
 from durability.journal._plan import Plan
 from durability.masking import Masker
@@ -387,6 +395,55 @@ class Journal:
     def resolve_conflict(self, conflict_id: int, *, resolution: str, actor: str) -> Conflict:
         """Mark a document conflict resolved (``resolution``: e.g. kept_current, applied)."""
         return self.execute(_documents.resolve_conflict(self, conflict_id, resolution, actor))
+
+    # scheduled tasks (durability/schedules.py; the scheduler is python/helpers/scheduler.py)
+    def create_task(
+        self, task_id: str, definition: Any, *, actor: str, done_until: float
+    ) -> schedules.ScheduledTask:
+        """Store a new task at revision 1 (the same id and definition again returns it;
+        another definition raises TaskExists). Slots at or before ``done_until`` never fire."""
+        return self.execute(_tasks.create_task(self, task_id, definition, actor, done_until))
+
+    def get_task(self, task_id: str) -> schedules.ScheduledTask:
+        """One task (TaskNotFound when unknown); a damaged one comes back with ``damage``."""
+        return self.execute(_tasks.get_task(task_id))
+
+    def list_tasks(self) -> list[schedules.ScheduledTask]:
+        """Every task, oldest first; damaged ones are listed with ``damage`` set."""
+        return self.execute(_tasks.list_tasks())
+
+    def update_task(
+        self,
+        task_id: str,
+        definition: Any,
+        *,
+        expected_revision: int,
+        actor: str,
+        done_until: float | None = None,
+    ) -> schedules.ScheduledTask:
+        """Replace the definition on ``expected_revision`` (TaskConflict when stale; the
+        same definition again is a no-op). ``done_until`` moves the handled-slots mark
+        forward, e.g. to now when the schedule changed."""
+        plan = _tasks.update_task(self, task_id, definition, expected_revision, actor, done_until)
+        return self.execute(plan)
+
+    def delete_task(self, task_id: str, *, expected_revision: int | None = None) -> None:
+        """Remove a task (its chat and runs stay); with ``expected_revision``, only when
+        the task is still at that revision (else TaskConflict)."""
+        self.execute(_tasks.delete_task(task_id, expected_revision))
+
+    def record_task_firing(
+        self, task_id: str, *, slot: float | None, input_id: str, run_id: str | None
+    ) -> schedules.ScheduledTask:
+        """The task fired ``input_id`` (run ``run_id``); a ``slot`` (None for a manual run)
+        is handled from now on. The revision does not change."""
+        return self.execute(_tasks.record_task_firing(self, task_id, slot, input_id, run_id))
+
+    def record_task_skip(
+        self, task_id: str, *, slot: float, reason: str, detail: Any = None
+    ) -> schedules.ScheduledTask:
+        """The slot is handled without a firing, for ``reason`` (e.g. run_held)."""
+        return self.execute(_tasks.record_task_skip(self, task_id, slot, reason, detail))
 
     # blobs and events
     def put_blob(self, data: bytes) -> str:

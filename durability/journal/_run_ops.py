@@ -17,7 +17,6 @@ from durability.errors import (
 )
 from durability.journal._plan import Plan, read, run_write, write
 from durability.journal._validation import (
-    MAX_RETRY_ATTEMPTS,
     mask_storable,
     require_int,
     require_text,
@@ -25,6 +24,7 @@ from durability.journal._validation import (
 from durability.records import (
     DECISIONS,
     DECISIONS_NEEDING_NOTE,
+    MAX_RETRY_ATTEMPTS,
     RUN_STATUSES,
     TERMINAL_RUN_STATUSES,
     DecisionOutcome,
@@ -145,8 +145,7 @@ def list_decisions(run_id: str) -> Plan[list[Any]]:
 def grant_retries(journal: Journal, run_id: str, attempts: int, actor: str) -> Plan[RetryGrant]:
     require_int("attempts", attempts, minimum=1)
     if attempts > MAX_RETRY_ATTEMPTS:
-        raise InvalidArgument(f"attempts must be at most {MAX_RETRY_ATTEMPTS}",
-                              field="attempts")  # fmt: skip
+        raise InvalidArgument(f"attempts must be at most {MAX_RETRY_ATTEMPTS}", field="attempts")
     require_text("actor", actor)
     now = journal.clock()
 

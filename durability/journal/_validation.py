@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 from durability.canonical import is_digest, storable_json
 from durability.errors import InvalidArgument, NotSerializable
 from durability.masking import Masker
+from durability.records import MAX_INT
 
 MAX_ID_LENGTH = 200
-MAX_INT = 2**63 - 1  # the largest integer both backends store
-MAX_RETRY_ATTEMPTS = 100
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f]")
 
 
@@ -34,6 +34,12 @@ def require_int(field: str, value: object, minimum: int = 0) -> int:
     if value > MAX_INT:
         raise InvalidArgument(f"{field} must be at most {MAX_INT}", field=field)
     return value
+
+
+def require_instant(field: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidArgument(f"{field} must be a finite number of seconds", field=field)
+    return float(value)
 
 
 def require_digest(field: str, value: object) -> str:

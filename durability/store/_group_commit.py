@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 from durability.errors import DurabilityError, JournalClosed
-from durability.faults import crash_point
+from durability.failpoints import failpoint
 
 T = TypeVar("T")
 MAX_BATCH = 256
@@ -254,10 +254,10 @@ class GroupCommitWriter:
                 self._control.begin()
                 outcomes = [self._run_one(slot.fn) for slot in batch]
             if any(keep for _, _, keep in outcomes):
-                crash_point("journal.batch_before_commit")
+                failpoint("journal.batch_before_commit")
                 self._control.commit()
                 self.batches += 1
-                crash_point("journal.batch_after_commit")
+                failpoint("journal.batch_after_commit")
             else:  # nothing to keep: every write in the batch was refused
                 self._control.rollback()
         except BaseException as exc:

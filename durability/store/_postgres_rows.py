@@ -16,6 +16,7 @@ from durability.store._postgres.documents import DocumentRows
 from durability.store._postgres.events import EventRows
 from durability.store._postgres.inputs import InputRows
 from durability.store._postgres.runs import RunRows
+from durability.store._tasks import TaskRows
 
 
 class PostgresTx(
@@ -28,6 +29,7 @@ class PostgresTx(
     DecisionRows,
     EventRows,
     ClaimRows,
+    TaskRows,
 ):
     """Row-level operations on one connection, inside its current transaction."""
 

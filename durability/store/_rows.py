@@ -7,6 +7,7 @@ record is built from named columns, never from positions.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from durability.canonical import canonical_json
 from durability.integrity import Undecodable, load_json
 from durability.records import Call, Conflict, Decision, Event, RetryGrant, Run
-from durability.store.base import CheckpointRow, DocumentRow, InputRow
+from durability.store.base import CheckpointRow, DocumentRow, InputRow, TaskRow
 
 #: Results whose JSON is larger than this are spilled into the blobs table.
 RESULT_SPILL_BYTES = 256 * 1024
@@ -95,6 +96,22 @@ CONFLICTS = Columns(
 )
 DECISIONS = Columns("id", "run_id", "call_id", "decision", "version", "actor", "note", "created_at")
 GRANTS = Columns("id", "run_id", "attempts", "remaining", "actor", "created_at")
+TASKS = Columns(
+    "id",
+    "revision",
+    "body",
+    "digest",
+    "created_at",
+    "created_by",
+    "updated_at",
+    "updated_by",
+    "done_until",
+    "last_slot",
+    "last_input_id",
+    "last_run_id",
+    "last_fired_at",
+    "last_skip",
+)
 EVENTS = Columns("id", "context_id", "run_id", "type", "payload", "created_at", "digest")
 
 
@@ -184,6 +201,33 @@ def document_row(r: Named) -> DocumentRow:
         updated_at=r["updated_at"],
         updated_by=r["updated_by"],
     )
+
+
+def _seconds(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def task_row(r: Named) -> TaskRow:
+    return TaskRow(
+        id=str(r["id"]),
+        revision=int(r["revision"]),
+        body=str(r["body"]),
+        digest=str(r["digest"]),
+        created_at=float(r["created_at"]),
+        created_by=str(r["created_by"]),
+        updated_at=float(r["updated_at"]),
+        updated_by=str(r["updated_by"]),
+        done_until=float(r["done_until"]),
+        last_slot=_seconds(r["last_slot"]),
+        last_input_id=r["last_input_id"],
+        last_run_id=r["last_run_id"],
+        last_fired_at=_seconds(r["last_fired_at"]),
+        last_skip=r["last_skip"],
+    )
+
+
+def task_values(row: TaskRow) -> Named:
+    return dataclasses.asdict(row)
 
 
 def conflict_record(r: Named) -> Conflict:

@@ -15,10 +15,19 @@ from durability.store._sqlite.documents import DocumentRows
 from durability.store._sqlite.events import EventRows
 from durability.store._sqlite.inputs import InputRows
 from durability.store._sqlite.runs import RunRows
+from durability.store._tasks import TaskRows
 
 
 class SqliteTx(
-    InputRows, RunRows, CallRows, BlobRows, CheckpointRows, DocumentRows, DecisionRows, EventRows
+    InputRows,
+    RunRows,
+    CallRows,
+    BlobRows,
+    CheckpointRows,
+    DocumentRows,
+    DecisionRows,
+    EventRows,
+    TaskRows,
 ):
     """Row-level operations on one SQLite connection, inside its current transaction."""
 

@@ -53,6 +53,26 @@ class DocumentRow:
     updated_by: str
 
 
+@dataclass(frozen=True)
+class TaskRow:
+    """A scheduled task as stored (durability/schedules.py gives it meaning)."""
+
+    id: str
+    revision: int
+    body: str
+    digest: str
+    created_at: float
+    created_by: str
+    updated_at: float
+    updated_by: str
+    done_until: float
+    last_slot: float | None = None
+    last_input_id: str | None = None
+    last_run_id: str | None = None
+    last_fired_at: float | None = None
+    last_skip: str | None = None
+
+
 class StoreTx(ABC):
     """Row-level operations inside one transaction. Values are already masked.
 
@@ -256,6 +276,46 @@ class StoreTx(ABC):
     def list_events(
         self, context_id: str | None, run_id: str | None, after_id: int, limit: int
     ) -> list[Event]: ...
+
+    # scheduled tasks (durability/schedules.py): a write that must not lose a race is one
+    # conditional statement, so it returns False (nothing written) instead of raising
+    @abstractmethod
+    def get_task(self, task_id: str) -> TaskRow | None: ...
+
+    @abstractmethod
+    def list_tasks(self) -> list[TaskRow]:
+        """Every task, oldest first."""
+
+    @abstractmethod
+    def insert_task(self, row: TaskRow) -> bool:
+        """Insert a new task; False when the id is taken."""
+
+    @abstractmethod
+    def replace_task_definition(
+        self,
+        task_id: str,
+        expected_revision: int,
+        body: str,
+        digest: str,
+        now: float,
+        actor: str,
+        done_until: float | None,
+    ) -> bool:
+        """A new definition at revision + 1 when the task is at ``expected_revision``
+        (``done_until``, when given, only moves forward)."""
+
+    @abstractmethod
+    def delete_task(self, task_id: str, expected_revision: int | None) -> bool: ...
+
+    @abstractmethod
+    def record_task_firing(
+        self, task_id: str, slot: float | None, input_id: str, run_id: str | None, now: float
+    ) -> bool:
+        """The latest firing; a slot also moves ``done_until`` forward (never back)."""
+
+    @abstractmethod
+    def record_task_skip(self, task_id: str, slot: float, skip_json: str) -> bool:
+        """A slot handled without a firing: ``done_until`` moves past it."""
 
     # claims (shared workers, durability/cluster.py): only engines with claims implement these
     def lock_fence(

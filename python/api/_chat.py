@@ -10,8 +10,12 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from starlette.datastructures import UploadFile
+
+from agent import AgentContext, UserMessage
+from python.durable.admission import Submission
+from python.durable.runtime import Runtime
 from python.helpers.api import ApiError, bad_request, get_list, get_str
-from python.helpers.runtime import Runtime
 
 MAX_ATTACHMENT_BYTES = 50 * 1024 * 1024
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -26,7 +30,7 @@ def context_id_of(input: dict[str, Any], *keys: str) -> str:
     return ""
 
 
-async def require_context(runtime: Runtime, input: dict[str, Any], *keys: str) -> Any:
+async def require_context(runtime: Runtime, input: dict[str, Any], *keys: str) -> AgentContext:
     """The chat named under ``keys`` (400 when missing, 404 when unknown or purged)."""
     ctx_id = context_id_of(input, *keys)
     if not ctx_id:
@@ -54,7 +58,7 @@ async def save_form_files(runtime: Runtime, files: Any) -> list[str]:
         raise bad_request("'attachments' must be files")
     paths = []
     for upload in files:
-        if isinstance(upload, str) or not hasattr(upload, "read"):
+        if not isinstance(upload, UploadFile):
             raise bad_request("'attachments' must be files")
         data = await upload.read()
         if len(data) > MAX_ATTACHMENT_BYTES:
@@ -82,15 +86,19 @@ async def save_base64_files(runtime: Runtime, input: dict[str, Any]) -> list[str
     return paths
 
 
-def log_user_message(ctx: Any, text: str, attachments: list[str], message_id: str | None) -> None:
+def log_user_message(
+    ctx: AgentContext, text: str, attachments: list[str], message_id: str | None
+) -> None:
     """Show the user's message in the chat log (as upstream's message endpoints do)."""
     kvps = {"attachments": [Path(p).name for p in attachments]} if attachments else None
     ctx.log.log(type="user", heading="User message", content=text, kvps=kvps, id=message_id)
 
 
-async def admit_user_message(runtime: Runtime, input: dict[str, Any]) -> tuple[Any, Any, Any]:
+async def admit_user_message(
+    runtime: Runtime, input: dict[str, Any]
+) -> tuple[AgentContext | None, UserMessage, Submission]:
     """Validate, admit (journal: duplicate / conflict / held / intervention) and log the
-    message when it was taken; returns (chat or None, UserMessage, runtime_journal.Admitted).
+    message when it was taken; returns (chat or None, UserMessage, Submission).
     The chat is None only for a duplicate whose chat is not loaded (``admitted.context_id``)."""
     text = get_str(input, "text")
     ctx_id = context_id_of(input, "context")

@@ -5,42 +5,26 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agent import AgentContext
+from python.durable.runtime import Runtime
+from python.helpers.api import bad_request
+from python.helpers.history import History
+
 LOG_ITEM_KEYS = ("type", "heading", "content", "kvps", "agentno")
 
 
-def _agents(ctx: Any) -> list[Any]:
-    chain: list[Any] = []
-    agent = getattr(ctx, "agent0", None)
-    while agent is not None and len(chain) < 50:
-        chain.append(agent)
-        data = getattr(agent, "data", {}) or {}
-        agent = data.get("_subordinate") if isinstance(data, dict) else None
-    return chain
-
-
-def export_chat(ctx: Any) -> dict[str, Any]:
-    created = getattr(ctx, "created_at", "")
-    agents = []
-    for agent in _agents(ctx):
-        history = getattr(agent, "history", None)
-        agents.append(
-            {
-                "number": getattr(agent, "number", 0),
-                "history": history.to_dict() if history is not None else None,
-            }
-        )
+def export_chat(ctx: AgentContext) -> dict[str, Any]:
+    agents = [{"number": a.number, "history": a.history.to_dict()} for a in ctx.agents()]
     return {
         "id": ctx.id,
-        "name": getattr(ctx, "name", None),
-        "created_at": created.isoformat() if hasattr(created, "isoformat") else created,
+        "name": ctx.name,
+        "created_at": ctx.created_at.isoformat(),
         "agents": agents,
         "log": {"guid": ctx.log.guid, "items": ctx.log.output(start=0)},
     }
 
 
 def parse_chat(raw: Any) -> dict[str, Any]:
-    from python.helpers.api import bad_request
-
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
@@ -55,7 +39,7 @@ def parse_chat(raw: Any) -> dict[str, Any]:
     return raw
 
 
-def restore_chat(runtime: Any, chat: dict[str, Any]) -> Any:
+def restore_chat(runtime: Runtime, chat: dict[str, Any]) -> AgentContext:
     """Create a chat from an exported one (its id when free) and refill its log and history."""
     wanted = chat.get("id") if isinstance(chat.get("id"), str) else None
     if wanted and runtime.find_context(wanted) is not None:
@@ -71,11 +55,8 @@ def restore_chat(runtime: Any, chat: dict[str, Any]) -> Any:
     agents = chat.get("agents") or []
     first = agents[0] if agents and isinstance(agents[0], dict) else {}
     history = first.get("history")
-    agent0 = getattr(ctx, "agent0", None)
-    if history and agent0 is not None:
-        from python.helpers.history import History
-
+    if history:
         if isinstance(history, str):
             history = json.loads(history)
-        agent0.history = History.from_dict(history)
+        ctx.agent0.history = History.from_dict(history)
     return ctx

@@ -12,7 +12,9 @@ import asyncio
 import os
 from typing import Any
 
-from durability.adapters.shell import SHELL_POLICY
+from durability.adapters.shell import SHELL_POLICY, ShellReceipts
+from durability.masking import Masker
+from durability.records import Call
 
 OUTPUT_TAIL_CHARS = 4000
 SHELL_TOOL = "code_execution_tool"
@@ -81,10 +83,10 @@ def receipt_evidence(receipts: Any, call: Any, masker: Any) -> dict[str, Any]:
     return evidence
 
 
-async def add_evidence(row: dict[str, Any], calls: list[Any], runtime: Any) -> dict[str, Any]:
+async def add_evidence(
+    row: dict[str, Any], calls: list[Call], receipts: ShellReceipts | None, masker: Masker
+) -> dict[str, Any]:
     """``row`` (a detail row) with ``command``, ``outcome`` and ``receipt`` on each call."""
-    receipts = getattr(runtime, "receipts", None)
-    masker = runtime.journal.masker
     for call, out in zip(calls, row["calls"], strict=True):
         out["command"] = command_of(call)
         out["outcome"] = outcome_of(call)

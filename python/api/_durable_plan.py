@@ -4,19 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from durability.documents import PLAN_KIND
 from python.api._chat import context_id_of
-from python.helpers.api import ApiError, bad_request
-from python.helpers.runtime import Runtime
-
-PLAN_KIND = "plan"
-
-
-def require_journal(runtime: Runtime) -> Any:
-    """The server's journal, or 503 journal_unavailable when durability is off."""
-    journal = getattr(runtime, "journal", None)
-    if journal is None:
-        raise ApiError("journal_unavailable", "Durability is off: this server has no journal.", 503)
-    return journal
+from python.durable.runtime import Runtime
+from python.helpers.api import bad_request
 
 
 async def require_chat_id(runtime: Runtime, input: dict[str, Any]) -> str:

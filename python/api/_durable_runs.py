@@ -6,12 +6,9 @@ import json
 from typing import Any
 
 from durability import integrity
+from durability.records import RESULT_STATES, RUN_STATUSES, TERMINAL_RUN_STATUSES
 from python.helpers.api import bad_request, get_str
 
-DECISIONS = ("resume", "stop", "new_attempt", "confirmed_completed", "confirmed_not_completed")
-NOTE_DECISIONS = ("confirmed_completed", "confirmed_not_completed")
-RUN_STATUSES = ("active", "needs_attention", "completed", "stopped", "failed")
-TERMINAL = ("completed", "stopped", "failed")
 PREVIEW_CHARS = 2000
 
 
@@ -23,14 +20,14 @@ def actor_of(request: Any, runtime: Any) -> str:
     """Who decides: the API key holder, the logged-in user, or the local UI user."""
     if request.headers.get("x-api-key"):
         return "api"
-    login = getattr(runtime.auth, "login", "") or ""
+    login = runtime.auth.login
     return f"user:{login}" if login else "user:ui"
 
 
 def phase_of(status: str, calls: list[Any]) -> str:
     """Where the run stands: admitted, intent_open (an effect may be uncertain),
     result_committed (between calls) or ended."""
-    if status in TERMINAL:
+    if status in TERMINAL_RUN_STATUSES:
         return "ended"
     if not calls:
         return "admitted"
@@ -54,7 +51,7 @@ def call_row(call: Any) -> dict[str, Any]:
         "kind": call.kind,
         "name": call.name,
         "status": call.state,
-        "committed": call.state in ("completed", "failed"),
+        "committed": call.state in RESULT_STATES,
         "replay_policy": call.policy,
         "args": _preview(call.args),
         "result": None if call.result is None else _preview(call.result),

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from starlette.datastructures import UploadFile
+
 from python.api._chat import context_id_of
+from python.durable.runtime import Runtime
 from python.helpers.api import ApiError, bad_request, get_str
-from python.helpers.runtime import Runtime
 
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024  # per file
 MAX_PATH_BYTES = 4096  # PATH_MAX on Linux
@@ -142,9 +144,9 @@ def listing(target: WorkPath) -> dict[str, Any]:
     }
 
 
-async def save_upload(folder: WorkPath, upload: Any) -> dict[str, Any]:
+async def save_upload(folder: WorkPath, upload: UploadFile) -> dict[str, Any]:
     """Write one uploaded file into ``folder`` (same name replaces; nothing half-written)."""
-    name = Path(str(getattr(upload, "filename", "") or "")).name
+    name = Path(upload.filename or "").name
     if name in ("", ".", "..") or "\x00" in name:
         raise bad_request("each uploaded file needs a file name", field="files")
     target = resolve(folder.root, f"{folder.rel}/{name}" if folder.rel else name)

@@ -26,8 +26,8 @@ class ApiLogGet(ApiHandler):
                 "total_items": len(items),
                 "returned_items": len(items) - start,
                 "start_position": start,
-                "progress": getattr(ctx.log, "progress", ""),
-                "progress_active": bool(getattr(ctx.log, "progress_active", False)),
+                "progress": ctx.log.progress,
+                "progress_active": ctx.log.progress_active,
                 "items": items[start:],
             },
         }

@@ -15,6 +15,5 @@ class ApiResetChat(ApiHandler):
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
         ctx = await require_context(self.runtime, input, "context_id")
-        self.runtime.cancel_chat(ctx.id)
-        ctx.reset()
+        ctx.reset()  # stops the run first
         return {"success": True, "message": "Chat reset.", "context_id": ctx.id}

@@ -11,6 +11,5 @@ from python.helpers.api import ApiHandler
 class ChatReset(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
         ctx = await require_context(self.runtime, input, "context")
-        self.runtime.cancel_chat(ctx.id)
-        ctx.reset()
+        ctx.reset()  # stops the run first
         return {"message": "Agent restarted.", "ctxid": ctx.id}

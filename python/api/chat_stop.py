@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from python.api._chat import require_context
@@ -13,8 +12,6 @@ class ChatStop(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
         ctx = await require_context(self.runtime, input, "context")
         stopped = self.runtime.cancel_chat(ctx.id)
-        with contextlib.suppress(Exception):
-            ctx.kill_process()
         ctx.paused = False
         if stopped:
             ctx.log.log(type="info", heading="Stopped", content="Stopped by the user.")

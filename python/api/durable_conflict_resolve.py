@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from durability.errors import DocumentConflict, DocumentInvalid, DurabilityError
-from python.api._durable_plan import conflict_row, require_journal
+from python.api._durable_plan import conflict_row
 from python.api._durable_runs import actor_of
 from python.helpers.api import ApiError, ApiHandler, bad_request, get_int, get_str
 
@@ -32,7 +32,7 @@ class DurableConflictResolve(ApiHandler):
     accepts_api_key = True
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        journal = require_journal(self.runtime)
+        journal = self.runtime.journal
         if input.get("conflict_id") in (None, ""):
             raise bad_request("'conflict_id' is required", field="conflict_id")
         conflict_id = get_int(input, "conflict_id", minimum=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from python.api._chat import context_id_of
-from python.api._durable_plan import conflict_row, require_journal
+from python.api._durable_plan import conflict_row
 from python.helpers.api import ApiHandler, bad_request, get_bool, get_str
 
 KINDS = ("plan",)
@@ -15,7 +15,7 @@ class DurableConflicts(ApiHandler):
     accepts_api_key = True
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        journal = require_journal(self.runtime)
+        journal = self.runtime.journal
         ctx_id = context_id_of(input, "context_id", "context") or None
         kind = get_str(input, "kind") or None
         if kind is not None and kind not in KINDS:

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.api._durable_plan import require_journal
-from python.api._durable_runs import (
-    DECISIONS,
-    NOTE_DECISIONS,
-    actor_of,
-    detail_row,
-    require_run_id,
-)
-from python.helpers import durable_resume
+from durability.records import DECISIONS, DECISIONS_NEEDING_NOTE
+from python.api._durable_runs import actor_of, detail_row, require_run_id
+from python.durable import decisions
 from python.helpers.api import ApiError, ApiHandler, bad_request, get_int, get_str
 
 
@@ -20,7 +14,7 @@ class DurableDecide(ApiHandler):
     accepts_api_key = True
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        journal = require_journal(self.runtime)
+        journal = self.runtime.journal
         run_id = require_run_id(input)
         decision = get_str(input, "decision", required=True)
         if decision not in DECISIONS:
@@ -30,12 +24,12 @@ class DurableDecide(ApiHandler):
         version = get_int(input, "expected_version", minimum=1)
         note = get_str(input, "note") or None
         call_id = get_str(input, "call_id") or None
-        if decision in NOTE_DECISIONS and not (note or "").strip():
+        if decision in DECISIONS_NEEDING_NOTE and not (note or "").strip():
             raise ApiError(
                 "note_required", f"'{decision}' needs a note saying what was checked.", 422
             )
-        outcome = await durable_resume.apply_decision(
-            journal,
+        outcome = await decisions.apply_decision(
+            self.runtime.chats,
             run_id,
             decision,
             version=version,
@@ -43,13 +37,5 @@ class DurableDecide(ApiHandler):
             note=note,
             call_id=call_id,
         )
-        self._track(outcome.run.context_id)
         detail = await journal.aio.read_run(run_id)
         return {"applied": outcome.applied, "run": detail_row(detail)}
-
-    def _track(self, context_id: str) -> None:
-        """A resumed run's task belongs to the chat (Stop and shutdown cancel it)."""
-        ctx = self.runtime.find_context(context_id)
-        task = getattr(ctx, "task", None)
-        if task is not None and not task.done():
-            self.runtime.track_task(context_id, task)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.api._durable_plan import PLAN_KIND, plan_conflicts, require_chat_id, require_journal
+from durability.documents import PLAN_KIND
+from python.api._durable_plan import plan_conflicts, require_chat_id
 from python.helpers.api import ApiHandler
 
 
 class DurablePlanGet(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        journal = require_journal(self.runtime)
+        journal = self.runtime.journal
         ctx_id = await require_chat_id(self.runtime, input)
         document = await journal.aio.read_document(ctx_id, PLAN_KIND)
         return {

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from durability.documents import PLAN_KIND
 from durability.errors import DocumentConflict, DocumentInvalid, DurabilityError
-from python.api._durable_plan import PLAN_KIND, require_chat_id, require_journal
+from python.api._durable_plan import require_chat_id
 from python.helpers.api import ApiError, ApiHandler, bad_request, get_int
 
 ACTOR = "user"  # a person, through the Plan panel or the API
@@ -24,7 +25,7 @@ def plan_input(input: dict[str, Any]) -> tuple[int, dict[str, Any]]:
 
 class DurablePlanSet(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        journal = require_journal(self.runtime)
+        journal = self.runtime.journal
         ctx_id = await require_chat_id(self.runtime, input)
         expected, plan = plan_input(input)
         try:

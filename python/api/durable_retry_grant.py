@@ -4,35 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.api._durable_plan import require_journal
-from python.api._durable_runs import TERMINAL, actor_of, detail_row, require_run_id
-from python.helpers import durable_resume
+from durability.records import MAX_RETRY_ATTEMPTS, TERMINAL_RUN_STATUSES
+from python.api._durable_runs import actor_of, detail_row, require_run_id
+from python.durable import decisions
 from python.helpers.api import ApiError, ApiHandler, bad_request, get_int
-
-MAX_ATTEMPTS = 100
 
 
 class DurableRetryGrant(ApiHandler):
     accepts_api_key = True
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        journal = require_journal(self.runtime)
+        journal = self.runtime.journal
         run_id = require_run_id(input)
         if input.get("attempts") is None:
             raise bad_request("'attempts' is required")
         attempts = get_int(input, "attempts", minimum=1)
-        if attempts > MAX_ATTEMPTS:
-            raise bad_request(f"'attempts' must be at most {MAX_ATTEMPTS}")
-        if (await journal.aio.get_run(run_id)).status in TERMINAL:
+        if attempts > MAX_RETRY_ATTEMPTS:
+            raise bad_request(f"'attempts' must be at most {MAX_RETRY_ATTEMPTS}")
+        if (await journal.aio.get_run(run_id)).status in TERMINAL_RUN_STATUSES:
             raise ApiError("run_not_active", "The run has ended; a retry grant cannot help.", 409)
-        grant = await durable_resume.grant_retries(
-            journal, run_id, attempts, actor=actor_of(request, self.runtime)
-        )
-        run = await journal.aio.get_run(run_id)
-        ctx = self.runtime.find_context(run.context_id)
-        task = getattr(ctx, "task", None)
-        if task is not None and not task.done():
-            self.runtime.track_task(run.context_id, task)
+        actor = actor_of(request, self.runtime)
+        grant = await decisions.grant_retries(self.runtime.chats, run_id, attempts, actor=actor)
         detail = await journal.aio.read_run(run_id)
         return {
             "grant": {

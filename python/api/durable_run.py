@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from python.api._durable_evidence import add_evidence
-from python.api._durable_plan import require_journal
 from python.api._durable_runs import detail_row, require_run_id
 from python.helpers.api import ApiHandler
 
@@ -14,7 +13,8 @@ class DurableRun(ApiHandler):
     accepts_api_key = True
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        journal = require_journal(self.runtime)
-        detail = await journal.aio.read_run(require_run_id(input))
-        row = await add_evidence(detail_row(detail), detail.calls, self.runtime)
+        runtime = self.runtime
+        detail = await runtime.journal.aio.read_run(require_run_id(input))
+        row = detail_row(detail)
+        row = await add_evidence(row, detail.calls, runtime.receipts, runtime.journal.masker)
         return {"run": row}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.api._durable_plan import require_journal
 from python.api._durable_runs import detail_row, require_status
 from python.helpers.api import ApiHandler, get_int, get_str
 
@@ -13,7 +12,7 @@ class DurableRuns(ApiHandler):
     accepts_api_key = True
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        journal = require_journal(self.runtime)
+        journal = self.runtime.journal
         context_id = get_str(input, "context_id") or None
         status = require_status(input)
         limit = min(get_int(input, "limit", default=100, minimum=1), 1000)

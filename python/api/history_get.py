@@ -5,17 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agent import AgentContext
 from python.api._chat import require_context
 from python.helpers.api import ApiHandler
 
 
-def history_text(ctx: Any) -> str:
-    agent = getattr(ctx, "agent0", None)
-    history = getattr(agent, "history", None)
-    if history is None:
-        return ""
+def history_text(ctx: AgentContext) -> str:
     lines = []
-    for message in history.output():
+    for message in ctx.agent0.history.output():
         content = message.get("content", "")
         if not isinstance(content, str):
             content = json.dumps(content, ensure_ascii=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from python.api._chat import require_context
@@ -12,9 +11,5 @@ from python.helpers.api import ApiHandler
 class Nudge(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
         ctx = await require_context(self.runtime, input, "ctxid", "context")
-        result = ctx.nudge()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if isinstance(result, asyncio.Task):
-            self.runtime.track_task(ctx.id, result)
+        ctx.nudge()
         return {"message": "Agent nudged.", "ctxid": ctx.id}

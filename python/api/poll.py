@@ -5,23 +5,25 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from agent import AgentContext
+from durability import Journal
 from python.api._chat import context_id_of
 from python.helpers.api import ApiHandler, get_int
 
 
-def _log_snapshot(ctx: Any, log_from: int) -> dict[str, Any]:
+def _log_snapshot(ctx: AgentContext, log_from: int) -> dict[str, Any]:
     log = ctx.log
     return {
         "logs": log.output(start=log_from),
         "log_guid": log.guid,
         "log_version": log.version,
-        "log_progress": getattr(log, "progress", ""),
-        "log_progress_active": bool(getattr(log, "progress_active", False)),
-        "paused": bool(ctx.paused),
+        "log_progress": log.progress,
+        "log_progress_active": log.progress_active,
+        "paused": ctx.paused,
     }
 
 
-def _held_state(journal: Any, ctx_id: str | None) -> tuple[dict[str, Any] | None, int]:
+def _held_state(journal: Journal, ctx_id: str | None) -> tuple[dict[str, Any] | None, int]:
     """The selected chat's held run (if any) and how many runs wait for a decision."""
     held = journal.list_runs("needs_attention", limit=1000)
     mine = next((r for r in held if r.context_id == ctx_id), None) if ctx_id else None
@@ -38,9 +40,9 @@ class Poll(ApiHandler):
         runtime = self.runtime
         await runtime.forget_purged_chats()  # retention may have removed chats meanwhile
         contexts = []
-        for ctx in runtime.user_contexts():
-            row = dict(ctx.output())
-            row["running"] = runtime.is_running(ctx.id)
+        for chat in runtime.user_contexts():
+            row = dict(chat.output())
+            row["running"] = chat.is_running()
             contexts.append(row)
         contexts.sort(key=lambda r: str(r.get("created_at", "")), reverse=True)
         snapshot: dict[str, Any] = {
@@ -67,10 +69,8 @@ class Poll(ApiHandler):
         elif ctx is not None:
             snapshot.update(_log_snapshot(ctx, log_from))
             snapshot["context"] = ctx.id
-            snapshot["running"] = runtime.is_running(ctx.id)
-        journal = getattr(runtime, "journal", None)
-        if journal is not None:
-            selected = ctx.id if ctx is not None else None
-            held, count = await asyncio.to_thread(_held_state, journal, selected)
-            snapshot["held_run"], snapshot["held_runs"] = held, count
+            snapshot["running"] = ctx.is_running()
+        selected = ctx.id if ctx is not None else None
+        held, count = await asyncio.to_thread(_held_state, runtime.journal, selected)
+        snapshot["held_run"], snapshot["held_runs"] = held, count
         return snapshot

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from starlette.datastructures import UploadFile
+
 from python.api._work_dir import listing, resolve, save_upload, work_root
 from python.helpers.api import ApiError, ApiHandler, bad_request, get_str
 
@@ -12,7 +14,9 @@ from python.helpers.api import ApiError, ApiHandler, bad_request, get_str
 class UploadWorkDirFiles(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
         files = input.get("files", input.get("files[]"))
-        if not isinstance(files, list) or not files or any(isinstance(f, str) for f in files):
+        if not isinstance(files, list) or not all(isinstance(f, UploadFile) for f in files):
+            raise bad_request("send the files as multipart field 'files'", field="files")
+        if not files:
             raise bad_request("send the files as multipart field 'files'", field="files")
         root = await asyncio.to_thread(work_root, self.runtime, input)
         folder = resolve(root, get_str(input, "path"))

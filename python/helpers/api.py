@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from durability.records import MAX_INT  # what the journal stores; larger numbers are refused
 from python.helpers import secrets
 
 if TYPE_CHECKING:
-    from python.helpers.runtime import Runtime
+    from python.durable.runtime import Runtime
 
 logger = logging.getLogger("a0.api")
 
 MAX_JSON_BYTES = 10 * 1024 * 1024
 MAX_JSON_DEPTH = 64  # nesting levels of a request body (every real body has a handful)
-MAX_INT = 2**63 - 1  # what the journal's database stores; larger numbers are refused
 
 
 class ApiError(Exception):

@@ -16,23 +16,17 @@ import re
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from python.helpers import files
+from python.helpers.extension import Extension
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent import Agent
+
+__all__ = ["Extension", "ExtensionError", "call_extensions", "call_extensions_sync"]
 
 _POINT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
-
-
-class Extension:
-    """Base of every extension: built with the agent for one call, then ``execute``d."""
-
-    def __init__(self, agent: Any = None, **kwargs: Any) -> None:
-        self.agent = agent
-        self.kwargs = kwargs
-
-    def execute(self, **kwargs: Any) -> Any:
-        """Do the extension's work (sync or async)."""
-        return None
 
 
 class ExtensionError(Exception):
@@ -51,10 +45,8 @@ class ExtensionError(Exception):
 _modules: dict[Path, tuple[int, list[type[Extension]]]] = {}
 
 
-def _profile(agent: Any) -> str | None:
-    config = getattr(agent, "config", None)
-    profile = getattr(config, "profile", None)
-    return profile if isinstance(profile, str) and profile else None
+def _profile(agent: Agent | None) -> str | None:
+    return agent.config.profile or None if agent is not None else None
 
 
 def extension_dirs(point: str, profile: str | None) -> list[Path]:

@@ -215,9 +215,9 @@ class History:
             self.bulks.append(Bulk(summary=await summarize(text), topics=len(group)))
             return True
         if len(self.bulks) >= BULKS_MERGED:
-            group, rest = self.bulks[:BULKS_MERGED], self.bulks[BULKS_MERGED:]
-            text = "\n\n".join(b.summary for b in group)
-            merged = Bulk(summary=await summarize(text), topics=sum(b.topics for b in group))
+            oldest, rest = self.bulks[:BULKS_MERGED], self.bulks[BULKS_MERGED:]
+            text = "\n\n".join(b.summary for b in oldest)
+            merged = Bulk(summary=await summarize(text), topics=sum(b.topics for b in oldest))
             self.bulks = [merged, *rest]
             return True
         if await self._summarize_current_middle(summarize):

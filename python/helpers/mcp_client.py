@@ -386,9 +386,9 @@ class McpManager:
         for cfg in configs:
             init_timeout = cfg.init_timeout or init
             tool_timeout = cfg.tool_timeout or call
-            conn = self.servers.get(cfg.name)
-            if conn is not None:
-                conn.init_timeout, conn.tool_timeout = init_timeout, tool_timeout
+            running = self.servers.get(cfg.name)
+            if running is not None:
+                running.init_timeout, running.tool_timeout = init_timeout, tool_timeout
                 continue
             conn = ServerConnection(cfg, init_timeout, tool_timeout)
             self.servers[cfg.name] = conn
@@ -462,10 +462,7 @@ def manager() -> McpManager:
     return _manager
 
 
-def tool_class(full_name: str) -> type | None:
-    """The Tool class for ``<server>.<tool>`` when that server is configured, else None."""
-    if _manager.find(full_name) is None:
-        return None
-    from python.tools._mcp import McpToolCall
-
-    return McpToolCall
+def is_tool(full_name: str) -> bool:
+    """True when ``<server>.<tool>`` names a tool of a configured server (``Agent.get_tool``
+    then builds python/tools/_mcp.py's McpToolCall for it)."""
+    return "." in full_name and _manager.find(full_name) is not None

@@ -12,7 +12,7 @@ import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 import openai
@@ -20,6 +20,9 @@ import yaml
 
 from python.helpers import files
 from python.helpers.rate_limiter import RateLimiter, approx_tokens
+
+if TYPE_CHECKING:  # pragma: no cover
+    from openai.types.chat import ChatCompletionChunk
 
 PROVIDERS_FILE = "conf/model_providers.yaml"
 RETRY_STATUSES = frozenset({408, 429}) | frozenset(range(500, 600))
@@ -155,7 +158,8 @@ class ThinkSplitter:
     def feed(self, text: str) -> tuple[str, str]:
         """(response, reasoning) that can be released after ``text``."""
         self._pending += text
-        response, reasoning = [], []
+        response: list[str] = []
+        reasoning: list[str] = []
         while self._pending:
             tag = self.CLOSE if self.thinking else self.OPEN
             target = reasoning if self.thinking else response
@@ -270,12 +274,13 @@ class ChatModel:
                 base_url=base,
                 api_key=key,
                 max_retries=0,
-                timeout=httpx.Timeout(600.0, connect=15.0),
+                timeout=openai.Timeout(600.0, connect=15.0),
                 default_headers={header: key} if header else None,
             ) as client:
-                response = await client.chat.completions.create(
-                    model=self.config.name, messages=messages, stream=True, **kwargs
+                created = await client.chat.completions.create(
+                    model=self.config.name, messages=cast(Any, messages), stream=True, **kwargs
                 )
+                response = cast("openai.AsyncStream[ChatCompletionChunk]", created)
                 async with response:
                     async for chunk in response:
                         await stream.chunk(chunk)

@@ -16,6 +16,7 @@ from typing import Any
 
 from dotenv import dotenv_values, set_key
 
+from durability.retention import DEFAULT_RETENTION_DAYS, DEFAULT_RETENTION_RUNS
 from python.helpers import files
 
 SETTINGS_FILE = "settings.json"
@@ -50,8 +51,8 @@ DEFAULTS: dict[str, Any] = {
     "code_exec_first_output_timeout": 30,
     "code_exec_between_output_timeout": 15,
     "code_exec_max_timeout": 180,
-    "retention_runs": 100,
-    "retention_days": 30,
+    "retention_runs": DEFAULT_RETENTION_RUNS,
+    "retention_days": DEFAULT_RETENTION_DAYS,
     "searxng_url": "http://127.0.0.1:55510",
     "mcp_servers": '{"mcpServers": {}}',
     "mcp_client_init_timeout": 10,

@@ -1,9 +1,19 @@
-"""Tool base class and its Response. One Tool subclass per module in python/tools/."""
+"""Tool base class, its Response, and where tool classes are found.
+
+One Tool subclass per module in python/tools/; a profile's tools (agents/<profile>/tools,
+usr/agents/<profile>/tools) come first and are loaded from their file.
+"""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from python.helpers import files
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent import Agent, LoopData
@@ -21,8 +31,8 @@ class Response:
 class Tool:
     """Lifecycle: before_execution -> execute -> after_execution (see Agent.execute_tool)."""
 
-    #: (journal call id, args digest) set by the durable loop before execute; None without a
-    #: journal. Tools with a receipt adapter (code_execution_tool) name their receipts by it.
+    #: (journal call id, args digest) set by the durable session before execute. Tools with
+    #: a receipt adapter (code_execution_tool) name their receipts by it.
     call_identity: tuple[str, str] | None = None
 
     def __init__(
@@ -75,3 +85,50 @@ class Tool:
     @property
     def full_name(self) -> str:
         return f"{self.name}:{self.method}" if self.method else self.name
+
+
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+def find_tool_class(name: str, folders: list[Path]) -> type[Tool] | None:
+    """The class of tool ``name`` from the first folder that has ``<name>.py``; None for a
+    name that is no tool (hidden ``_`` modules and ``unknown`` included)."""
+    if not TOOL_NAME.match(name) or name.startswith("_") or name == "unknown":
+        return None
+    for folder in folders:
+        path = folder / f"{name}.py"
+        if path.is_file():
+            return _tool_class(path)
+    return None
+
+
+def tool_names(folders: list[Path]) -> list[str]:
+    """Every tool name the folders offer, sorted."""
+    names: set[str] = set()
+    for folder in folders:
+        if folder.is_dir():
+            names.update(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
+    names.discard("unknown")
+    return sorted(names)
+
+
+def _tool_class(path: Path) -> type[Tool] | None:
+    """The Tool subclass defined in the module at ``path``."""
+    package = files.BASE_DIR / "python" / "tools"
+    if path.parent.resolve() == package.resolve():
+        module = importlib.import_module(f"python.tools.{path.stem}")
+    else:  # a profile's tool (agents/<p>/tools, usr/agents/<p>/tools): load by path
+        spec = importlib.util.spec_from_file_location(f"_a0_tool_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            return None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    for value in vars(module).values():
+        if (
+            isinstance(value, type)
+            and issubclass(value, Tool)
+            and value is not Tool
+            and value.__module__ == module.__name__
+        ):
+            return value
+    return None

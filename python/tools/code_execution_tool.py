@@ -87,7 +87,7 @@ class CodeExecution(Tool):
 
     def _receipt(self) -> Receipt | None:
         """The receipt context when the loop journals this call and receipts are enabled."""
-        receipts = self.agent.context.receipts
+        receipts = self.agent.context.session.receipts
         identity = self.call_identity
         if receipts is None or identity is None:
             return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from durability import Journal
 from durability.documents import PLAN_KIND, PLAN_MAX_BYTES, PLAN_MAX_ITEMS
 from durability.errors import (
     CorruptRecord,
@@ -90,17 +91,9 @@ def parse_plan(args: dict[str, Any]) -> Any:
 
 class DurablePlan(Tool):
     async def execute(self, **kwargs: Any) -> Response:
-        journal = getattr(self.agent.context, "journal", None)
+        journal = self.agent.context.session.journal
         try:
             action = parse_action(self.args, self.method)
-            if journal is None:
-                return self._answer(
-                    refusal(
-                        "journal_unavailable",
-                        "this chat has no journal, so there is no durable plan. "
-                        "Keep track of the work in your own messages instead.",
-                    )
-                )
             if action == "read":
                 return self._answer(await self._read(journal))
             return self._answer(await self._replace(journal))
@@ -114,7 +107,7 @@ class DurablePlan(Tool):
     def _answer(self, text: str) -> Response:
         return Response(message=self.agent.mask(text), break_loop=False)
 
-    async def _read(self, journal: Any) -> str:
+    async def _read(self, journal: Journal) -> str:
         context_id = self.agent.context.id
         document = await journal.aio.read_document(context_id, PLAN_KIND)
         conflicts = await journal.aio.list_conflicts(context_id)
@@ -124,7 +117,7 @@ class DurablePlan(Tool):
             answer["unresolved_conflicts"] = len(open_conflicts)
         return dumps(answer)
 
-    async def _replace(self, journal: Any) -> str:
+    async def _replace(self, journal: Journal) -> str:
         expected = parse_expected_revision(self.args)
         plan = parse_plan(self.args)
         context_id = self.agent.context.id

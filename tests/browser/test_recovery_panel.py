@@ -95,8 +95,9 @@ def test_held_run_banner_panel_stale_refresh_and_decision(page: Page, running_ui
 
 
 def _run(server, run_id: str) -> dict:
-    response = httpx.post(f"{server.url}/api/durable_run", json={"run_id": run_id},
-                          headers=KEY, timeout=30)  # fmt: skip
+    response = httpx.post(
+        f"{server.url}/api/durable_run", json={"run_id": run_id}, headers=KEY, timeout=30
+    )
     assert response.status_code == 200, response.text
     return response.json()["run"]
 

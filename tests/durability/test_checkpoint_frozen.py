@@ -56,8 +56,9 @@ def test_a_replaced_or_removed_frozen_message_is_seen(journal):
     got = _checkpoint(journal, run.id, history)
     assert got[3] == {"n": 3.0} and isinstance(got[3]["n"], float) and len(got) == 11
     del history[0]
-    assert _checkpoint(journal, run.id, history) == [{"n": 3.0} if i == 3 else {"n": i}
-                                                     for i in range(1, 11)]  # fmt: skip
+    assert _checkpoint(journal, run.id, history) == [
+        {"n": 3.0} if i == 3 else {"n": i} for i in range(1, 11)
+    ]
 
 
 def test_frozen_and_plain_messages_mix(journal):

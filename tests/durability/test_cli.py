@@ -44,8 +44,12 @@ class Setup:
         env["PYTHONPATH"] = str(REPO)
         proc = subprocess.run(
             [sys.executable, "-m", "durability", *args],
-            capture_output=True, text=True, env=env, cwd=cwd or self.usr, timeout=60,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=cwd or self.usr,
+            timeout=60,
+        )
         assert "Traceback" not in proc.stderr, proc.stderr
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
@@ -59,8 +63,9 @@ def setup(tmp_path: Path) -> Setup:
         done, _ = journaled_run(journal, "chat-1", "in-1")
         clock.now += 100 * DAY
         held, _ = journaled_run(journal, "chat-2", "in-2", status=None)
-        call = journal.record_intent(held, agent_no=0, seq=3, kind="tool", name="pay",
-                                     args={"amount": 5}, policy="never")  # fmt: skip
+        call = journal.record_intent(
+            held, agent_no=0, seq=3, kind="tool", name="pay", args={"amount": 5}, policy="never"
+        )
         assert call.state == "open"
         journal.mark_needs_attention(held, "uncertain_effect")
     return Setup(usr, db, done, held)
@@ -92,14 +97,15 @@ def test_show_names_calls_and_state(setup: Setup) -> None:
 
 def test_decide_applies_once_and_refuses_stale_versions(setup: Setup) -> None:
     version = setup.cli("show", setup.held, "--json").json()["run"]["version"]
-    no_note = setup.cli("decide", setup.held, "confirmed_completed",
-                        "--expected-version", str(version))  # fmt: skip
+    no_note = setup.cli(
+        "decide", setup.held, "confirmed_completed", "--expected-version", str(version)
+    )
     assert no_note.code == 1 and no_note.err.startswith("error: note_required: ")
     stale = setup.cli("decide", setup.held, "resume", "--expected-version", str(version - 1))
     assert stale.code == 1 and stale.err.startswith("error: stale_version: ")
     assert f"current_version={version}" in stale.err and "status=needs_attention" in stale.err
-    done = setup.cli("decide", setup.held, "stop", "--expected-version", str(version),
-                     "--actor", "ops-test", "--note", "checked the bank", "--json")  # fmt: skip
+    options = ["--expected-version", str(version), "--actor", "ops-test"]
+    done = setup.cli("decide", setup.held, "stop", *options, "--note", "checked the bank", "--json")
     assert done.code == 0, done.err
     assert done.json()["run"]["status"] == "stopped"
     assert done.json()["decision"]["actor"] == "ops-test"
@@ -200,8 +206,14 @@ def test_db_option_default_and_missing_journal(setup: Setup, tmp_path: Path) -> 
     (cwd_default / "usr" / "durability").mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if k != "A0_USR_DIR"}
     env["PYTHONPATH"] = str(REPO)
-    proc = subprocess.run([sys.executable, "-m", "durability", "list"], capture_output=True,
-                          text=True, env=env, cwd=cwd_default, timeout=60)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "durability", "list"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd_default,
+        timeout=60,
+    )
     assert proc.returncode == 1
     assert proc.stderr.startswith("error: journal_not_found: no journal at usr/durability/")
     missing = setup.cli("list", usr=other)

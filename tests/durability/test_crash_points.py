@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from durability import Journal
-from durability.faults import CRASH_ENV, JOURNAL_POINTS
+from durability.failpoints import CRASH_AT_ENV as CRASH_ENV
+from durability.failpoints import JOURNAL_POINTS
 
 pytestmark = pytest.mark.integration
 

@@ -15,11 +15,14 @@ from tests.durability.conftest import sha
 pytestmark = pytest.mark.unit
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
     max_leaves=20,
-)  # fmt: skip
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -44,9 +47,14 @@ def journal(request, tmp_path, monkeypatch):
 
 def _intent(journal, run_id, seq=0, args=None):
     return journal.record_intent(
-        run_id, agent_no=0, seq=seq, kind="tool", name="t", args=args or {"n": seq},
+        run_id,
+        agent_no=0,
+        seq=seq,
+        kind="tool",
+        name="t",
+        args=args or {"n": seq},
         policy="never",
-    )  # fmt: skip
+    )
 
 
 def test_each_step_bumps_the_version_once_and_reuse_does_not(journal):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from durability.adapters.shell import ShellReceipts
-from python.helpers.runtime_journal import _receipt_needed
+from python.durable.startup import receipt_needed
 from tests.durability.conftest import sha
 
 pytestmark = pytest.mark.unit
@@ -16,9 +16,14 @@ pytestmark = pytest.mark.unit
 def _intent(journal, chat: str, input_id: str):
     run = journal.admit(chat, input_id, sha(input_id)).run
     call = journal.record_intent(
-        run.id, agent_no=0, seq=1, kind="tool", name="code_execution_tool",
-        args={"code": "true"}, policy="adapter:shell",
-    )  # fmt: skip
+        run.id,
+        agent_no=0,
+        seq=1,
+        kind="tool",
+        name="code_execution_tool",
+        args={"code": "true"},
+        policy="adapter:shell",
+    )
     return run, call
 
 
@@ -37,7 +42,7 @@ def test_prune_keeps_open_runs_receipts_only(journal, tmp_path: Path):
     for call_id in (finished.id, open_call.id, gone):
         _plant(receipts, call_id)
 
-    removed = receipts.prune(_receipt_needed(journal))
+    removed = receipts.prune(receipt_needed(journal))
 
     assert removed == 2
     left = sorted(p.name for p in receipts.folder.iterdir())

@@ -326,7 +326,8 @@ def make_tool(tmp_path: Path, receipts: ShellReceipts | None, args: dict) -> Cod
     async def handle_intervention() -> None:
         return None
 
-    context = SimpleNamespace(shells=ShellSessions(tmp_path / "work"), receipts=receipts)
+    session = SimpleNamespace(receipts=receipts)  # the chat's durable session
+    context = SimpleNamespace(shells=ShellSessions(tmp_path / "work"), session=session)
     agent = SimpleNamespace(
         context=context,
         config=SimpleNamespace(settings={}),
@@ -352,10 +353,10 @@ async def test_code_execution_tool_writes_a_receipt_for_a_journaled_call(tmp_pat
     assert again.message == response.message and again.break_loop is False
 
 
-async def test_code_execution_tool_without_journal_writes_no_receipt(tmp_path, receipts):
+async def test_code_execution_tool_without_receipts_or_identity_writes_none(tmp_path, receipts):
     args = {"runtime": "python", "code": "print(6 * 7)"}
     for tool in (make_tool(tmp_path, receipts, args), make_tool(tmp_path, None, args)):
-        if tool.agent.context.receipts is None:
+        if tool.agent.context.session.receipts is None:
             tool.call_identity = ("ignored", DIGEST)  # no receipts folder: plain run
         try:
             response = await tool.execute(**args)

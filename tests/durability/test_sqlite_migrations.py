@@ -48,8 +48,7 @@ def test_a_schema_1_file_is_upgraded_with_its_data(tmp_path):
         assert journal.store.schema_version == migrations()[-1][0] >= 2
         run = journal.get_run("r1")
         assert (run.status, run.version) == ("active", 7)
-        journal.record_intent("r1", agent_no=0, seq=0, kind="tool", name="t", args={},
-                              policy="p")  # fmt: skip
+        journal.record_intent("r1", agent_no=0, seq=0, kind="tool", name="t", args={}, policy="p")
         assert journal.get_run("r1").version == 8
     assert index_columns(path, "runs_by_status") == ["status"]
     assert index_columns(path, "calls_open") == []  # dropped by 0003
@@ -107,8 +106,9 @@ def test_a_journaled_step_writes_four_pages_per_commit(tmp_path):
         journal.write_checkpoint(run.id, data)
         for seq in range(3):
             before = os.path.getsize(wal)
-            call = journal.record_intent(run.id, agent_no=0, seq=seq, kind="tool", name="t",
-                                         args={"n": seq}, policy="p")  # fmt: skip
+            call = journal.record_intent(
+                run.id, agent_no=0, seq=seq, kind="tool", name="t", args={"n": seq}, policy="p"
+            )
             middle = os.path.getsize(wal)
             journal.commit_result(call.id, {"ok": seq}, checkpoint=data)
             after = os.path.getsize(wal)

@@ -34,8 +34,7 @@ def test_changed_checkpoint_body_is_named(db: Path) -> None:
     execute(
         db, "UPDATE checkpoints SET body = replace(body, '\"step\":1', '\"step\":7') WHERE id = 5"
     )
-    execute(db, "UPDATE checkpoints SET body = 'not json' , digest = ? WHERE id = 8",
-            ("0" * 64,))  # fmt: skip
+    execute(db, "UPDATE checkpoints SET body = 'not json' , digest = ? WHERE id = 8", ("0" * 64,))
     report = verify_database(db)
     where = {p.where: p.message for p in report.problems}
     assert [p.code for p in report.problems] == ["checkpoint", "checkpoint"]
@@ -45,8 +44,11 @@ def test_changed_checkpoint_body_is_named(db: Path) -> None:
 
 
 def test_damaged_history_blob_is_named(db: Path) -> None:
-    execute(db, "UPDATE blobs SET data = ? WHERE hash = (SELECT min(hash) FROM blobs)",
-            (json.dumps({"role": "user", "content": "forged"}).encode(),))  # fmt: skip
+    execute(
+        db,
+        "UPDATE blobs SET data = ? WHERE hash = (SELECT min(hash) FROM blobs)",
+        (json.dumps({"role": "user", "content": "forged"}).encode(),),
+    )
     report = verify_database(db)
     codes = {p.code for p in report.problems}
     assert "blob" in codes
@@ -113,3 +115,14 @@ def test_a_schema_4_file_is_verified_without_event_digests(tmp_path: Path) -> No
     assert report.ok, report.problems
     assert "events" not in report.checked
     assert report.notes and "schema 5" in report.notes[0]
+
+
+def test_a_damaged_scheduled_task_is_named(db: Path) -> None:
+    with Journal.open_sqlite(db) as journal:
+        journal.create_task("t-1", {"name": "n", "prompt": "p"}, actor="user", done_until=1.0)
+    assert verify_database(db).checked["tasks"] == 1
+    execute(db, "UPDATE scheduled_tasks SET body = '{\"name\": \"forged\"}' WHERE id = 't-1'")
+    [problem] = verify_database(db).problems
+    assert problem.code == "task" and problem.ids == {"task_id": "t-1", "revision": 1}
+    assert problem.where == "task of scheduled task t-1 (revision 1)"
+    assert "no longer matches its digest" in problem.message

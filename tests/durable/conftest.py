@@ -4,7 +4,6 @@ journaled chats, a test-only side-effect tool, and an in-process "restart"."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -14,9 +13,10 @@ import pytest
 
 from agent import AgentConfig, AgentContext, UserMessage
 from durability import Journal, failpoints
-from python.helpers import durable_admission, files
+from python.durable import DurableChats
+from python.durable.resume import recover, restore_contexts
+from python.helpers import files
 from python.helpers import settings as settings_mod
-from python.helpers.durable_resume import recover, restore_contexts
 from tests.support.model_server import ScriptedModel
 from tests.support.model_server import model_server as model_server
 
@@ -27,17 +27,16 @@ HERE = Path(__file__).resolve().parent
 def make_settings(model_url: str, workdir: Path, **extra: Any) -> dict:
     values = dict(settings_mod.DEFAULTS)
     for prefix in ("chat_model", "util_model"):
-        values.update({
-            f"{prefix}_provider": "other", f"{prefix}_name": "scripted-model",
-            f"{prefix}_api_base": model_url, f"{prefix}_kwargs": {},
-            f"{prefix}_rl_requests": 0, f"{prefix}_rl_input": 0, f"{prefix}_rl_output": 0,
-        })  # fmt: skip
-    values.update({
-        "chat_model_ctx_length": 100_000, "chat_model_ctx_history": 0.7,
-        "agent_profile": "agent0", "workdir": str(workdir),
-        "code_exec_first_output_timeout": 10, "code_exec_between_output_timeout": 10,
-        "code_exec_max_timeout": 20,
-    })  # fmt: skip
+        model = {"provider": "other", "name": "scripted-model", "api_base": model_url}
+        limits = {"kwargs": {}, "rl_requests": 0, "rl_input": 0, "rl_output": 0}
+        values.update({f"{prefix}_{key}": value for key, value in {**model, **limits}.items()})
+    values["chat_model_ctx_length"] = 100_000
+    values["chat_model_ctx_history"] = 0.7
+    values["agent_profile"] = "agent0"
+    values["workdir"] = str(workdir)
+    for timeout in ("first_output", "between_output"):
+        values[f"code_exec_{timeout}_timeout"] = 10
+    values["code_exec_max_timeout"] = 20
     values.update(extra)
     return values
 
@@ -54,17 +53,33 @@ def side_effects(usr: Path | None = None) -> list[str]:
 
 
 class Harness:
-    """One journal file; chats on it; crash (in-process) and restart."""
+    """One journal file; chats on it (one process's DurableChats); crash (in-process) and
+    restart (a new DurableChats on the reopened journal, as a new process)."""
 
     def __init__(self, model: ScriptedModel, usr: Path, workdir: Path) -> None:
         self.model = model
         self.usr = usr
         self.workdir = workdir
         self.db = usr / "durability" / "journal.sqlite"
-        self.journal = Journal.open_sqlite(self.db)
         self.settings_extra: dict[str, Any] = {}
-        self.contexts: list[AgentContext] = []
-        self.receipts: Any = None  # durability.adapters.ShellReceipts, when a test wants them
+        self._receipts: Any = None  # durability.adapters.ShellReceipts, when a test wants them
+        self.chats = self._open()
+
+    def _open(self) -> DurableChats:
+        journal = Journal.open_sqlite(self.db)
+        return DurableChats(journal, config=self.config, receipts=self._receipts)
+
+    @property
+    def journal(self) -> Journal:
+        return self.chats.journal
+
+    @property
+    def receipts(self) -> Any:
+        return self._receipts
+
+    @receipts.setter
+    def receipts(self, value: Any) -> None:
+        self._receipts = self.chats.receipts = value
 
     def config(self) -> AgentConfig:
         return AgentConfig.from_settings(
@@ -72,19 +87,16 @@ class Harness:
         )
 
     def chat(self) -> AgentContext:
-        ctx = AgentContext(self.config(), journal=self.journal)
-        if self.receipts is not None:
-            ctx.receipts = self.receipts
-        self.contexts.append(ctx)
-        return ctx
+        return self.chats.create()
 
     async def send(
         self, ctx: AgentContext, text: str, input_id: str | None = None, timeout: float = TIMEOUT
     ) -> str:
         return await asyncio.wait_for(ctx.communicate(UserMessage(text, id=input_id)), timeout)
 
-    async def crash(self, ctx: AgentContext, text: str, monkeypatch, boundary: str,
-                    match: str) -> None:  # fmt: skip
+    async def crash(
+        self, ctx: AgentContext, text: str, monkeypatch, boundary: str, match: str
+    ) -> None:
         """Run ``text`` until the failpoint fires (SimulatedCrash stands in for SIGKILL)."""
         monkeypatch.setenv(failpoints.CRASH_AT_ENV, boundary)
         monkeypatch.setenv(failpoints.CRASH_MATCH_ENV, match)
@@ -94,21 +106,17 @@ class Harness:
         monkeypatch.delenv(failpoints.CRASH_MATCH_ENV)
 
     async def restart(self, adapters: dict | None = None) -> list:
-        """Forget every chat, reopen the journal, rebuild chats and recover."""
-        for ctx in self.contexts:  # the process died: chats vanish, nothing is journaled
-            AgentContext._contexts.pop(ctx.id, None)
-            if ctx.task is not None and not ctx.task.done():
-                ctx.task.cancel()
-            await ctx.shells.close_all()
-        self.journal.close()
-        self.journal = Journal.open_sqlite(self.db)
-        self.contexts = restore_contexts(self.journal, self.config, receipts=self.receipts)
+        """The process stops (its chats vanish, their runs stay as they are), a new one
+        reopens the journal, rebuilds the chats and recovers."""
+        await self.chats.close()
+        self.chats = self._open()
+        restore_contexts(self.chats)
         if adapters is None and self.receipts is not None:
             adapters = {"adapter:shell": self.receipts.classify}
-        return await recover(self.journal, adapters=adapters)
+        return await recover(self.chats, adapters=adapters)
 
     def get(self, context_id: str) -> AgentContext:
-        ctx = AgentContext.get(context_id)
+        ctx = self.chats.get(context_id)
         assert ctx is not None
         return ctx
 
@@ -125,15 +133,7 @@ class Harness:
         return runs[0]
 
     async def close(self) -> None:
-        for ctx in self.contexts:
-            shells = ctx.shells
-            AgentContext.remove(ctx.id)
-            await shells.close_all()
-            if ctx.task is not None and not ctx.task.done():
-                with contextlib.suppress(BaseException):
-                    await ctx.task
-        await durable_admission.flush_background()
-        self.journal.close()
+        await self.chats.close()
 
 
 @pytest.fixture

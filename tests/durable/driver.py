@@ -13,42 +13,40 @@ import asyncio
 import json
 import sys
 
-from agent import AgentConfig, AgentContext, UserMessage
+from agent import AgentConfig, UserMessage
 from durability import Journal
+from python.durable import DurableChats
+from python.durable.resume import recover, restore_contexts
 from python.helpers import files
-from python.helpers.durable_resume import recover, restore_contexts
 from tests.durable.conftest import install_side_effect_tool, make_settings
 
 
-def _journal() -> Journal:
-    return Journal.open_sqlite(files.usr_dir() / "durability" / "journal.sqlite")
-
-
-async def _run(model_url: str, context_id: str, message: str) -> dict:
-    journal = _journal()
-    config = AgentConfig.from_settings(make_settings(model_url, files.usr_dir() / "work"))
-    ctx = AgentContext(config, id=context_id, journal=journal)
-    answer = await asyncio.wait_for(ctx.communicate(UserMessage(message)), 60)
-    await ctx.shells.close_all()
-    journal.close()
-    return {"answer": answer}
-
-
-async def _recover(model_url: str) -> dict:
-    journal = _journal()
+def _chats(model_url: str) -> DurableChats:
+    journal = Journal.open_sqlite(files.usr_dir() / "durability" / "journal.sqlite")
 
     def config() -> AgentConfig:
         return AgentConfig.from_settings(make_settings(model_url, files.usr_dir() / "work"))
 
-    contexts = restore_contexts(journal, config)
-    plans = await recover(journal)
+    return DurableChats(journal, config=config)
+
+
+async def _run(model_url: str, context_id: str, message: str) -> dict:
+    chats = _chats(model_url)
+    ctx = chats.create(context_id)
+    answer = await asyncio.wait_for(ctx.communicate(UserMessage(message)), 60)
+    await chats.close()
+    return {"answer": answer}
+
+
+async def _recover(model_url: str) -> dict:
+    chats = _chats(model_url)
+    contexts = restore_contexts(chats)
+    plans = await recover(chats)
     tasks = [c.task for c in contexts if c.task is not None]
     if tasks:
         await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)
-    for ctx in contexts:
-        await ctx.shells.close_all()
-    runs = [r.to_dict() for r in journal.list_runs()]
-    journal.close()
+    runs = [r.to_dict() for r in chats.journal.list_runs()]
+    await chats.close()
     return {"plans": [p.action for p in plans], "runs": runs}
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from durability import CheckpointData, Journal, Masker
 from durability.canonical import canonical_json
-from python.helpers import durable_checkpoint
+from python.durable import checkpoint as durable_checkpoint
 from python.helpers.history import Bulk, History, Message
 
 pytestmark = pytest.mark.unit

@@ -8,7 +8,7 @@ from contextlib import closing
 import pytest
 
 from durability import CorruptRecord
-from python.helpers import durable_resume
+from python.durable import decisions
 
 pytestmark = pytest.mark.unit
 
@@ -40,8 +40,8 @@ async def test_a_damaged_plan_holds_the_run_and_resume_goes_on(harness):
     with pytest.raises(CorruptRecord):
         harness.journal.read_document(ctx.id, "plan")
 
-    await durable_resume.apply_decision(
-        harness.journal, run.id, "resume", version=run.version, actor="alice"
+    await decisions.apply_decision(
+        harness.chats, run.id, "resume", version=run.version, actor="alice"
     )
     assert await harness.settle(ctx.id) == "went on"
     assert harness.journal.get_call(call.id).state == "abandoned"

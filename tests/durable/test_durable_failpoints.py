@@ -41,6 +41,24 @@ def test_fires_once_and_remembers_it_in_the_state_folder(tmp_path, monkeypatch):
     assert (tmp_path / failpoints.FIRED_FILE).read_text() == "after_result:\n"
 
 
+def test_the_nth_hit_and_journal_points_share_the_syntax(tmp_path, monkeypatch):
+    monkeypatch.setenv(failpoints.CRASH_AT_ENV, "after_intent@3")
+    monkeypatch.setenv(failpoints.CRASH_MATCH_ENV, "model")
+    with failpoints.raise_instead():
+        failpoints.failpoint("after_intent", "model", tmp_path)
+        failpoints.failpoint("after_intent", "response", tmp_path)  # another call: not a hit
+        failpoints.failpoint("after_intent", "model", tmp_path)
+        with pytest.raises(failpoints.SimulatedCrash):
+            failpoints.failpoint("after_intent", "model", tmp_path)
+        assert (tmp_path / failpoints.FIRED_FILE).read_text() == "after_intent@3:model\n"
+        # a journal point has no call name and no state folder; A0_CRASH_MATCH narrows
+        # only points that name a call
+        monkeypatch.setenv(failpoints.CRASH_AT_ENV, failpoints.JOURNAL_POINTS[0])
+        with pytest.raises(failpoints.SimulatedCrash) as hit:
+            failpoints.failpoint(failpoints.JOURNAL_POINTS[0])
+    assert hit.value.boundary == "journal.batch_before_commit"
+
+
 def test_a_real_sigkill_then_the_restarted_process_goes_on(tmp_path):
     code = (
         "import sys; from pathlib import Path; from durability.failpoints import failpoint;"
@@ -49,10 +67,8 @@ def test_a_real_sigkill_then_the_restarted_process_goes_on(tmp_path):
     env = {**os.environ, "A0_CRASH_AT": "after_effect", "A0_CRASH_MATCH": "side_effect"}
 
     def run() -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-c", code, str(tmp_path)],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+        argv = [sys.executable, "-c", code, str(tmp_path)]
+        return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
 
     first = run()
     assert first.returncode == -signal.SIGKILL and "alive" not in first.stdout

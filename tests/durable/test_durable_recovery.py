@@ -9,7 +9,7 @@ import pytest
 
 from agent import UserMessage
 from durability import RunHeld
-from python.helpers import durable_admission
+from python.durable import admission, decisions, session_of
 from tests.durable.conftest import prompt_text, side_effects
 
 pytestmark = pytest.mark.unit
@@ -50,9 +50,9 @@ async def test_side_effect_tool_without_adapter(harness, monkeypatch, boundary):
         assert [p.action for p in plans] == ["hold"]
         assert any(i["type"] == "warning" for i in restored.log.output())
         with pytest.raises(RunHeld):
-            await durable_admission.submit(restored, UserMessage("anything else?"))
+            await session_of(restored).submit(UserMessage("anything else?"))
     else:
-        assert durable_admission.recorded_response(harness.journal, run.id) == "paid"
+        assert admission.recorded_response(harness.journal, run.id) == "paid"
         assert harness.model.calls == 2, "committed model replies are reused"
 
 
@@ -101,7 +101,7 @@ async def test_restored_chat_shows_history_and_log(harness, monkeypatch):
     await harness.crash(ctx, "pay the bill", monkeypatch, "after_effect", "side_effect")
     await harness.restart()
     restored = harness.get(ctx.id)
-    assert restored is not ctx and restored.journal is harness.journal
+    assert restored is not ctx and restored.session.journal is harness.journal
     assert "pay the bill" in restored.agent0.history.output_text()
     assert any(i["type"] == "user" for i in restored.log.output())
 
@@ -122,10 +122,8 @@ async def _held_side_effect(harness, monkeypatch):
 
 
 async def _decide(harness, run, decision, note=None):
-    from python.helpers.durable_resume import apply_decision
-
-    return await apply_decision(
-        harness.journal, run.id, decision, version=run.version, actor="tester", note=note
+    return await decisions.apply_decision(
+        harness.chats, run.id, decision, version=run.version, actor="tester", note=note
     )
 
 
@@ -198,13 +196,12 @@ async def test_corrupt_checkpoint_holds_and_the_chat_refuses_messages(harness, m
             "(SELECT max(id) FROM checkpoints)"
         )
         db.commit()
-    harness.journal = type(harness.journal).open_sqlite(harness.db)
     plans = await harness.restart()
     run = harness.run_of(ctx.id)
     assert [p.action for p in plans] == ["hold"]
     assert (run.status, run.reason) == ("needs_attention", "corrupt_checkpoint")
     with pytest.raises(RunHeld):
-        await durable_admission.submit(harness.get(ctx.id), UserMessage("hello?"))
+        await session_of(harness.get(ctx.id)).submit(UserMessage("hello?"))
     version = run.version
     await harness.restart()
     assert harness.run_of(ctx.id).version == version, "held runs are not touched by restarts"
@@ -438,7 +435,6 @@ async def test_an_intervention_in_agent_0_survives_a_later_crash(harness, monkey
     import asyncio
 
     from durability import failpoints
-    from python.helpers import durable_admission
 
     harness.model.tool("wait", {"seconds": 60})
     harness.model.tool("side_effect", {"label": "after-intervention"})
@@ -447,7 +443,7 @@ async def test_an_intervention_in_agent_0_survives_a_later_crash(harness, monkey
     monkeypatch.setenv(failpoints.CRASH_AT_ENV, "after_result")
     monkeypatch.setenv(failpoints.CRASH_MATCH_ENV, "side_effect")
     with failpoints.raise_instead():
-        started = await durable_admission.submit(ctx, UserMessage("wait", id="in-1"))
+        started = await session_of(ctx).submit(UserMessage("wait", id="in-1"))
 
         def wait_running() -> bool:
             calls = harness.journal.open_intents(started.run_id)
@@ -458,7 +454,7 @@ async def test_an_intervention_in_agent_0_survives_a_later_crash(harness, monkey
                 await asyncio.sleep(0.02)
 
         await asyncio.wait_for(poll(), 30)
-        await durable_admission.submit(ctx, UserMessage("stop waiting, pay now", id="in-2"))
+        await session_of(ctx).submit(UserMessage("stop waiting, pay now", id="in-2"))
         with pytest.raises(failpoints.SimulatedCrash):
             await asyncio.wait_for(started.task, 30)
     monkeypatch.delenv(failpoints.CRASH_AT_ENV)

@@ -24,8 +24,12 @@ def _driver(usr: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     environ.update({"A0_USR_DIR": str(usr), **env})
     return subprocess.run(
         [sys.executable, "-m", "tests.durable.driver", *args],
-        cwd=ROOT, env=environ, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _result(proc: subprocess.CompletedProcess) -> dict:
@@ -39,9 +43,14 @@ def test_sigkill_after_intent_of_a_side_effect_tool_is_held(model_server):
     model_server.tool("side_effect", {"label": "wire-money"})
     model_server.tool("response", {"text": "sent"})
     killed = _driver(
-        usr, "run", model_server.url, "chat-1", "send the money",
-        A0_CRASH_AT="after_intent", A0_CRASH_MATCH="side_effect",
-    )  # fmt: skip
+        usr,
+        "run",
+        model_server.url,
+        "chat-1",
+        "send the money",
+        A0_CRASH_AT="after_intent",
+        A0_CRASH_MATCH="side_effect",
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     assert (usr / "durability" / "failpoints-fired").read_text() == "after_intent:side_effect\n"
     assert side_effects(usr) == []

@@ -8,10 +8,10 @@ import sqlite3
 
 import pytest
 
-from agent import AgentConfig, AgentContext, UserMessage
+from agent import AgentContext, UserMessage
 from durability import InputConflict, RunHeld
-from python.helpers import durable, durable_admission
-from tests.durable.conftest import TIMEOUT, make_settings, prompt_text, side_effects
+from python.durable import admission, decisions, session_of
+from tests.durable.conftest import TIMEOUT, prompt_text, side_effects
 
 pytestmark = pytest.mark.unit
 
@@ -35,7 +35,7 @@ async def test_a_journaled_turn_records_every_call_and_a_checkpoint_per_iteratio
     assert calls[1].args == {"method": None, "args": {"label": "one"}}
     assert set(calls[0].args) == {"provider", "model", "kind", "messages_digest"}
     assert calls[3].result == {"message": "all done", "break_loop": True, "additional": None}
-    assert durable_admission.recorded_response(harness.journal, run.id) == "all done"
+    assert admission.recorded_response(harness.journal, run.id) == "all done"
     checkpoint = harness.journal.latest_checkpoint(run.id)
     current = checkpoint.state["current"]
     assert current["seq"] == {"0": 4}
@@ -53,11 +53,11 @@ async def test_a_journaled_turn_records_every_call_and_a_checkpoint_per_iteratio
 async def test_duplicate_input_returns_the_recorded_answer_without_a_model_call(harness):
     harness.model.tool("response", {"text": "first answer"})
     ctx = harness.chat()
-    first = await durable_admission.submit(ctx, UserMessage("question", id="input-1"))
+    first = await session_of(ctx).submit(UserMessage("question", id="input-1"))
     assert first.kind == "started" and first.input_id == "input-1"
     assert await asyncio.wait_for(first.task, TIMEOUT) == "first answer"
     calls = harness.model.calls
-    again = await durable_admission.submit(ctx, UserMessage("question", id="input-1"))
+    again = await session_of(ctx).submit(UserMessage("question", id="input-1"))
     assert (again.kind, again.run_id, again.status) == ("duplicate", first.run_id, "completed")
     assert again.response == "first answer" and again.task is None
     assert harness.model.calls == calls, "a duplicate input never calls the model"
@@ -65,7 +65,7 @@ async def test_duplicate_input_returns_the_recorded_answer_without_a_model_call(
     assert await harness.send(ctx, "question", input_id="input-1") == "first answer"
     assert harness.model.calls == calls
     with pytest.raises(InputConflict) as err:
-        await durable_admission.submit(ctx, UserMessage("another question", id="input-1"))
+        await session_of(ctx).submit(UserMessage("another question", id="input-1"))
     assert err.value.code == "input_conflict"
     assert len(harness.journal.list_runs(context_id=ctx.id)) == 1
 
@@ -74,14 +74,14 @@ async def test_generated_input_ids_and_attachment_digests(harness, tmp_path):
     attachment = tmp_path / "a.txt"
     attachment.write_text("v1")
     msg = UserMessage("look", attachments=[str(attachment)])
-    payload = durable_admission.input_payload(msg)
-    before = durable_admission.input_digest(harness.journal, payload)
+    payload = admission.input_payload(msg)
+    before = admission.input_digest(harness.journal, payload)
     attachment.write_text("v2")
-    after = durable_admission.input_digest(harness.journal, durable_admission.input_payload(msg))
+    after = admission.input_digest(harness.journal, admission.input_payload(msg))
     assert before != after, "the attachment's content is part of the digest"
     harness.model.tool("response", {"text": "ok"})
     ctx = harness.chat()
-    submission = await durable_admission.submit(ctx, msg)
+    submission = await session_of(ctx).submit(msg)
     assert len(submission.input_id) == 32 and msg.id == submission.input_id
     await asyncio.wait_for(submission.task, TIMEOUT)
 
@@ -90,14 +90,14 @@ async def test_a_message_during_a_run_is_a_journaled_intervention(harness):
     harness.model.tool("wait", {"seconds": 60})
     harness.model.tool("response", {"text": "stopped waiting"})
     ctx = harness.chat()
-    started = await durable_admission.submit(ctx, UserMessage("wait a minute", id="in-a"))
+    started = await session_of(ctx).submit(UserMessage("wait a minute", id="in-a"))
 
     async def tool_logged() -> None:
         while not any("wait" in str(i.get("heading")) for i in ctx.log.output()):
             await asyncio.sleep(0.02)
 
     await asyncio.wait_for(tool_logged(), TIMEOUT)
-    second = await durable_admission.submit(ctx, UserMessage("answer now", id="in-b"))
+    second = await session_of(ctx).submit(UserMessage("answer now", id="in-b"))
     assert second.kind == "intervention" and second.run_id == started.run_id
     assert await asyncio.wait_for(started.task, TIMEOUT) == "stopped waiting"
     assert "answer now" in prompt_text(harness.model.requests[1])
@@ -110,19 +110,7 @@ async def test_a_message_during_a_run_is_a_journaled_intervention(harness):
     assert wait_call.name == "wait" and wait_call.result.get("interrupted") is True
 
 
-async def test_a_chat_without_a_journal_behaves_as_before(model_server, tmp_path):
-    ctx = AgentContext(AgentConfig.from_settings(make_settings(model_server.url, tmp_path)))
-    try:
-        model_server.tool("response", {"text": "plain"})
-        assert await asyncio.wait_for(ctx.communicate(UserMessage("hi")), TIMEOUT) == "plain"
-        assert ctx.durable_run is None
-    finally:
-        AgentContext.remove(ctx.id)
-
-
 async def test_a_failed_model_call_holds_until_a_retry_grant(harness):
-    from python.helpers.durable_resume import grant_retries
-
     harness.model.fail(400, "bad request from provider")
     ctx = harness.chat()
     assert await harness.send(ctx, "go") == ""
@@ -131,9 +119,9 @@ async def test_a_failed_model_call_holds_until_a_retry_grant(harness):
     assert [c.state for c in harness.journal.list_calls(run.id)] == ["failed"]
     assert any(i["type"] == "warning" for i in ctx.log.output())
     with pytest.raises(RunHeld):
-        await durable_admission.submit(ctx, UserMessage("another"))
+        await session_of(ctx).submit(UserMessage("another"))
     harness.model.tool("response", {"text": "recovered"})
-    await grant_retries(harness.journal, run.id, 1, actor="tester")
+    await decisions.grant_retries(harness.chats, run.id, 1, actor="tester")
     assert await harness.settle(ctx.id) == "recovered"
     run = harness.journal.get_run(run.id)
     assert run.status == "completed"
@@ -151,7 +139,6 @@ async def test_a_deleted_chat_is_not_rebuilt_at_start_up(harness):
     assert await harness.send(kept, "hi") == "one"
     assert await harness.send(deleted, "hi") == "two"
     AgentContext.remove(deleted.id)
-    harness.contexts.remove(deleted)
 
     async def removal_journaled() -> None:
         while not any(
@@ -161,7 +148,7 @@ async def test_a_deleted_chat_is_not_rebuilt_at_start_up(harness):
 
     await asyncio.wait_for(removal_journaled(), TIMEOUT)
     await harness.restart()
-    assert [c.id for c in harness.contexts] == [kept.id]
+    assert [c.id for c in harness.chats.contexts()] == [kept.id]
     assert "hi" in harness.get(kept.id).agent0.history.output_text()
 
 
@@ -182,13 +169,9 @@ async def test_stop_ends_the_run_but_shutdown_leaves_it_for_recovery(harness):
 
     task = second.communicate(UserMessage("wait too"))
     await _wait_tool_running(harness, second)
-    durable.begin_shutdown()
-    try:
-        second.kill_process()
-        with pytest.raises(asyncio.CancelledError):
-            await asyncio.wait_for(task, TIMEOUT)
-    finally:
-        durable.end_shutdown()
+    harness.chats.begin_shutdown()  # the process is stopping: its chats stop, runs stay
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, TIMEOUT)
     assert harness.run_of(second.id).status == "active"
     plans = await harness.restart()
     held = [p for p in plans if p.run.context_id == second.id]
@@ -230,7 +213,7 @@ async def test_a_reset_chat_is_rebuilt_empty(harness):
     ctx = harness.chat()
     assert await harness.send(ctx, "remember this") == "one"
     ctx.reset()
-    await durable_admission.flush_background()
+    await harness.chats.flush()
     await harness.restart()
     restored = harness.get(ctx.id)
     assert restored.agent0.history.is_empty()
@@ -241,17 +224,15 @@ async def test_run_outcome_for_clients(harness):
     harness.model.tool("response", {"text": "ok"})
     harness.model.fail(400)
     ctx, held = harness.chat(), harness.chat()
-    done = await durable_admission.submit(ctx, UserMessage("hi"))
+    done = await session_of(ctx).submit(UserMessage("hi"))
     await asyncio.wait_for(done.task, TIMEOUT)
-    assert await durable_admission.run_outcome(harness.journal, done.run_id) == {
-        "run_id": done.run_id,
-        "status": "completed",
-        "response": "ok",
-    }
-    stuck = await durable_admission.submit(held, UserMessage("hi"))
+    assert await admission.outcome(harness.journal, done, None) == ("completed", "ok")
+    stuck = await session_of(held).submit(UserMessage("hi"))
     assert await asyncio.wait_for(stuck.task, TIMEOUT) == ""
-    outcome = await durable_admission.run_outcome(harness.journal, stuck.run_id)
-    assert (outcome["status"], outcome["response"]) == ("needs_attention", None)
+    assert await admission.outcome(harness.journal, stuck, "") == ("needs_attention", None)
+    again = await session_of(ctx).submit(UserMessage("hi", id=done.input_id))
+    assert again.kind == "duplicate"
+    assert await admission.outcome(harness.journal, again, None) == ("completed", "ok")
 
 
 async def test_racing_new_chats_for_one_input_leave_one_chat(harness):
@@ -267,18 +248,15 @@ async def test_racing_new_chats_for_one_input_leave_one_chat(harness):
 
     harness.model.respond_with(slow_answer)
     created: list[str] = []
+    create = harness.chats.create
 
-    def create(context_id: str) -> AgentContext:
-        created.append(context_id)
-        ctx = AgentContext(harness.config(), id=context_id, journal=harness.journal)
-        harness.contexts.append(ctx)
-        return ctx
+    def counted(context_id: str | None = None, **kwargs) -> AgentContext:
+        created.append(str(context_id))
+        return create(context_id, **kwargs)
 
+    harness.chats.create = counted  # type: ignore[method-assign]
     copies = [UserMessage("pay once", id="in-race") for _ in range(3)]
-    racers = [
-        durable_admission.submit_new_chat(harness.journal, f"new-{i}", msg, create)
-        for i, msg in enumerate(copies)
-    ]
+    racers = [harness.chats.submit_new_chat(f"new-{i}", msg) for i, msg in enumerate(copies)]
     subs = await asyncio.gather(*racers)
 
     assert len(created) == 1
@@ -294,14 +272,29 @@ async def test_racing_new_chats_for_one_input_leave_one_chat(harness):
     assert harness.model.calls == 1
 
 
-async def test_an_input_whose_chat_cannot_be_built_is_withdrawn(harness):
-    def broken(context_id: str) -> AgentContext:
+async def test_an_input_whose_chat_cannot_be_built_is_withdrawn(harness, monkeypatch):
+    def broken(context_id: str | None = None, **kwargs) -> AgentContext:
         raise RuntimeError("no chat today")
 
+    monkeypatch.setattr(harness.chats, "create", broken)
     with pytest.raises(RuntimeError):
-        await durable_admission.submit_new_chat(
-            harness.journal, "never-built", UserMessage("hi", id="in-w"), broken
-        )
+        await harness.chats.submit_new_chat("never-built", UserMessage("hi", id="in-w"))
     assert harness.journal.list_runs() == []
     assert harness.journal.input_context("in-w") is None  # the id is free again
     assert AgentContext.get("never-built") is None
+
+
+async def test_a_stop_before_the_run_began_still_ends_it(harness):
+    """The chat's task is cancelled before it ran a single step: its run is not left
+    active for nobody (the chat would refuse every later message with active_run_exists)."""
+    harness.model.tool("response", {"text": "later"})
+    ctx = harness.chat()
+    started = await session_of(ctx).submit(UserMessage("go"))
+    assert started.task is not None
+    ctx.kill_process()  # the task has not started yet
+    with pytest.raises(asyncio.CancelledError):
+        await started.task
+    await harness.chats.flush()
+    assert harness.journal.get_run(started.run_id).status == "stopped"
+    assert harness.model.calls == 0
+    assert await harness.send(ctx, "again") == "later"

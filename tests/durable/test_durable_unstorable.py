@@ -11,7 +11,7 @@ import pytest
 
 from agent import AgentContext
 from durability import failpoints
-from python.helpers import durable_result
+from python.durable import results as durable_result
 from tests.durable.conftest import install_unstorable_tool, prompt_text, side_effects
 
 pytestmark = pytest.mark.unit
@@ -100,7 +100,7 @@ async def test_a_replay_meets_the_recorded_error_and_never_runs_the_tool_again(
 async def test_a_run_never_ends_with_an_open_call(harness, monkeypatch):
     """If anything let a call escape without its outcome, the loop holds the run instead of
     ending it (the engine refuses to end a run with open intents)."""
-    from python.helpers import durable
+    from python.durable import seams
 
     harness.model.tool("side_effect", {"label": "one"})
     harness.model.tool("response", {"text": "never"})
@@ -110,7 +110,7 @@ async def test_a_run_never_ends_with_an_open_call(harness, monkeypatch):
 
         raise HandledException("the result was lost on the way")
 
-    monkeypatch.setattr(durable.durable_result, "commit", commit_nothing)
+    monkeypatch.setattr(seams.results, "commit", commit_nothing)
     ctx = harness.chat()
 
     await harness.send(ctx, "do it")

@@ -143,8 +143,10 @@ def test_uncertain_call_is_held_and_each_decision_leads_where_the_design_says(
     for run in held.values():
         detail = dump(run)
         assert (run["status"], run["reason"], run["phase"]) == (
-            "needs_attention", "uncertain_call", "intent_open"
-        ), detail  # fmt: skip
+            "needs_attention",
+            "uncertain_call",
+            "intent_open",
+        ), detail
         uncertain = [c for c in run["calls"] if not c["committed"]]
         name = CALL_CLASSES[call_class]
         assert [(c["name"], c["status"]) for c in uncertain] == [(name, "open")], detail

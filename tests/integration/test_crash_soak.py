@@ -135,8 +135,11 @@ def exported_calls(crashable: Crashable, run_id: str) -> dict[str, dict[str, Any
     db = crashable.usr / "durability" / "journal.sqlite"
     done = subprocess.run(
         [str(VENV_PYTHON), "-m", "durability", "export", run_id, "--db", str(db)],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     records = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     return {r["id"]: r for r in records if r["type"] == "call"}
@@ -179,9 +182,10 @@ def test_random_kills_never_repeat_a_side_effect_nor_lose_a_committed_call(crash
         plan = plan_of(crashable, row["context_id"])
         assert plan["revision"] == STEPS // 5 and plan["conflicts"] == [], soak.why(dump(plan))
         again = crashable.server.api_message(
-            job_message(row["input_id"], STEPS), input_id=row["input_id"],
+            job_message(row["input_id"], STEPS),
+            input_id=row["input_id"],
             context_id=row["context_id"],
-        )  # fmt: skip
+        )
         assert again.json()["response"] == f"job {row['input_id']} done", soak.why(again.text)
     # a committed reply is never asked for again: every model request has its own journaled
     # call (a kill between intent and request leaves a call without a request, never the reverse)
@@ -193,8 +197,9 @@ def test_random_kills_never_repeat_a_side_effect_nor_lose_a_committed_call(crash
     for row in runs:
         exported.update(exported_calls(crashable, row["run_id"]))
     lost = [
-        key for key, (status, _) in soak.committed.items()
+        key
+        for key, (status, _) in soak.committed.items()
         if key not in exported or exported[key]["state"] != status
-    ]  # fmt: skip
+    ]
     assert len(soak.committed) >= 2 * STEPS, soak.why(len(soak.committed))
     assert not lost, soak.why(f"committed calls lost from the file: {lost}")

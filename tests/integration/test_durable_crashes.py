@@ -52,8 +52,9 @@ def test_side_effect_crashed_after_effect_is_held_and_each_decision_leads_on(
     assert held.json()["error"]["version"] == run["version"]
     no_note = crashable.decide(run, "confirmed_completed")
     assert no_note.status_code == 422 and no_note.json()["error"]["code"] == "note_required"
-    stale = crashable.decide({**run, "version": run["version"] - 1}, "confirmed_completed",
-                             note="bank shows one payment")  # fmt: skip
+    stale = crashable.decide(
+        {**run, "version": run["version"] - 1}, "confirmed_completed", note="bank shows one payment"
+    )
     assert stale.status_code == 409 and stale.json()["error"]["code"] == "stale_version"
     facts = stale.json()["error"]  # the refusal carries what the client needs to refresh
     assert (facts["current_version"], facts["status"]) == (run["version"], "needs_attention")
@@ -66,8 +67,9 @@ def test_side_effect_crashed_after_effect_is_held_and_each_decision_leads_on(
     assert [d["decision"] for d in done["decisions"]] == ["confirmed_completed"]
     assert model_server.calls == 2  # the first reply was reused, one new call after the note
     assert "bank shows one payment" in request_text(model_server.requests[1])
-    again = crashable.server.api_message("pay the bill", input_id="pay",
-                                         context_id=run["context_id"])  # fmt: skip
+    again = crashable.server.api_message(
+        "pay the bill", input_id="pay", context_id=run["context_id"]
+    )
     assert again.json()["response"] == "paid once"
     assert side_effects(crashable.usr) == ["pay-1"]
     crashable.stop()
@@ -115,12 +117,14 @@ def test_committed_model_result_is_reused_after_a_crash(crashable, model_server)
     run = crashable.runs()[0]
     done = crashable.wait_status(run["run_id"], "completed")
     assert model_server.calls == 1  # the committed reply was reused, not asked again
-    again = crashable.server.api_message("question", input_id="q-1",
-                                         context_id=done["context_id"])  # fmt: skip
+    again = crashable.server.api_message("question", input_id="q-1", context_id=done["context_id"])
     assert again.json() == {
-        "context_id": done["context_id"], "run_id": done["run_id"], "input_id": "q-1",
-        "status": "completed", "response": "answer from the only model call",
-    }  # fmt: skip
+        "context_id": done["context_id"],
+        "run_id": done["run_id"],
+        "input_id": "q-1",
+        "status": "completed",
+        "response": "answer from the only model call",
+    }
     crashable.stop()
 
 

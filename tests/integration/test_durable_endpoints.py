@@ -17,9 +17,11 @@ KEY = {"X-API-KEY": "test-token"}
 
 def post(server, name: str, body: dict, headers: dict | None = None) -> httpx.Response:
     return httpx.post(
-        f"{server.url}/api/{name}", json=body, headers=KEY if headers is None else headers,
+        f"{server.url}/api/{name}",
+        json=body,
+        headers=KEY if headers is None else headers,
         timeout=60,
-    )  # fmt: skip
+    )
 
 
 def code(response: httpx.Response) -> str:
@@ -68,12 +70,18 @@ def test_decision_errors_have_stable_codes(running_ui, model_server):
     cases = [
         ({"run_id": run_id, "decision": "maybe", "expected_version": version}, 400, "bad_request"),
         ({"run_id": run_id, "decision": "stop"}, 400, "bad_request"),
-        ({"run_id": run_id, "decision": "confirmed_completed", "expected_version": version},
-         422, "note_required"),
-        ({"run_id": run_id, "decision": "stop", "expected_version": version},
-         409, "invalid_transition"),
+        (
+            {"run_id": run_id, "decision": "confirmed_completed", "expected_version": version},
+            422,
+            "note_required",
+        ),
+        (
+            {"run_id": run_id, "decision": "stop", "expected_version": version},
+            409,
+            "invalid_transition",
+        ),
         ({"run_id": "nope", "decision": "stop", "expected_version": 1}, 404, "run_not_found"),
-    ]  # fmt: skip
+    ]
     for request, status, expected in cases:
         response = post(running_ui, "durable_decide", request)
         assert (response.status_code, code(response)) == (status, expected), request

@@ -78,19 +78,28 @@ class Scenario:
         with Journal.open_sqlite(self.db, masker=Masker({"API_KEY_X": SECRET})) as journal:
             run = journal.admit("chat-1", "input-1", "0" * 64).run
             call = journal.record_intent(
-                run.id, agent_no=0, seq=1, kind="tool", name="code_execution_tool",
-                args=self.args, policy="adapter:shell",
-            )  # fmt: skip
+                run.id,
+                agent_no=0,
+                seq=1,
+                kind="tool",
+                name="code_execution_tool",
+                args=self.args,
+                policy="adapter:shell",
+            )
         self.run_id, self.call_id = run.id, call.id
         self.args_digest = call_args_digest(call.args)  # digest of the *masked* arguments
         env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(BASE_DIR)}
         self.stderr = open(tmp_path / "driver.err", "wb")  # noqa: SIM115 - closed in stop()
+        where = [str(self.receipts.folder), str(self.work)]
+        argv = [sys.executable, "-c", DRIVER, *where, self.call_id, self.args_digest, command]
         self.driver = subprocess.Popen(
-            [sys.executable, "-c", DRIVER, str(self.receipts.folder), str(self.work),
-             self.call_id, self.args_digest, command],
-            cwd=BASE_DIR, env=env, stdout=self.stderr, stderr=self.stderr,
+            argv,
+            cwd=BASE_DIR,
+            env=env,
+            stdout=self.stderr,
+            stderr=self.stderr,
             start_new_session=True,
-        )  # fmt: skip
+        )
 
     def wait_started(self) -> None:
         start = self.receipts.start_path(self.call_id)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from pathlib import Path
 
 import pytest
 
 from agent import AgentConfig, AgentContext, UserMessage
+from python.durable import decisions
 from python.helpers import settings as settings_mod
 from tests.support.model_server import ScriptedFailure, ScriptedModel
 from tests.support.model_server import model_server as model_server
@@ -54,22 +54,15 @@ def workdir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def make_context(model_server, workdir):
-    made: list[AgentContext] = []
+def make_context(model_server, workdir, chats):
+    """A chat with its durable session over the test's journal (tests/conftest.py)."""
 
     def make(**extra) -> AgentContext:
-        ctx = AgentContext(AgentConfig.from_settings(_settings(model_server, workdir, **extra)))
-        made.append(ctx)
-        return ctx
+        return chats.create(
+            config=AgentConfig.from_settings(_settings(model_server, workdir, **extra))
+        )
 
-    yield make
-    for ctx in made:
-        shells = ctx.shells
-        AgentContext.remove(ctx.id)
-        await shells.close_all()
-        if ctx.task is not None and not ctx.task.done():
-            with contextlib.suppress(asyncio.CancelledError):
-                await ctx.task
+    return make
 
 
 async def _run(ctx: AgentContext, text: str) -> str:
@@ -191,17 +184,23 @@ async def test_unknown_tool_lists_the_tools(model_server, make_context):
     assert 'no tool named "../../etc/passwd"' in _prompt_text(model_server.requests[2])
 
 
-async def test_model_500_logs_an_error_and_the_task_ends(model_server, make_context):
+async def test_a_provider_error_holds_the_run_until_a_retry_grant(
+    model_server, make_context, chats
+):
     model_server.respond_with(lambda body: ScriptedFailure(500, "provider exploded"))
     ctx = make_context()
-    result = await _run(ctx, "go")
-    assert "Error" in result or "error" in result
-    errors = _log_items(ctx, "error")
-    assert len(errors) == 1
+    assert await _run(ctx, "go") == "", "a held run has no answer"
+    run = chats.journal.list_runs(context_id=ctx.id)[0]
+    assert (run.status, run.reason) == ("needs_attention", "model_failed")
+    assert run.reason_detail["error"]["status"] == 500
+    [warning] = _log_items(ctx, "warning")
+    assert "model_failed" in warning["content"] and "Traceback" not in str(ctx.log.output())
     assert not ctx.is_running()
-    # The chat still works afterwards.
+    # a retry grant lets the same run go on
     model_server.respond_with(lambda body: {"tool_name": "response", "tool_args": {"text": "back"}})
-    assert await _run(ctx, "again") == "back"
+    await decisions.grant_retries(chats, run.id, 1, actor="test")
+    assert await asyncio.wait_for(ctx.task, TIMEOUT) == "back"
+    assert chats.journal.get_run(run.id).status == "completed"
 
 
 async def test_repeat_detection_skips_the_tool(model_server, make_context):

@@ -13,11 +13,27 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIRED = {
-    "message", "message_async", "poll", "pause", "nudge", "chat_create", "chat_reset",
-    "chat_remove", "chat_load", "chat_export", "chat_stop", "history_get", "settings_get",
-    "settings_set", "csrf_token", "health", "api_message", "api_reset_chat",
-    "api_terminate_chat", "api_log_get",
-}  # fmt: skip
+    "message",
+    "message_async",
+    "poll",
+    "pause",
+    "nudge",
+    "chat_create",
+    "chat_reset",
+    "chat_remove",
+    "chat_load",
+    "chat_export",
+    "chat_stop",
+    "history_get",
+    "settings_get",
+    "settings_set",
+    "csrf_token",
+    "health",
+    "api_message",
+    "api_reset_chat",
+    "api_terminate_chat",
+    "api_log_get",
+}
 
 
 def test_every_required_endpoint_exists_as_one_module():
@@ -39,6 +55,7 @@ def test_every_error_code_is_documented():
     doc = (ROOT / "docs" / "errors.md").read_text()
     sources = [ROOT / "run_ui.py", *(ROOT / "python" / "helpers").glob("*.py")]
     sources += list((ROOT / "python" / "api").glob("*.py"))
+    sources += list((ROOT / "python" / "durable").glob("*.py"))
     codes = {"internal_error"} | {code for _, code, _ in ERROR_TABLE}
     for path in sources:
         codes |= set(re.findall(r'ApiError\(\s*"([a-z_]+)"', path.read_text()))

@@ -8,9 +8,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from durability import Journal
+from python.durable.runtime import Runtime
 from python.helpers.api import discover_handlers
 from python.helpers.auth import AuthConfig
-from python.helpers.runtime import Runtime
 from run_ui import build_app
 
 pytestmark = pytest.mark.unit
@@ -21,19 +21,18 @@ USER_PLAN = {"title": "Trip", "items": [{"id": "a", "text": "Book the train", "d
 
 
 @pytest.fixture
-def journal(tmp_path: Path):
-    j = Journal.open_sqlite(tmp_path / "durability" / "journal.sqlite")
-    yield j
-    j.close()
+def client(tmp_path: Path):
+    runtime = Runtime(tmp_path, {"mcp_server_token": "tok"}, AuthConfig())
+    with TestClient(build_app(runtime, discover_handlers(), secret_key="k")) as test_client:
+        test_client.headers["X-CSRF-Token"] = test_client.get("/api/csrf_token").json()["token"]
+        test_client.runtime = runtime  # type: ignore[attr-defined]
+        yield test_client
 
 
 @pytest.fixture
-def client(tmp_path: Path, journal: Journal):
-    runtime = Runtime(tmp_path, {"mcp_server_token": "tok"}, AuthConfig())
-    runtime.journal = journal
-    with TestClient(build_app(runtime, discover_handlers(), secret_key="k")) as test_client:
-        test_client.headers["X-CSRF-Token"] = test_client.get("/api/csrf_token").json()["token"]
-        yield test_client
+def journal(client) -> Journal:
+    """The server's own journal (opened at its start)."""
+    return client.runtime.journal
 
 
 @pytest.fixture

@@ -7,12 +7,10 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from agent import AgentConfig, AgentContext
 from durability import Journal
-from python.helpers import settings as settings_mod
+from python.durable.runtime import Runtime
 from python.helpers.api import discover_handlers
 from python.helpers.auth import AuthConfig
-from python.helpers.runtime import Runtime
 from run_ui import build_app
 
 pytestmark = pytest.mark.unit
@@ -20,33 +18,30 @@ pytestmark = pytest.mark.unit
 PLAN = {"title": "Trip", "items": [{"id": "a", "text": "Book the train", "done": False}]}
 
 
-@pytest.fixture
-def journal(tmp_path: Path):
-    j = Journal.open_sqlite(tmp_path / "durability" / "journal.sqlite")
-    yield j
-    j.close()
-
-
-@pytest.fixture
-def chat(tmp_path: Path):
-    values = dict(settings_mod.DEFAULTS, workdir=str(tmp_path / "work"))
-    ctx = AgentContext(AgentConfig.from_settings(values))
-    yield ctx
-    AgentContext.remove(ctx.id)
-
-
-def _client(tmp_path: Path, journal: Journal | None):
+def _client(tmp_path: Path) -> TestClient:
     runtime = Runtime(tmp_path, {"mcp_server_token": "tok"}, AuthConfig())
-    runtime.journal = journal
     client = TestClient(build_app(runtime, discover_handlers(), secret_key="k"))
+    client.runtime = runtime  # type: ignore[attr-defined]
     return client
 
 
 @pytest.fixture
-def client(tmp_path: Path, journal: Journal):
-    with _client(tmp_path, journal) as test_client:
+def client(tmp_path: Path):
+    with _client(tmp_path) as test_client:
         test_client.headers["X-CSRF-Token"] = test_client.get("/api/csrf_token").json()["token"]
         yield test_client
+
+
+@pytest.fixture
+def journal(client) -> Journal:
+    """The server's own journal (opened at its start)."""
+    return client.runtime.journal
+
+
+@pytest.fixture
+def chat(client) -> str:
+    """A chat made over HTTP; its id."""
+    return client.post("/api/chat_create", json={}).json()["ctxid"]
 
 
 def _error(response) -> str:
@@ -54,9 +49,9 @@ def _error(response) -> str:
 
 
 def test_get_of_an_empty_plan(client, chat):
-    body = client.post("/api/durable_plan_get", json={"context_id": chat.id}).json()
+    body = client.post("/api/durable_plan_get", json={"context_id": chat}).json()
     assert body == {
-        "context_id": chat.id,
+        "context_id": chat,
         "plan": {"title": "", "items": []},
         "revision": 0,
         "conflicts": [],
@@ -66,34 +61,34 @@ def test_get_of_an_empty_plan(client, chat):
 def test_set_then_get(client, chat, journal):
     answer = client.post(
         "/api/durable_plan_set",
-        json={"context_id": chat.id, "expected_revision": 0, "plan": PLAN},
+        json={"context_id": chat, "expected_revision": 0, "plan": PLAN},
     )
     assert answer.status_code == 200, answer.text
-    assert answer.json() == {"context_id": chat.id, "plan": PLAN, "revision": 1}
-    assert journal.read_document(chat.id).updated_by == "user"
-    body = client.post("/api/durable_plan_get", json={"context_id": chat.id}).json()
+    assert answer.json() == {"context_id": chat, "plan": PLAN, "revision": 1}
+    assert journal.read_document(chat).updated_by == "user"
+    body = client.post("/api/durable_plan_get", json={"context_id": chat}).json()
     assert (body["plan"], body["revision"]) == (PLAN, 1)
 
 
 def test_stale_revision_is_409_and_the_conflict_is_listed(client, chat, journal):
-    journal.replace_document(chat.id, "plan", PLAN, expected_revision=0, actor="agent0")
+    journal.replace_document(chat, "plan", PLAN, expected_revision=0, actor="agent0")
     proposal = {"title": "Mine", "items": []}
     answer = client.post(
         "/api/durable_plan_set",
-        json={"context_id": chat.id, "expected_revision": 0, "plan": proposal},
+        json={"context_id": chat, "expected_revision": 0, "plan": proposal},
     )
     assert answer.status_code == 409
     error = answer.json()["error"]
     assert error["code"] == "document_conflict"
     assert "revision 1 is current" in error["message"]
-    body = client.post("/api/durable_plan_get", json={"context_id": chat.id}).json()
+    body = client.post("/api/durable_plan_get", json={"context_id": chat}).json()
     assert body["plan"] == PLAN and body["revision"] == 1
     (conflict,) = body["conflicts"]
     assert conflict["proposed"] == proposal and conflict["actor"] == "user"
     assert (conflict["expected_revision"], conflict["actual_revision"]) == (0, 1)
     assert f"#{conflict['id']}" in error["message"]
     journal.resolve_conflict(conflict["id"], resolution="kept_current", actor="user")
-    body = client.post("/api/durable_plan_get", json={"context_id": chat.id}).json()
+    body = client.post("/api/durable_plan_get", json={"context_id": chat}).json()
     assert body["conflicts"] == []
 
 
@@ -118,17 +113,17 @@ def test_stale_revision_is_409_and_the_conflict_is_listed(client, chat, journal)
 )
 def test_set_refuses_bad_input(client, chat, journal, body, status, code):
     if "context_id" not in body and body:
-        body = {"context_id": chat.id, **body}
+        body = {"context_id": chat, **body}
     answer = client.post("/api/durable_plan_set", json=body)
     assert (answer.status_code, _error(answer)) == (status, code), answer.text
     assert "Traceback" not in answer.text
-    assert journal.read_document(chat.id).revision == 0
+    assert journal.read_document(chat).revision == 0
 
 
 def test_invalid_plan_names_the_path(client, chat):
     plan = {"items": [{"id": "a", "text": "t", "done": "no"}]}
     answer = client.post(
-        "/api/durable_plan_set", json={"context_id": chat.id, "expected_revision": 0, "plan": plan}
+        "/api/durable_plan_set", json={"context_id": chat, "expected_revision": 0, "plan": plan}
     )
     assert "$.items[0].done" in answer.json()["error"]["message"]
 
@@ -138,18 +133,7 @@ def test_get_unknown_chat_is_404(client):
     assert (answer.status_code, _error(answer)) == (404, "context_not_found")
 
 
-def test_without_a_journal_both_endpoints_are_503(tmp_path, chat):
-    with _client(tmp_path, None) as client:
-        client.headers["X-CSRF-Token"] = client.get("/api/csrf_token").json()["token"]
-        for name, body in (
-            ("durable_plan_get", {"context_id": chat.id}),
-            ("durable_plan_set", {"context_id": chat.id, "expected_revision": 0, "plan": PLAN}),
-        ):
-            answer = client.post(f"/api/{name}", json=body)
-            assert (answer.status_code, _error(answer)) == (503, "journal_unavailable"), name
-
-
-def test_csrf_is_required(tmp_path, journal, chat):
-    with _client(tmp_path, journal) as client:
-        answer = client.post("/api/durable_plan_get", json={"context_id": chat.id})
+def test_csrf_is_required(tmp_path):
+    with _client(tmp_path) as client:
+        answer = client.post("/api/durable_plan_get", json={"context_id": "any"})
         assert (answer.status_code, _error(answer)) == (403, "csrf_failed")

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from python.durable.runtime import Runtime
 from python.helpers.api import ApiError, ApiHandler
 from python.helpers.auth import AuthConfig, credentials_digest, origin_allowed
-from python.helpers.runtime import Runtime
 from run_ui import build_app, parse_args
 
 pytestmark = pytest.mark.unit

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from agent import AgentConfig, AgentContext
+from agent import AgentConfig
+from python.durable.runtime import Runtime
 from python.helpers import settings as settings_mod
 from python.helpers.api import discover_handlers
 from python.helpers.auth import AuthConfig
-from python.helpers.runtime import Runtime
 from run_ui import build_app
 
 pytestmark = pytest.mark.unit
@@ -30,6 +30,7 @@ def client(tmp_path: Path, work: Path):
     runtime = Runtime(tmp_path / "usr", settings, AuthConfig())
     with TestClient(build_app(runtime, discover_handlers(), secret_key="k")) as test_client:
         test_client.headers["X-CSRF-Token"] = test_client.get("/api/csrf_token").json()["token"]
+        test_client.runtime = runtime  # type: ignore[attr-defined]
         yield test_client
 
 
@@ -170,12 +171,11 @@ def test_clear_errors(client, work):
 
 def test_a_chat_uses_its_own_work_folder(client, tmp_path):
     own = tmp_path / "own-work"
-    ctx = AgentContext(AgentConfig.from_settings(dict(settings_mod.DEFAULTS, workdir=str(own))))
-    try:
-        response = _upload(client, "", ("c.txt", b"chat"), context=ctx.id)
-        assert response.status_code == 200, response.text
-        assert (own / "c.txt").read_bytes() == b"chat"
-        listed = client.post("/api/get_work_dir_files", json={"context": ctx.id}).json()
-        assert [e["name"] for e in listed["entries"]] == ["c.txt"]
-    finally:
-        AgentContext.remove(ctx.id)
+    config = AgentConfig.from_settings(dict(settings_mod.DEFAULTS, workdir=str(own)))
+    chats = client.runtime.chats
+    ctx = client.portal.call(lambda: chats.create(config=config))  # on the server's loop
+    response = _upload(client, "", ("c.txt", b"chat"), context=ctx.id)
+    assert response.status_code == 200, response.text
+    assert (own / "c.txt").read_bytes() == b"chat"
+    listed = client.post("/api/get_work_dir_files", json={"context": ctx.id}).json()
+    assert [e["name"] for e in listed["entries"]] == ["c.txt"]

@@ -55,8 +55,8 @@ async def test_a_shell_killed_mid_command_shows_start_no_exit_and_the_output_so_
     run, call = _shell_call(journal, code)
     _run_in_bash(receipts, call, tmp_path, code)
     detail = journal.read_run(run.id)
-    runtime = SimpleNamespace(receipts=receipts, journal=journal)
-    row = await add_evidence(detail_row(detail), detail.calls, runtime)
+    runtime = (receipts, journal.masker)
+    row = await add_evidence(detail_row(detail), detail.calls, *runtime)
     (shell,) = row["calls"]
     assert shell["command"]["code"].startswith("echo step-1-done")
     assert SECRET not in shell["command"]["code"]  # masked in the journal
@@ -76,9 +76,7 @@ async def test_a_finished_command_shows_its_exit_code(journal, tmp_path):
     run, call = _shell_call(journal, "echo all-done; exit 3")
     _run_in_bash(receipts, call, tmp_path, "echo all-done; (exit 3)")
     detail = journal.read_run(run.id)
-    row = await add_evidence(
-        detail_row(detail), detail.calls, SimpleNamespace(receipts=receipts, journal=journal)
-    )
+    row = await add_evidence(detail_row(detail), detail.calls, receipts, journal.masker)
     evidence = row["calls"][0]["receipt"]
     assert (evidence["classification"], evidence["finished"], evidence["exit_code"]) == (
         "completed",
@@ -92,14 +90,14 @@ async def test_never_started_and_committed_calls(journal, tmp_path):
     receipts = ShellReceipts(tmp_path / "receipts")
     run, call = _shell_call(journal, "echo never")
     detail = journal.read_run(run.id)
-    runtime = SimpleNamespace(receipts=receipts, journal=journal)
-    evidence = (await add_evidence(detail_row(detail), detail.calls, runtime))["calls"][0][
+    runtime = (receipts, journal.masker)
+    evidence = (await add_evidence(detail_row(detail), detail.calls, *runtime))["calls"][0][
         "receipt"
     ]
     assert (evidence["classification"], evidence["started"]) == ("not_started", False)
     journal.commit_result(call.id, {"receipt": {"output": "x", "exit_code": 0}})
     detail = journal.read_run(run.id)
-    row = await add_evidence(detail_row(detail), detail.calls, runtime)
+    row = await add_evidence(detail_row(detail), detail.calls, *runtime)
     assert (row["calls"][0]["outcome"], row["calls"][0]["receipt"]) == ("proven_by_receipt", None)
 
 

@@ -122,3 +122,26 @@ def test_repository_extensions_load():
     for point in ("system_prompt", "reasoning_stream", "response_stream"):
         for path in extensions.extension_files(point, "agent0"):
             assert extensions._load(path), path
+
+
+async def test_an_upstream_extension_importing_the_extension_module_loads(tree):
+    target = tree.default / "p" / "_10_upstream.py"
+    target.parent.mkdir(parents=True)
+    target.write_text(
+        "from python.helpers.extension import Extension\n"
+        "from python.helpers.errors import RepairableException\n"
+        "class Upstream(Extension):\n"
+        "    async def execute(self, calls=None, **kwargs):\n"
+        "        calls.append(RepairableException.__name__)\n"
+    )
+    calls: list[str] = []
+    await call_extensions("p", None, calls=calls)
+    assert calls == ["RepairableException"]
+
+
+def test_the_loop_exceptions_live_in_errors_and_agent_re_exports_them():
+    import agent
+    from python.helpers import errors
+
+    for name in ("RepairableException", "InterventionException", "HandledException"):
+        assert getattr(agent, name) is getattr(errors, name)

@@ -1,4 +1,4 @@
-"""The tree stays lint-clean, formatted, and type-checked where the style guide asks."""
+"""The tree stays lint-clean, formatted, and type-checked (the whole project)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ def test_ruff_format_is_clean():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_mypy_on_durability_and_api():
+def test_mypy_on_the_whole_project():
+    """agent.py, run_ui.py, python/ and durability/ (pyproject.toml [tool.mypy] files)."""
     done = _run("mypy", "--no-incremental", "--cache-dir", "/dev/null")
     assert done.returncode == 0, done.stdout + done.stderr

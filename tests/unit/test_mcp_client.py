@@ -54,7 +54,7 @@ async def test_unknown_tool_and_unknown_server_are_clear(manager, tmp_path):
     with pytest.raises(McpCallError, match="has no tool 'nope'") as info:
         await manager.call("notes.nope", {})
     assert info.value.outcome_unknown is False
-    assert manager.find("other.tool") is None and mcp_client.tool_class("other.tool") is None
+    assert manager.find("other.tool") is None and not mcp_client.is_tool("other.tool")
 
 
 async def test_a_server_that_dies_mid_call_is_a_clear_error_and_reconnects(manager, tmp_path):

@@ -8,7 +8,6 @@ import socket
 import pytest
 
 from agent import UserMessage
-from python.helpers import durable
 from python.tools.search_engine import format_results, search_url
 from tests.support.model_server import model_server as model_server
 from tests.support.searxng_server import SearxngServer
@@ -86,7 +85,7 @@ async def test_an_unreachable_instance_is_a_clear_tool_result(model_server, make
     assert "did not answer" in _prompt_text(model_server.requests[1])
 
 
-def test_search_engine_is_on_the_safe_replay_allowlist(make_context):
+async def test_search_engine_is_on_the_safe_replay_allowlist(make_context, chats):
     ctx = make_context()
     tool = ctx.agent0.get_tool("search_engine", None, {"query": "x"}, "")
-    assert durable.tool_policy(tool) == "safe_replay"
+    assert await chats.policy.of(tool) == "safe_replay"

@@ -6,6 +6,7 @@ import { openSettings, initSettings } from "./settings.js";
 import { initRecovery, showHeld } from "./recovery.js";
 import { initFiles } from "./files.js";
 import { initPlan } from "./plan.js";
+import { initTasks } from "./tasks.js";
 
 const state = {
   context: localStorage.getItem("a0.context") || null,
@@ -184,6 +185,7 @@ function init() {
   initRecovery();
   initFiles(() => state.context);
   initPlan(() => state.context);
+  initTasks(selectChat);
   schedulePoll(0);
 }
 

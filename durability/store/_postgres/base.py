@@ -16,6 +16,8 @@ def marks(n: int) -> str:
 class PostgresBase(StoreTx):
     """One transaction on one connection (``conn``: a psycopg Connection)."""
 
+    mark = "%s"  # the parameter marker (durability/store/_tasks.py writes its SQL with "?")
+
     def __init__(self, conn: Any, *, locking: bool = False) -> None:
         self.conn = conn
         #: In a write transaction every row read to decide a write is locked as it is read

@@ -15,6 +15,8 @@ def placeholders(n: int) -> str:
 
 
 class SqliteBase(StoreTx):
+    mark = "?"  # the parameter marker (durability/store/_tasks.py writes its SQL with it)
+
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 

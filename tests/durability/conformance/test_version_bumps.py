@@ -33,8 +33,10 @@ def test_a_bump_after_a_hold_and_resume_keeps_the_other_columns(journal):
     now = journal.get_run(run.id)
     assert now.version == resumed.version + 1
     assert (now.status, now.reason, now.reason_detail) == (
-        resumed.status, resumed.reason, resumed.reason_detail,
-    )  # fmt: skip
+        resumed.status,
+        resumed.reason,
+        resumed.reason_detail,
+    )
     assert [r.id for r in journal.list_runs("active")] == [run.id]
     with pytest.raises(StaleVersion):
         journal.decide(run.id, "stop", version=resumed.version, actor="me")

@@ -19,6 +19,7 @@ from durability.canonical import canonical_json
 from durability.checkpoints import FrozenMessage
 from durability.errors import DurabilityError
 from durability.records import CheckpointData
+from python.durable.run import DurableRun, Projection
 from python.helpers.history import Bulk, History, Message, Topic
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -86,10 +87,8 @@ class _Frozen:
             content = m.content
             identity = (type(m.id), m.id, type(m.ai), m.ai)
             hit = self.messages.get(id(m))
-            if (
-                hit is not None and hit[0] is m and hit[1] is content and hit[2] == identity
-                and isinstance(content, str) and hit[3].masker is masker
-            ):  # fmt: skip
+            same = hit is not None and hit[0] is m and hit[1] is content and hit[2] == identity
+            if hit is not None and same and isinstance(content, str) and hit[3].masker is masker:
                 frozen = hit[3]
             else:
                 frozen = journal.freeze({"m": m.to_dict()})
@@ -126,16 +125,6 @@ def unflatten_history(entries: list[dict[str, Any]], meta: dict[str, Any]) -> Hi
     return history
 
 
-def chain(context: AgentContext) -> list[Agent]:
-    """Agent 0 and its subordinates, in order."""
-    agents = []
-    agent = context.agent0
-    while agent is not None and len(agents) < 100:
-        agents.append(agent)
-        agent = agent.data.get("_subordinate")
-    return agents
-
-
 def _json_data(data: dict[str, Any]) -> dict[str, Any]:
     kept = {}
     for key, value in data.items():
@@ -149,50 +138,67 @@ def _json_data(data: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def project(context: AgentContext) -> tuple[dict[str, Any], dict[str, list[Any]]]:
-    """The chat's state (small dict) and its histories (lists), unmasked."""
-    state_obj = context.durable_run
+def _agent_state(agent: Agent) -> dict[str, Any]:
+    history = agent.history
+    loop = agent.loop_data
+    return {
+        "number": agent.number,
+        "profile": agent.config.profile,
+        "history": {"counter": history.counter, "max_tokens": history.max_tokens},
+        "loop": {"iteration": loop.iteration, "last_response": loop.last_response},
+        "data": _json_data(agent.data),
+    }
+
+
+def project(context: AgentContext, run: DurableRun, journal: Journal | None = None) -> Projection:
+    """The chat's state (small dict) and its histories (lists), unmasked. With a journal the
+    history entries are frozen (masked and serialised once, reused while unchanged)."""
     agents, histories = [], {}
-    for agent in chain(context):
-        agents.append({
-            "number": agent.number,
-            "profile": agent.config.profile,
-            "history": {"counter": agent.history.counter, "max_tokens": agent.history.max_tokens},
-            "loop": {"iteration": agent.loop_data.iteration,
-                     "last_response": agent.loop_data.last_response},
-            "data": _json_data(agent.data),
-        })  # fmt: skip
-        histories[f"agent:{agent.number}"] = flatten_history(agent.history, context.journal)
+    for agent in context.agents():
+        agents.append(_agent_state(agent))
+        histories[f"agent:{agent.number}"] = flatten_history(agent.history, journal)
     histories[LOG_KEY] = [item.output() for item in context.log.items]
     streaming = context.streaming_agent
     state = {
         "v": STATE_VERSION,
         "agents": agents,
-        "seq": {str(k): v for k, v in (state_obj.seq if state_obj else {}).items()},
-        "start_agent": state_obj.start_agent if state_obj else 0,
+        "seq": {str(k): v for k, v in run.seq.items()},
+        "start_agent": run.start_agent,
         "streaming_agent": streaming.number if streaming is not None else None,
     }
     return state, histories
 
 
-def set_resume_base(context: AgentContext, agent: Agent, *, phase: str) -> None:
+def set_resume_base(context: AgentContext, run: DurableRun, agent: Agent, *, phase: str) -> None:
     """Remember the current state as the point a resumed run continues from."""
-    state, histories = project(context)
+    state, histories = project(context, run)
     state["phase"] = phase  # start: monologue not begun; iteration: continue agent 0's loop
     state["resume_agent"] = agent.number
-    context.durable_run.resume_base = (state, histories)
+    run.resume_base = (state, histories)
 
 
-def checkpoint_data(context: AgentContext) -> CheckpointData:
-    state, histories = project(context)
-    base_state, base_histories = context.durable_run.resume_base or (state, histories)
+def checkpoint_data(context: AgentContext, run: DurableRun, journal: Journal) -> CheckpointData:
+    state, histories = project(context, run, journal)
+    base_state, base_histories = run.resume_base or (state, histories)
     all_histories = dict(histories)
     all_histories.update({RESUME_PREFIX + k: v for k, v in base_histories.items()})
     return CheckpointData({"current": state, "resume": base_state}, all_histories)
 
 
-async def write(context: AgentContext) -> None:
-    await context.journal.aio.write_checkpoint(context.durable_run.run_id, checkpoint_data(context))
+async def write(context: AgentContext, run: DurableRun, journal: Journal) -> None:
+    """Commit one checkpoint of the chat for ``run``."""
+    await journal.aio.write_checkpoint(run.run_id, checkpoint_data(context, run, journal))
+
+
+def _log_item(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": str(item.get("type") or "info"),
+        "heading": str(item.get("heading") or ""),
+        "content": str(item.get("content") or ""),
+        "kvps": item.get("kvps") or {},
+        "agentno": int(item.get("agentno") or 0),
+        "id": item.get("id"),
+    }
 
 
 def restore_log(context: AgentContext, items: list[dict[str, Any]]) -> None:
@@ -201,11 +207,7 @@ def restore_log(context: AgentContext, items: list[dict[str, Any]]) -> None:
     log = Log()
     for item in items:
         try:
-            log.log(
-                type=str(item.get("type") or "info"), heading=str(item.get("heading") or ""),
-                content=str(item.get("content") or ""), kvps=item.get("kvps") or {},
-                agentno=int(item.get("agentno") or 0), id=item.get("id"),
-            )  # fmt: skip
+            log.log(**_log_item(item))
         except (ValueError, TypeError):
             continue
     context.log = log
@@ -244,7 +246,7 @@ def restore_chain(
 
 
 def agent_by_number(context: AgentContext, number: int) -> Agent:
-    for agent in chain(context):
+    for agent in context.agents():
         if agent.number == number:
             return agent
     return context.agent0

@@ -78,7 +78,7 @@ def storable_text(value: Any, limit: int = 4000) -> str:
 async def commit(journal: Journal, agent: Agent, tool: Any, call: Call, response: Any) -> None:
     """Commit the tool's result; an unstorable one closes the call as ``result_not_storable``
     and raises it to the agent as a RepairableException."""
-    from agent import RepairableException
+    from python.helpers.errors import RepairableException
 
     try:
         await journal.aio.commit_result(call.id, tool_result(response))

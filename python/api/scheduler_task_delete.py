@@ -1,0 +1,18 @@
+"""POST /api/scheduler_task_delete: remove a task (its chat and runs stay)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from python.api._scheduler import require_scheduler, revision_of, task_id_of
+from python.helpers.api import ApiHandler
+
+
+class SchedulerTaskDelete(ApiHandler):
+    accepts_api_key = True
+
+    async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
+        scheduler = require_scheduler(self.runtime)
+        task_id = task_id_of(input)
+        await scheduler.delete(task_id, expected_revision=revision_of(input, required=False))
+        return {"ok": True, "deleted": task_id}

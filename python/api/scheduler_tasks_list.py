@@ -1,0 +1,20 @@
+"""POST /api/scheduler_tasks_list: every scheduled task with its state, last and next run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from python.api._scheduler import require_scheduler
+from python.helpers.api import ApiHandler
+from python.helpers.scheduler_tasks import Filters, matches
+
+
+class SchedulerTasksList(ApiHandler):
+    accepts_api_key = True
+
+    async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
+        scheduler = require_scheduler(self.runtime)
+        filters = Filters.of(input)
+        now = scheduler.clock()
+        views = [v for v in await scheduler.list() if matches(v, filters, now)]
+        return {"ok": True, "tasks": views, "now": now}

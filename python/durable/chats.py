@@ -1,0 +1,238 @@
+"""The durable side of one process: the chats, and what their sessions share.
+
+``DurableChats`` holds the journal, the shell receipts, the replay policy (pins hashed
+once), the shutdown state, the journal writes started in the background and the resume
+slots. It makes every chat (``create``: an ``AgentContext`` whose session it builds, so
+no chat exists without one) and is the process's one entry point for a message:
+``admit(context_id, message)`` (the HTTP endpoints and the scheduler call it through
+``Runtime.admit_message``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+from agent import AgentConfig, AgentContext, AgentContextType, UserMessage, new_context_id
+from durability.errors import DurabilityError
+from python.durable import admission
+from python.durable.admission import KeyedLocks, Submission
+from python.durable.policy import ReplayPolicy
+from python.durable.session import DurableSession, session_of
+from python.helpers.api import ApiError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from durability import Journal
+    from durability.adapters.shell import ShellReceipts
+    from durability.records import Call
+
+logger = logging.getLogger("a0.durable")
+
+MAX_PARALLEL_RESUMES = 2
+ConfigFactory = Callable[[], AgentConfig]
+EffectGate = Callable[["Call"], Awaitable[None]]
+
+
+def _settings_config() -> AgentConfig:
+    from python.helpers import settings
+
+    return AgentConfig.from_settings(settings.load())
+
+
+class DurableChats:
+    """The chats of one process over one journal (python/durable/startup.py opens it)."""
+
+    def __init__(
+        self,
+        journal: Journal,
+        *,
+        config: ConfigFactory | None = None,
+        receipts: ShellReceipts | None = None,
+        policy: ReplayPolicy | None = None,
+    ) -> None:
+        self.journal = journal
+        self.receipts = receipts
+        if policy is None:
+            policy = ReplayPolicy()
+            policy.preload()
+        self.policy = policy
+        self.config = config or _settings_config
+        #: Before each effect (after its intent is durable); a shared journal's claims go
+        #: here (docs/shared-workers.md). None: every effect may start.
+        self.effect_gate: EffectGate | None = None
+        self.stopping = False  # shutting down: cancelled runs stay active for recovery
+        self._sessions: dict[str, DurableSession] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self._resume_slots: asyncio.Semaphore | None = None
+        self._input_locks = KeyedLocks()
+
+    # the chats ------------------------------------------------------------------------------
+    def create(
+        self,
+        id: str | None = None,
+        name: str | None = None,
+        *,
+        config: AgentConfig | None = None,
+        type: AgentContextType = AgentContextType.USER,
+    ) -> AgentContext:
+        """A new chat with its durable session (``config`` defaults to the factory's)."""
+        return AgentContext(
+            config or self.config(), id=id, name=name, type=type, session=self._new_session
+        )
+
+    def _new_session(self, context: AgentContext) -> DurableSession:
+        session = DurableSession(context, self)
+        self._sessions[context.id] = session
+        return session
+
+    def forget(self, session: DurableSession) -> None:
+        """The chat was removed (``DurableSession.remove``)."""
+        if self._sessions.get(session.context.id) is session:
+            del self._sessions[session.context.id]
+
+    def get(self, context_id: str) -> AgentContext | None:
+        session = self._sessions.get(context_id)
+        return session.context if session is not None else None
+
+    def contexts(self) -> list[AgentContext]:
+        return [s.context for s in self._sessions.values()]
+
+    # the entry point of a message ------------------------------------------------------
+    async def admit(
+        self, context_id: str, message: UserMessage, *, follow_input: bool = False
+    ) -> tuple[AgentContext | None, Submission]:
+        """Admit a message into the chat ``context_id`` (a new chat when empty) and start
+        its run; returns (its chat, what happened).
+
+        ``context_id`` names the chat (404 ``context_not_found`` when unknown or purged);
+        without it, ``follow_input`` looks the input id up first (a retry whose first answer
+        was lost goes back to its chat), else a new chat is opened, and it exists only once
+        the journal took the input. Copies of one input are serialised here by input id, and
+        the journal's admit decides between processes: every copy gets the first one's run.
+        The chat is None when a duplicate's run belongs to a chat not loaded here.
+        InputConflict, RunHeld, ... propagate and leave nothing behind."""
+        input_id = admission.ensure_input_id(message)
+        async with self._input_locks.hold(input_id):
+            context = None
+            if context_id:
+                context = await self.chat(context_id)
+            elif follow_input:
+                known = await self.journal.aio.input_context(input_id)
+                context = self.get(known) if known else None
+            if context is not None:
+                submission = await session_of(context).submit(message)
+            else:
+                submission = await self.submit_new_chat(new_context_id(), message)
+            return self.get(submission.context_id), submission
+
+    async def submit_new_chat(self, context_id: str, msg: UserMessage) -> Submission:
+        """The journal admits the input under a fresh chat id first; only a created run
+        builds the chat. A copy of an input already admitted creates nothing."""
+        content = await admission.content(self.journal, msg)
+        adm = await self.journal.aio.admit(
+            context_id, content.input_id, content.digest, message=content.payload
+        )
+        if not adm.created:
+            return await admission.duplicate(self, adm, content.input_id)
+        try:
+            context = self.create(context_id)
+        except BaseException:  # no chat to run it in: the input was not taken after all
+            await asyncio.shield(asyncio.to_thread(_withdraw, self.journal, adm.run.id))
+            raise
+        return session_of(context).start(adm.run, msg)
+
+    async def chat(self, context_id: str) -> AgentContext:
+        """The chat a request names: 404 ``context_not_found`` when there is none, also
+        when retention removed every run of it (a purged chat is gone, as after a restart)."""
+        await self.forget_purged(context_id)
+        context = self.get(context_id) if context_id else None
+        if context is None:
+            raise ApiError("context_not_found", f"Chat '{context_id}' not found.", 404)
+        return context
+
+    async def forget_purged(self, only: str | None = None) -> list[str]:
+        """Drop the loaded chats (or ``only`` that one) whose every run retention removed
+        (`python -m durability retention` while the server runs); returns their ids."""
+        wanted = [only] if only is not None else list(self._sessions)
+        idle = [c for c in wanted if self._idle_journaled(c)]
+        if not idle:
+            return []
+        alive = await self.journal.aio.contexts_with_runs(idle)
+        gone = []
+        for context_id in idle:
+            if context_id in alive or not self._idle_journaled(context_id):  # checked again
+                continue
+            session = self._sessions[context_id]
+            session.purged = True  # the journal forgot the chat already: journal nothing
+            AgentContext.remove(context_id)
+            gone.append(context_id)
+        if gone:
+            logger.info("retention removed every run of %d chat(s): dropped", len(gone))
+        return gone
+
+    def _idle_journaled(self, context_id: str) -> bool:
+        session = self._sessions.get(context_id)
+        if session is None or not session.journaled:
+            return False
+        return not (session.is_running() or session.run is not None or session.admitting)
+
+    # what the sessions share ----------------------------------------------------------------
+    def in_background(self, work: Coroutine[Any, Any, Any]) -> None:
+        """A journal write that nobody waits for; ``flush``/``close`` wait for it."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def flush(self) -> None:
+        """Wait for the journal writes started in the background."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    @property
+    def resume_slots(self) -> asyncio.Semaphore:
+        """At most two runs resume at a time."""
+        if self._resume_slots is None:
+            self._resume_slots = asyncio.Semaphore(MAX_PARALLEL_RESUMES)
+        return self._resume_slots
+
+    def tasks(self) -> list[asyncio.Task[str]]:
+        """The chats' tasks that have not ended."""
+        found = [s.task for s in self._sessions.values()]
+        return [t for t in found if t is not None and not t.done()]
+
+    def begin_shutdown(self) -> None:
+        """The process is stopping: cancel every chat's task; their runs stay active, so the
+        next start recovers them (a person's Stop ends a run; a server stop never does)."""
+        self.stopping = True
+        for session in list(self._sessions.values()):
+            session.stop()
+
+    async def close(self, timeout: float = 5.0) -> None:
+        """Stop every chat (runs stay active), forget them, flush the background journal
+        writes, then close the journal: no acknowledged write is lost on a clean stop."""
+        self.begin_shutdown()
+        pending = self.tasks()
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+        closers = []
+        for session in list(self._sessions.values()):
+            context = session.context
+            AgentContext.unregister(context.id, context)
+            closers.append(context.shells.close_all())
+        self._sessions.clear()
+        if closers:
+            done = asyncio.gather(*closers, return_exceptions=True)
+            await asyncio.wait_for(done, timeout=timeout)
+        await self.flush()
+        self.journal.close()
+
+
+def _withdraw(journal: Journal, run_id: str) -> None:
+    """Remove a run admitted a moment ago that never started (and its input id with it)."""
+    try:
+        journal.set_run_status(run_id, "failed", reason="chat_not_created")
+        journal.delete_run(run_id)
+    except DurabilityError as exc:
+        logger.warning("run %s could not be withdrawn: %s", run_id, exc.code)

@@ -1,0 +1,156 @@
+"""Driving a run to its end: the chain, its one error handler, finishing and holding.
+
+``run_admitted`` starts a freshly admitted input (history, base checkpoint); ``drive``
+runs the chain of the session's run until it is completed, failed, held or stopped (the
+only place the chain's errors are handled); a Stop, reset or nudge ends the run with the
+``stop`` decision, a server shutdown leaves it active for recovery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from durability.errors import (
+    DurabilityError,
+    InvalidTransition,
+    OpenIntents,
+    RunNotActive,
+    StaleVersion,
+)
+from durability.integrity import Damage
+from python.durable import checkpoint, seams
+from python.durable.run import DurableHold, DurableRun
+from python.helpers.errors import HandledException
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent import Agent, UserMessage
+    from durability import Journal
+    from durability.records import Run
+    from python.durable.session import DurableSession
+
+logger = logging.getLogger("a0.durable")
+HELD = "Run held for a decision"
+
+
+def held_text(reason: str | None, detail: Any = None) -> str:
+    """The chat's warning for a held run; a damaged record is named."""
+    text = f"This run waits for a person's decision (reason: {reason})."
+    if reason == "corrupt_record" and isinstance(detail, dict):
+        skip = ("record", "reason", "code", "message")
+        ids = {k: v for k, v in detail.items() if k not in skip}
+        damage = Damage(str(detail.get("record")), str(detail.get("reason")), ids)
+        text += f" A journaled record is damaged and was not used: {damage.describe()}."
+    return text
+
+
+async def run_admitted(session: DurableSession, run: Run, msg: UserMessage, agent: Agent) -> str:
+    """A freshly admitted input: history, base checkpoint, then the chain."""
+    state = session.run = DurableRun(run.id, run.input_id, start_agent=agent.number)
+    session.journaled = True
+    agent.hist_add_user_message(msg)
+    checkpoint.set_resume_base(session.context, state, agent, phase="start")
+
+    async def base_checkpoint() -> None:
+        await checkpoint.write(session.context, state, session.journal)
+
+    return await drive(session, agent, resume=False, first=base_checkpoint)
+
+
+async def drive(
+    session: DurableSession,
+    agent: Agent,
+    *,
+    resume: bool,
+    first: Callable[[], Awaitable[None]] | None = None,
+) -> str:
+    """Run the chain of the session's run (after ``first``) to its end: completed, failed,
+    held or stopped. The one place that handles the chain's errors."""
+    try:
+        return await _drive(session, agent, resume=resume, first=first)
+    finally:
+        session.run = None  # the run is over (or held): no journaling outside it
+
+
+async def stopped(session: DurableSession, run_id: str) -> None:
+    """The run's task was cancelled: a Stop, reset or nudge ends the run (``stop``); a
+    server shutdown leaves it active, so the next start recovers it."""
+    if not session.chats.stopping:
+        await asyncio.shield(asyncio.to_thread(stop_quietly, session.journal, run_id))
+
+
+async def _drive(
+    session: DurableSession,
+    agent: Agent,
+    *,
+    resume: bool,
+    first: Callable[[], Awaitable[None]] | None,
+) -> str:
+    run = session.current_run()
+    try:
+        if first is not None:
+            await first()
+        response = await session.context.chain(agent, resume=resume)
+    except DurableHold as hold:
+        kvps = {"run_id": run.run_id, "reason": hold.reason}
+        content = held_text(hold.reason, hold.detail)
+        session.context.log.log(type="warning", heading=HELD, content=content, kvps=kvps)
+        return ""
+    except asyncio.CancelledError:
+        await stopped(session, run.run_id)
+        raise
+    except HandledException as e:
+        await _finish(session, str(e), failed=True)
+        return str(e)
+    except Exception as e:
+        try:
+            agent.log_error(e)
+        except HandledException as handled:
+            await _finish(session, str(handled), failed=True)
+            return str(handled)
+        return "Error"
+    await _finish(session, response, failed=False)
+    return response
+
+
+async def _finish(session: DurableSession, response: str, *, failed: bool) -> None:
+    run, journal = session.current_run(), session.journal
+    open_calls = await journal.aio.open_intents(run.run_id)
+    if open_calls:  # never end a run whose call has no journaled outcome: hold it instead
+        detail = {**seams.position(open_calls[-1]), "why": "run_ended_with_open_call"}
+        with contextlib.suppress(InvalidTransition):
+            await journal.aio.mark_needs_attention(run.run_id, "uncertain_call", detail)
+        session.context.log.log(
+            type="warning",
+            heading=HELD,
+            content="The run ended with a call whose outcome is not journaled; it waits "
+            "for a person's decision (reason: uncertain_call).",
+            kvps={"run_id": run.run_id, "reason": "uncertain_call"},
+        )
+        return
+    payload = {"response": response, "failed": failed}
+    await journal.aio.append_event(session.context.id, "run_result", payload, run_id=run.run_id)
+    try:
+        await journal.aio.set_run_status(run.run_id, "failed" if failed else "completed")
+    except (OpenIntents, InvalidTransition, RunNotActive) as exc:
+        logger.warning("run %s could not be closed: %s", run.run_id, exc.code)
+
+
+def stop_quietly(journal: Journal, run_id: str) -> None:
+    """The chat was stopped (Stop, reset, nudge): end the run, abandoning open calls.
+    A journal write of the cancelled step may still land meanwhile: retry on its version."""
+    for _ in range(10):
+        try:
+            run = journal.get_run(run_id)
+            if run.is_open:
+                journal.decide(run_id, "stop", version=run.version, actor="user:stop")
+            return
+        except StaleVersion:
+            continue
+        except DurabilityError as exc:
+            logger.warning("run %s could not be stopped: %s", run_id, exc.code)
+            return
+    logger.warning("run %s could not be stopped: its version kept changing", run_id)

@@ -1,0 +1,87 @@
+"""Each tool call's replay policy: from the engine's table, never from the model's output.
+
+| tool | policy |
+| --- | --- |
+| pinned in durability/replay.py and its source hashes to the pin | ``safe_replay`` |
+| ``call_subordinate``, pinned | ``child`` (the child workflow resumes, its calls reused) |
+| ``code_execution_tool`` | ``adapter:shell`` (shell receipts prove the outcome) |
+| anything else (MCP tools, a changed pinned tool, model calls) | ``hold`` |
+
+A source file is hashed once per process (the shipped tools at start-up, a profile's
+tool the first time it is seen, off the event loop), never per call: a tool edited
+while the server runs is judged by the code loaded when it was first seen, until a
+restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from pathlib import Path
+
+from durability import replay
+from durability.adapters.shell import SHELL_POLICY
+from durability.recovery import CHILD_POLICY, HOLD_POLICY, SAFE_REPLAY_POLICY
+from python.helpers.tool import Tool
+
+SUBORDINATE_TOOL = "call_subordinate"
+SHELL_TOOL = "code_execution_tool"
+
+
+def tool_source(tool: Tool) -> Path | None:
+    """The file that defines the tool's class."""
+    try:
+        return Path(inspect.getfile(type(tool))).resolve()
+    except (TypeError, OSError):
+        return None
+
+
+class ReplayPolicy:
+    """The pins of one process: SHA-256 of each tool source file, computed once."""
+
+    def __init__(self) -> None:
+        self._digests: dict[Path, str | None] = {}
+        self._lock = threading.Lock()
+
+    def preload(self) -> None:
+        """Hash the shipped source of every pinned tool (blocking: call it at start-up)."""
+        for name in replay.SAFE_REPLAY:
+            self._digest(replay.tool_source_path(name).resolve())
+
+    def _digest(self, source: Path) -> str | None:
+        with self._lock:
+            if source in self._digests:
+                return self._digests[source]
+        digest = replay.source_digest(source)
+        with self._lock:
+            return self._digests.setdefault(source, digest)
+
+    def is_safe(self, tool_name: str, source: Path) -> bool:
+        """``durability.replay.is_safe`` with the digest computed once per file."""
+        pinned = replay.SAFE_REPLAY.get(tool_name)
+        return pinned is not None and self._digest(Path(source).resolve()) == pinned
+
+    def _known(self, source: Path) -> bool:
+        with self._lock:
+            return source in self._digests
+
+    async def of(self, tool: Tool) -> str:
+        """The policy the intent of this tool call records."""
+        source = tool_source(tool)
+        safe = False
+        if source is not None and tool.name in replay.SAFE_REPLAY:
+            if not self._known(source):  # a profile's tool seen for the first time
+                await asyncio.to_thread(self._digest, source)
+            safe = self.is_safe(tool.name, source)
+        if tool.name == SUBORDINATE_TOOL:
+            return CHILD_POLICY if safe else HOLD_POLICY
+        if safe:
+            return SAFE_REPLAY_POLICY
+        if tool.name == SHELL_TOOL:
+            return SHELL_POLICY
+        return HOLD_POLICY
+
+    def shipped_is_safe(self, tool_name: str) -> bool:
+        """Recovery's question (durability.recovery.scan): is the shipped tool still pinned?"""
+        return self.is_safe(tool_name, replay.tool_source_path(tool_name))

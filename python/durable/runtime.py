@@ -1,0 +1,243 @@
+"""App-wide state of one server process: settings, login config, and the durable chats.
+
+Every endpoint handler gets the process's ``Runtime``. The chats and their journal are
+``runtime.chats`` (python/durable/chats.py), opened by ``start`` and closed by
+``shutdown``; ``admit_message`` is the one way a message enters a chat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent import AgentConfig, AgentContext, AgentContextType, UserMessage
+from python.durable import admission, startup
+from python.durable.admission import Submission
+from python.durable.chats import DurableChats
+from python.helpers.api import ApiError
+from python.helpers.auth import AuthConfig
+
+if TYPE_CHECKING:  # pragma: no cover
+    from durability import Journal
+    from durability.adapters.shell import ShellReceipts
+
+logger = logging.getLogger("a0.runtime")
+
+API_CHAT_SWEEP_SECONDS = 60.0
+
+
+class Runtime:
+    """Holds what every endpoint shares. One instance per server process."""
+
+    def __init__(
+        self,
+        usr: Path,
+        settings: dict[str, Any],
+        auth: AuthConfig,
+        *,
+        overrides: Mapping[str, str] | None = None,
+    ) -> None:
+        self.usr = usr
+        self.settings = settings
+        self.auth = auth
+        self.overrides = dict(overrides or {})  # extra --key=value arguments
+        self.runtime_id = secrets.token_hex(8)
+        self.started_at = time.time()
+        self._chats: DurableChats | None = None
+        self._api_expiry: dict[str, float] = {}
+        self._sweeper: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    # the durable chats -------------------------------------------------------------------
+    @property
+    def chats(self) -> DurableChats:
+        """The process's chats over its journal (opened by ``start``)."""
+        if self._chats is None:
+            raise RuntimeError("the runtime has not started: no journal is open")
+        return self._chats
+
+    @property
+    def journal(self) -> Journal:
+        return self.chats.journal
+
+    @property
+    def receipts(self) -> ShellReceipts | None:
+        return self.chats.receipts
+
+    # settings -----------------------------------------------------------------------
+    @property
+    def api_token(self) -> str:
+        return str(self.settings.get("mcp_server_token") or "")
+
+    async def reload_settings(self) -> dict[str, Any]:
+        from python.helpers import settings as settings_mod
+
+        self.settings = await asyncio.to_thread(settings_mod.load, self.usr)
+        return self.settings
+
+    def apply_settings_to_chats(self) -> None:
+        """New settings (models, keys) reach existing chats at their next model call."""
+        for ctx in self.user_contexts():
+            ctx.config.settings.clear()
+            ctx.config.settings.update(self.settings)
+            for agent in ctx.agents():
+                if agent.config is not ctx.config:
+                    agent.config.settings.update(self.settings)
+                agent.forget_models()  # cached model clients were built from the old settings
+
+    def agent_config(self) -> AgentConfig:
+        """A fresh AgentConfig for a new chat, from the current settings."""
+        return AgentConfig.from_settings(self.settings)
+
+    # chats ----------------------------------------------------------------------------
+    def get_context(self, ctx_id: str) -> AgentContext:
+        ctx = self.find_context(ctx_id)
+        if ctx is None:
+            raise ApiError("context_not_found", f"Chat '{ctx_id}' not found.", 404)
+        return ctx
+
+    def find_context(self, ctx_id: str) -> AgentContext | None:
+        return self.chats.get(ctx_id) if ctx_id else None
+
+    def create_context(self, ctx_id: str | None = None, name: str | None = None) -> AgentContext:
+        if ctx_id and self.find_context(ctx_id) is not None:
+            raise ApiError("context_exists", f"Chat '{ctx_id}' already exists.", 409)
+        return self.chats.create(ctx_id or None, name=name)
+
+    def user_contexts(self) -> list[AgentContext]:
+        background = AgentContextType.BACKGROUND
+        return [c for c in self.chats.contexts() if c.type != background]
+
+    def remove_context(self, ctx_id: str) -> None:
+        self.get_context(ctx_id)
+        AgentContext.remove(ctx_id)
+        self._api_expiry.pop(ctx_id, None)
+
+    def make_message(
+        self, text: str, attachments: list[str] | None = None, message_id: str | None = None
+    ) -> UserMessage:
+        return UserMessage(text, attachments or [], id=message_id)
+
+    async def chat(self, ctx_id: str) -> AgentContext:
+        """The chat named by a request (404 ``context_not_found`` when there is none, also
+        when retention removed every run of it: a purged chat is gone, as after a restart)."""
+        return await self.chats.chat(ctx_id)
+
+    async def forget_purged_chats(self) -> list[str]:
+        """Drop the loaded chats whose every run retention removed; returns their ids."""
+        gone = await self.chats.forget_purged()
+        for ctx_id in gone:
+            self._api_expiry.pop(ctx_id, None)
+        return gone
+
+    async def admit_message(
+        self, ctx_id: str, message: UserMessage, *, follow_input: bool = False
+    ) -> tuple[AgentContext | None, Submission]:
+        """Take a message for the chat ``ctx_id`` (a new chat when empty) and start its run:
+        the one admission path of every message endpoint (``DurableChats.admit``)."""
+        if self._stopping:
+            raise ApiError("shutting_down", "The server is shutting down.", 503)
+        return await self.chats.admit(ctx_id, message, follow_input=follow_input)
+
+    async def wait_answer(self, task: asyncio.Task[str] | None) -> str | None:
+        """Wait for a chat task; a cancelled request never cancels the chat."""
+        if task is None:
+            return None
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.cancelled():
+                raise ApiError(
+                    "chat_stopped", "The chat was stopped before it answered.", 409
+                ) from None
+            raise
+        return "" if result is None else str(result)
+
+    async def finish_outcome(
+        self, submission: Submission, answer: str | None
+    ) -> tuple[str, str | None]:
+        """(run status, response) once the run's task ended; a held run has no response."""
+        return await admission.outcome(self.journal, submission, answer)
+
+    def is_running(self, ctx_id: str) -> bool:
+        ctx = self.find_context(ctx_id)
+        return ctx is not None and ctx.is_running()
+
+    def cancel_chat(self, ctx_id: str) -> int:
+        """Stop the chat's running task (the Stop button); returns how many were stopped."""
+        ctx = self.find_context(ctx_id)
+        return 1 if ctx is not None and ctx.session.stop() else 0
+
+    def set_api_lifetime(self, ctx_id: str, hours: float) -> None:
+        self._api_expiry[ctx_id] = time.time() + hours * 3600
+
+    # lifecycle -------------------------------------------------------------------------
+    async def apply_mcp(self) -> None:
+        """Connect the MCP servers of the settings (in the background) and mask their
+        credentials from now on, in the journal too."""
+        from python.helpers import mcp_client, secrets
+
+        await mcp_client.manager().apply(self.settings)
+        if self._chats is not None:
+            masker = secrets.masker_for(self.usr)
+            if self._chats.journal.masker is not masker:
+                self._chats.journal.set_masker(masker)
+
+    async def start(self) -> None:
+        from python.helpers import secrets
+
+        await self.apply_mcp()  # before the journal opens: its masker knows MCP credentials
+        masker = secrets.masker_for(self.usr)
+        chats, _plans = await startup.open_chats(self.usr, self.settings, masker, self.agent_config)
+        self._chats = chats
+        self._sweeper = asyncio.create_task(self._sweep_api_chats(), name="api-chat-sweeper")
+
+    async def _sweep_api_chats(self) -> None:
+        while True:
+            await asyncio.sleep(API_CHAT_SWEEP_SECONDS)
+            self.sweep_expired_api_chats()
+
+    def sweep_expired_api_chats(self, now: float | None = None) -> list[str]:
+        """Remove idle external-API chats whose lifetime_hours ran out; returns their ids."""
+        now = time.time() if now is None else now
+        removed = []
+        for ctx_id, expiry in list(self._api_expiry.items()):
+            if expiry <= now and not self.is_running(ctx_id):
+                with contextlib.suppress(ApiError):
+                    self.remove_context(ctx_id)
+                self._api_expiry.pop(ctx_id, None)
+                removed.append(ctx_id)
+        return removed
+
+    def begin_shutdown(self) -> None:
+        """Called from the signal handler: cancel every running chat task right away.
+
+        Journaled runs cancelled by a shutdown stay active, so the next start recovers them
+        (a person's Stop ends a run; a server stop never does).
+        """
+        self._stopping = True
+        if self._chats is not None:
+            self._chats.begin_shutdown()
+
+    async def shutdown(self, timeout: float = 5.0) -> None:
+        """Stop the chats, flush and close the journal, close the MCP servers."""
+        self.begin_shutdown()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+        if self._chats is not None:
+            try:
+                await self._chats.close(timeout=timeout)
+            except Exception as exc:  # the MCP servers still get closed
+                logger.warning("chats not closed cleanly: %s", type(exc).__name__)
+        from python.helpers import mcp_client
+
+        with contextlib.suppress(Exception):  # stdio servers also end when stdin closes
+            await asyncio.wait_for(mcp_client.manager().close(), timeout=timeout)

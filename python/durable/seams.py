@@ -1,0 +1,272 @@
+"""The two seams: every model call and every tool call of a run, journaled.
+
+Each call takes the next sequence number of its agent in the run, commits its intent
+before the effect and its result after; what the journal already holds at a position is
+reused and never run again; what cannot be proven is held for a person (``DurableHold``).
+Every loop iteration ends with a checkpoint (``iteration_end``). The failpoints of
+durability/failpoints.py sit at the five boundaries of every call (docs/testing.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from durability import failpoints, paths
+from durability.canonical import canonical_json, digest
+from durability.errors import CorruptRecord, ReplayDivergence
+from durability.recovery import CHILD_POLICY, HOLD_POLICY
+from python.durable import checkpoint, results
+from python.durable.policy import SUBORDINATE_TOOL
+from python.durable.run import DurableHold, DurableRun
+from python.helpers import files
+from python.helpers.errors import InterventionException, RepairableException
+from python.helpers.models import ModelError, ModelResult
+from python.helpers.tool import Response, Tool
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent import Agent
+    from durability.records import Call
+    from python.durable.session import DurableSession
+    from python.helpers.chat_session import StreamCallback
+
+MODEL_CALL_NAME = "model"
+PERMITTED = ("replay", "run")  # recovery permits that let an open call run again
+
+
+class RecordedToolError(Exception):
+    """A tool failure replayed from the journal (the tool is not run again)."""
+
+    code = "tool_failed"
+
+
+def fire(boundary: str, name: str) -> None:
+    failpoints.failpoint(boundary, name, paths.state_dir(files.usr_dir()))
+
+
+def position(call: Call) -> dict[str, Any]:
+    """Where a call sits in its run (the detail of a hold names it)."""
+    return {
+        "call_id": call.id,
+        "agent_no": call.agent_no,
+        "seq": call.seq,
+        "kind": call.kind,
+        "name": call.name,
+    }
+
+
+async def _intent(
+    session: DurableSession, agent: Agent, kind: str, name: str, args: Any, policy: str
+) -> tuple[Call, int]:
+    """Commit the intent at the agent's next position; (the call, its sequence number)."""
+    run = session.current_run()
+    seq = run.take_seq(agent.number)
+    fire("before_intent", name)
+    try:
+        call = await session.journal.aio.record_intent(
+            run.run_id,
+            agent_no=agent.number,
+            seq=seq,
+            kind=kind,
+            name=name,
+            args=args,
+            policy=policy,
+        )
+    except ReplayDivergence as exc:  # the engine already held the run
+        raise DurableHold("replay_divergence", exc.to_dict()) from None
+    except CorruptRecord as exc:  # a damaged result is never reused; the engine held the run
+        raise DurableHold("corrupt_record", exc.to_dict()) from None
+    fire("after_intent", name)
+    run.note_call(agent.number, name)
+    return call, seq
+
+
+async def _failed(session: DurableSession, call: Call, exc: BaseException) -> None:
+    """Close a call whose effect raised something else than the provider's error."""
+    kind_of = "repairable" if isinstance(exc, RepairableException) else "error"
+    text = results.storable_text(exc)
+    error = {"error": kind_of, "type": type(exc).__name__, "message": text}
+    await session.journal.aio.commit_result(call.id, error, failed=True)
+
+
+# seam 1: model calls ---------------------------------------------------------------------
+def _model_args(
+    session: DurableSession, agent: Agent, messages: list[dict[str, str]], kind: str
+) -> dict[str, Any]:
+    config = agent.config.model_config(kind)
+    masked = session.journal.masker.mask(messages)
+    return {
+        "provider": config.provider,
+        "model": config.name,
+        "kind": kind,
+        "messages_digest": digest(masked),
+    }
+
+
+async def _replay_reply(
+    reply: ModelResult, on_reasoning: StreamCallback | None, on_response: StreamCallback | None
+) -> ModelResult:
+    """Feed a committed reply once through the stream callbacks (log and history)."""
+    if on_reasoning is not None and reply.reasoning:
+        await on_reasoning(reply.reasoning, reply.reasoning)
+    if on_response is not None and reply.response:
+        await on_response(reply.response, reply.response)
+    return reply
+
+
+async def model_call(
+    session: DurableSession,
+    agent: Agent,
+    messages: list[dict[str, str]],
+    kind: str,
+    effect: Callable[[], Awaitable[ModelResult]],
+    *,
+    on_reasoning: StreamCallback | None = None,
+    on_response: StreamCallback | None = None,
+) -> ModelResult:
+    """Journal one model call; reuse a committed reply instead of calling the model."""
+    run = session.current_run()
+    journal = session.journal
+    args = _model_args(session, agent, messages, kind)
+    while True:
+        call, seq = await _intent(session, agent, "model", MODEL_CALL_NAME, args, HOLD_POLICY)
+        result = call.result if isinstance(call.result, dict) else {}
+        if call.state == "completed":
+            if result.get("interrupted"):
+                await session.hold("replay_divergence", {**position(call), "why": "interrupted"})
+            if isinstance(result.get("response"), str):
+                reply = ModelResult(result["response"], str(result.get("reasoning") or ""))
+                return await _replay_reply(reply, on_reasoning, on_response)
+            continue  # confirmed by a person: no reply to reuse, ask at the next position
+        if call.state == "abandoned":
+            continue  # outcome unknown and left behind: ask again at the next position
+        if call.state == "failed":
+            if result.get("error") == "repairable":  # the loop went on after it: so again
+                raise RepairableException(str(result.get("message") or "model call failed"))
+            if kind == "utility":  # the loop copes (compression truncates): as the first time
+                raise ModelError(str(result.get("message") or "model error"), result.get("status"))
+            if await journal.aio.consume_retry(run.run_id, call_id=call.id):
+                run.seq[agent.number] = seq  # same position, attempt + 1
+                continue
+            await session.hold("model_failed", {**position(call), "error": call.result})
+        if call.id in run.known_calls:  # open before the crash: the outcome is unknown
+            await session.hold("uncertain_call", {**position(call), "why": "model_call"})
+        await session.before_effect(call)
+        try:
+            reply = await effect()
+        except ModelError as exc:
+            error = {"error": "model_error", "status": exc.status, "message": str(exc)[:2000]}
+            await journal.aio.commit_result(call.id, error, failed=True)
+            if kind == "utility":
+                raise
+            if await journal.aio.consume_retry(run.run_id, call_id=call.id):
+                run.seq[agent.number] = seq
+                continue
+            await session.hold("model_failed", {**position(call), "error": error})
+        except InterventionException:
+            await journal.aio.commit_result(call.id, {"interrupted": True})
+            raise
+        except Exception as exc:  # not the provider (e.g. a stream extension): close the call
+            await _failed(session, call, exc)
+            raise
+        fire("after_effect", MODEL_CALL_NAME)
+        committed = {"response": reply.response, "reasoning": reply.reasoning}
+        await journal.aio.commit_result(call.id, committed)
+        fire("after_result", MODEL_CALL_NAME)
+        return reply
+
+
+# seam 2: tool calls ----------------------------------------------------------------------
+def _receipt_text(output: Any) -> str:
+    if isinstance(output, dict):
+        text = output.get("message", output.get("output"))
+        return text if isinstance(text, str) else canonical_json(output)
+    return str(output)
+
+
+def recorded_response(agent: Agent, result: Any) -> Response:
+    """The Response a committed tool result stands for (the tool is not run again)."""
+    if not isinstance(result, dict):
+        return Response(str(result), False)
+    if result.get("confirmed_completed"):
+        note = str(result.get("note") or "")
+        return Response(agent.read_prompt("fw.call_confirmed.md", note=note), False)
+    if "receipt" in result:
+        return Response(_receipt_text(result["receipt"]), False)
+    if isinstance(result.get("message"), str):
+        additional = result.get("additional")
+        extra = additional if isinstance(additional, dict) else None
+        return Response(result["message"], bool(result.get("break_loop")), extra)
+    return Response(str(result), False)
+
+
+async def _reuse(
+    session: DurableSession, agent: Agent, tool: Tool, call: Call, child: bool
+) -> Response | None:
+    """What the journal already holds at this position, or None when the tool must run."""
+    run = session.current_run()
+    if call.state == "completed" and not child:
+        if isinstance(call.result, dict) and call.result.get("interrupted"):
+            await session.hold("replay_divergence", {**position(call), "why": "interrupted"})
+        return recorded_response(agent, call.result)
+    if call.state == "failed":
+        error = call.result if isinstance(call.result, dict) else {}
+        message = str(error.get("message") or "the tool failed")
+        if error.get("error") in ("repairable", results.NOT_STORABLE):
+            raise RepairableException(message)
+        raise RecordedToolError(message)
+    if call.state == "abandoned":
+        return Response(agent.read_prompt("fw.call_abandoned.md", tool_name=tool.name), False)
+    uncertain = call.state == "open" and call.id in run.known_calls and not child
+    if uncertain and run.permits.get(call.id) not in PERMITTED:
+        await session.hold("uncertain_call", {**position(call), "why": "not_proven"})
+    return None
+
+
+async def tool_call(
+    session: DurableSession, agent: Agent, tool: Tool, effect: Callable[[], Awaitable[Response]]
+) -> Response:
+    """Journal one tool execution; reuse a committed result instead of running the tool."""
+    journal = session.journal
+    kind = "subordinate" if tool.name == SUBORDINATE_TOOL else "tool"
+    policy = await session.chats.policy.of(tool)
+    args = {"method": tool.method, "args": tool.args}
+    call, _seq = await _intent(session, agent, kind, tool.name, args, policy)
+    child = kind == "subordinate" and policy == CHILD_POLICY
+    reused = await _reuse(session, agent, tool, call, child)
+    if reused is not None:
+        return reused
+    tool.call_identity = (call.id, digest(call.args))  # receipts name the call by it
+    await session.before_effect(call)
+    try:
+        response = await effect()
+    except InterventionException:
+        await journal.aio.commit_result(call.id, {"interrupted": True, "progress": tool.progress})
+        raise
+    except CorruptRecord as exc:  # the tool met a damaged record (the plan): nothing was used
+        await session.hold("corrupt_record", exc.to_dict())
+    except Exception as exc:
+        await _failed(session, call, exc)
+        raise
+    fire("after_effect", tool.name)
+    if call.state == "completed":  # a child workflow ran again: its answer must match
+        result = results.tool_result(response)
+        if digest(journal.masker.mask(result)) != call.result_digest:
+            await session.hold("replay_divergence", {**position(call), "why": "child_result"})
+        return response
+    await results.commit(journal, agent, tool, call, response)
+    fire("after_result", tool.name)
+    return response
+
+
+# iteration end -----------------------------------------------------------------------------
+async def iteration_end(session: DurableSession, agent: Agent, *, final: bool) -> None:
+    """Checkpoint after each loop iteration. Agent 0's iterations also move the resume
+    base, except the last one (``final``): a resume replays that one instead of looping on."""
+    run: DurableRun = session.current_run()
+    context = session.context
+    if agent.number == 0 and run.start_agent == 0 and not final:
+        checkpoint.set_resume_base(context, run, agent, phase="iteration")
+    await checkpoint.write(context, run, session.journal)
+    for name in dict.fromkeys(run.iteration_calls.pop(agent.number, [])):
+        fire("after_checkpoint", name)

@@ -1,0 +1,113 @@
+"""The server's journal: open it at start-up, rebuild and recover the chats; close it.
+
+``Runtime.start`` calls :func:`open_chats`: apply retention, open usr/durability/
+journal.sqlite, hash the replay pins, register the shell receipts adapter, rebuild every
+chat, recover open runs, prune receipts nobody needs. ``Runtime.shutdown`` calls
+``DurableChats.close`` (background journal writes are flushed before the journal closes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from durability import Journal
+from durability.adapters.shell import SHELL_POLICY, ShellReceipts
+from durability.errors import DurabilityError
+from durability.masking import Masker
+from durability.paths import journal_path, receipts_dir
+from durability.recovery import RecoveryPlan
+from durability.retention import DEFAULT_RETENTION_DAYS, DEFAULT_RETENTION_RUNS, apply_retention
+from python.durable.chats import ConfigFactory, DurableChats
+from python.durable.policy import ReplayPolicy
+from python.durable.resume import recover, restore_contexts
+
+logger = logging.getLogger("a0.journal")
+
+
+def _retention_limits(settings: Mapping[str, Any]) -> tuple[int, float]:
+    def number(key: str, default: float) -> float:
+        value = settings.get(key, default)
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return default
+
+    runs = number("retention_runs", DEFAULT_RETENTION_RUNS)
+    return int(runs), number("retention_days", DEFAULT_RETENTION_DAYS)
+
+
+def retain(usr: Path, settings: Mapping[str, Any]) -> None:
+    """Forget old finished runs (settings retention_runs / retention_days); never fatal."""
+    path = journal_path(usr)
+    if not path.exists():
+        return
+    keep_runs, keep_days = _retention_limits(settings)
+    try:
+        report = apply_retention(path, keep_runs=keep_runs, keep_days=keep_days)
+        logger.info("retention: %d finished runs removed", report.runs_removed)
+    except DurabilityError as exc:  # a bad setting must not stop the server
+        logger.warning("retention skipped: %s", exc.code)
+    except Exception as exc:
+        logger.warning("retention skipped: %s", type(exc).__name__)
+
+
+def receipt_needed(journal: Journal) -> Callable[[str], bool]:
+    """A receipt is kept while its call's run is still open (active or held)."""
+
+    def needed(call_id: str) -> bool:
+        try:
+            call = journal.get_call(call_id)
+            return journal.get_run(call.run_id).is_open
+        except DurabilityError:  # the call or its run is gone (retention)
+            return False
+
+    return needed
+
+
+def _open(usr: Path, masker: Masker, config: ConfigFactory) -> DurableChats:
+    journal = Journal.open_sqlite(journal_path(usr), masker=masker)
+    policy = ReplayPolicy()
+    policy.preload()
+    receipts = ShellReceipts(receipts_dir(usr))
+    return DurableChats(journal, config=config, receipts=receipts, policy=policy)
+
+
+async def open_chats(
+    usr: Path, settings: Mapping[str, Any], masker: Masker, config: ConfigFactory
+) -> tuple[DurableChats, list[RecoveryPlan]]:
+    """Open the journal, rebuild every chat, recover open runs; the chats and the plans."""
+    await asyncio.to_thread(retain, usr, settings)
+    chats = await asyncio.to_thread(_open, usr, masker, config)
+    contexts = await asyncio.to_thread(restore_contexts, chats)
+    receipts = chats.receipts
+    adapters = {SHELL_POLICY: receipts.classify} if receipts is not None else {}
+    try:  # each run is held on its own failure; this guards what all runs share
+        plans = await recover(chats, adapters=adapters)
+    except DurabilityError as exc:
+        logger.warning("recovery did not run: %s", exc.code)
+        plans = []
+    except Exception as exc:
+        logger.warning("recovery did not run: %s", type(exc).__name__)
+        plans = []
+    if receipts is not None:
+        await asyncio.to_thread(_prune, receipts, chats.journal)
+    held = [p for p in plans if p.action in ("hold", "skip")]
+    resumed = len(plans) - len(held)
+    logger.info(
+        "journal open: %d chats, %d runs recovered, %d held", len(contexts), resumed, len(held)
+    )
+    return chats, plans
+
+
+def _prune(receipts: ShellReceipts, journal: Journal) -> None:
+    try:
+        pruned = receipts.prune(receipt_needed(journal))
+    except Exception as exc:
+        logger.warning("receipts not pruned: %s", type(exc).__name__)
+        return
+    if pruned:
+        logger.info("receipts: %d finished calls' receipts removed", pruned)

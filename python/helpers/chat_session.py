@@ -1,0 +1,67 @@
+"""What the agent loop needs from its chat's durable session.
+
+agent.py types ``AgentContext.session`` with this Protocol; python/durable/session.py's
+``DurableSession`` is the implementation (agent.py never imports python/durable). A chat
+is built with a ``SessionFactory``: ``AgentContext(config, session=factory)`` calls it
+with the new chat, so no chat exists without its session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent import Agent, AgentContext, UserMessage
+    from durability import Journal
+    from durability.adapters.shell import ShellReceipts
+    from python.helpers.models import ModelResult
+    from python.helpers.tool import Response, Tool
+
+#: A model stream callback: ``(delta, full text so far)``.
+StreamCallback = Callable[[str, str], Awaitable[None]]
+
+
+class ChatSession(Protocol):
+    """What the loop needs from its chat's durable session (python/durable/session.py)."""
+
+    @property
+    def task(self) -> asyncio.Task[str] | None: ...  # the chat's one task
+
+    @property
+    def journal(self) -> Journal: ...  # the tools read the chat's documents from it
+
+    @property
+    def receipts(self) -> ShellReceipts | None: ...  # shell receipts (code_execution_tool)
+
+    def communicate(self, msg: UserMessage) -> asyncio.Task[str]: ...
+
+    def nudge(self) -> asyncio.Task[str]: ...
+
+    def stop(self) -> bool: ...  # cancel the chat's task (the run ends as stopped)
+
+    def reset(self) -> None: ...
+
+    def remove(self) -> None: ...
+
+    async def model_call(
+        self,
+        agent: Agent,
+        messages: list[dict[str, str]],
+        kind: str,
+        effect: Callable[[], Awaitable[ModelResult]],
+        *,
+        on_reasoning: StreamCallback | None = None,
+        on_response: StreamCallback | None = None,
+    ) -> ModelResult: ...
+
+    async def tool_call(
+        self, agent: Agent, tool: Tool, effect: Callable[[], Awaitable[Response]]
+    ) -> Response: ...
+
+    async def iteration_end(self, agent: Agent, *, final: bool) -> None: ...
+
+
+#: Builds a new chat's session (python/durable/chats.py passes one).
+SessionFactory = Callable[["AgentContext"], ChatSession]
