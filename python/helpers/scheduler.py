@@ -91,9 +91,12 @@ class Scheduler:
     its methods, which raise journal errors (task_not_found, task_conflict, ...)."""
 
     def __init__(
-        self, runtime: Any, *, clock: Callable[[], float] | None = None,
+        self,
+        runtime: Any,
+        *,
+        clock: Callable[[], float] | None = None,
         default_timezone: str = tasks.DEFAULT_TIMEZONE,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.runtime = runtime
         offset = clock_offset()
         self.clock = clock or (lambda: time.time() + offset)
@@ -169,8 +172,13 @@ class Scheduler:
                         firing = await self._fire(task, definition, slot=due)
                     except DurabilityError as exc:  # e.g. deleted meanwhile: the others go on
                         logger.warning("task %s not fired: %s", task.id, exc.code)
-                        firing = Firing(task.id, "failed", firing_input_id(task.id, due),
-                                        stime.iso(due), reason=exc.code)  # fmt: skip
+                        firing = Firing(
+                            task.id,
+                            "failed",
+                            firing_input_id(task.id, due),
+                            stime.iso(due),
+                            reason=exc.code,
+                        )
                     firings.append(firing)
                     if firing.kind in ("deferred", "failed"):
                         wake_at = min(wake_at, now + DEFER_SECONDS)
@@ -181,9 +189,14 @@ class Scheduler:
 
     # firing ---------------------------------------------------------------------------
     async def _fire(
-        self, task: Any, definition: dict[str, Any], *, slot: float | None,
-        key: str | None = None, extra_text: str = "",
-    ) -> Firing:  # fmt: skip
+        self,
+        task: Any,
+        definition: dict[str, Any],
+        *,
+        slot: float | None,
+        key: str | None = None,
+        extra_text: str = "",
+    ) -> Firing:
         """Fire one slot (or a manual run with ``key``). Scheduled slots wait or skip when
         the chat cannot take them; a manual run raises instead (the caller is a person or
         an agent who should know)."""
@@ -285,14 +298,20 @@ class Scheduler:
 
     # tasks ----------------------------------------------------------------------------
     async def create(
-        self, data: Mapping[str, Any], *, actor: str, task_id: str | None = None,
+        self,
+        data: Mapping[str, Any],
+        *,
+        actor: str,
+        task_id: str | None = None,
         default_context: str | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, Any]:
         task_id = task_id or str(uuid.uuid4())
         definition = tasks.normalise(
-            data, default_timezone=self.default_timezone, default_context=default_context,
+            data,
+            default_timezone=self.default_timezone,
+            default_context=default_context,
             task_id=task_id,
-        )  # fmt: skip
+        )
         task = await self.journal.aio.create_task(
             task_id, definition, actor=actor, done_until=self.clock()
         )
@@ -310,9 +329,12 @@ class Scheduler:
         )
         moved = self.clock() if tasks.schedule_changed(base, definition) else None
         task = await self.journal.aio.update_task(
-            task_id, definition, expected_revision=expected_revision, actor=actor,
+            task_id,
+            definition,
+            expected_revision=expected_revision,
+            actor=actor,
             done_until=moved,
-        )  # fmt: skip
+        )
         self.wake()
         return await self.describe(task)
 

@@ -41,8 +41,9 @@ async def admit_firing(runtime: Any, chat_id: str, message: Any, chat_name: str)
         raise
     if ctx is not None and admitted.kind != "duplicate":
         kvps = {"task": chat_name, "input_id": message.id}
-        ctx.log.log(type="user", heading="Scheduled task", content=message.message, kvps=kvps,
-                    id=message.id)  # fmt: skip
+        ctx.log.log(
+            type="user", heading="Scheduled task", content=message.message, kvps=kvps, id=message.id
+        )
     return admitted
 
 

@@ -22,9 +22,16 @@ from python.helpers.api import ApiError
 from python.helpers.tool import Response, Tool
 
 METHODS = (
-    "list_tasks", "find_task_by_name", "show_task", "run_task", "delete_task",
-    "create_scheduled_task", "create_adhoc_task", "create_planned_task", "wait_for_task",
-)  # fmt: skip
+    "list_tasks",
+    "find_task_by_name",
+    "show_task",
+    "run_task",
+    "delete_task",
+    "create_scheduled_task",
+    "create_adhoc_task",
+    "create_planned_task",
+    "wait_for_task",
+)
 WAIT_DEFAULT = 600.0
 WAIT_MAX = 3600.0
 WAIT_STEP = 1.0
@@ -125,15 +132,27 @@ class Scheduler(Tool):
 
     async def _create(self, scheduler: Any, kind: str) -> str:
         fields = {
-            k: v for k, v in self.args.items()
-            if k in ("name", "system_prompt", "prompt", "attachments", "schedule", "plan",
-                     "timezone", "dedicated_context")
-        }  # fmt: skip
+            k: v
+            for k, v in self.args.items()
+            if k
+            in (
+                "name",
+                "system_prompt",
+                "prompt",
+                "attachments",
+                "schedule",
+                "plan",
+                "timezone",
+                "dedicated_context",
+            )
+        }
         fields["kind"] = kind
         task = await scheduler.create(
-            fields, actor=self._actor, task_id=self._new_task_id(),
+            fields,
+            actor=self._actor,
+            task_id=self._new_task_id(),
             default_context=self.agent.context.id,
-        )  # fmt: skip
+        )
         return dumps(task)
 
     async def _create_scheduled_task(self, scheduler: Any) -> str:
@@ -167,9 +186,20 @@ class Scheduler(Tool):
         if task.get("state") == "running":
             return refusal("still_running", f"the task is still running after {timeout:g} s")
         return dumps(
-            {k: task.get(k) for k in ("uuid", "name", "state", "last_status", "last_result",
-                                      "last_run", "last_run_id", "context_id")}
-        )  # fmt: skip
+            {
+                k: task.get(k)
+                for k in (
+                    "uuid",
+                    "name",
+                    "state",
+                    "last_status",
+                    "last_result",
+                    "last_run",
+                    "last_run_id",
+                    "context_id",
+                )
+            }
+        )
 
 
 def _seconds(value: Any, default: float) -> float:

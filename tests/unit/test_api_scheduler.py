@@ -45,9 +45,13 @@ def test_create_list_update_delete(client):
     task = created.json()["task"]
     assert (task["type"], task["state"], task["revision"]) == ("scheduled", "idle", 1)
     assert task["schedule"] == {
-        "minute": "0", "hour": "7", "day": "*", "month": "*", "weekday": "*",
+        "minute": "0",
+        "hour": "7",
+        "day": "*",
+        "month": "*",
+        "weekday": "*",
         "timezone": "Europe/Berlin",
-    }  # fmt: skip
+    }
     assert task["next_run"].endswith(("06:00:00+00:00", "05:00:00+00:00"))  # 07:00 in Berlin
     assert task["dedicated_context"] is True and task["context_id"] == task["uuid"]
 
@@ -56,9 +60,10 @@ def test_create_list_update_delete(client):
     assert (
         client.post("/api/scheduler_tasks_list", json={"state": ["disabled"]}).json()["tasks"] == []
     )
-    assert len(client.post("/api/scheduler_tasks_list", json={"type": ["scheduled"]}).json()[
-        "tasks"
-    ]) == 1  # fmt: skip
+    assert (
+        len(client.post("/api/scheduler_tasks_list", json={"type": ["scheduled"]}).json()["tasks"])
+        == 1
+    )
 
     updated = client.post(
         "/api/scheduler_task_update",

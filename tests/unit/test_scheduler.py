@@ -203,20 +203,23 @@ async def test_run_now_is_keyed_and_refused_while_busy_or_held(scheduler, runtim
 
 async def test_edits_name_their_revision_and_a_new_schedule_starts_from_now(scheduler, clock):
     task = await scheduler.create(task_input(schedule={"minute": "0", "hour": "*"}), actor="u")
-    updated = await scheduler.update(task["uuid"], {"prompt": "Say pong."}, expected_revision=1,
-                                     actor="user")  # fmt: skip
+    updated = await scheduler.update(
+        task["uuid"], {"prompt": "Say pong."}, expected_revision=1, actor="user"
+    )
     assert (updated["revision"], updated["prompt"]) == (2, "Say pong.")
     with pytest.raises(TaskConflict) as info:
         await scheduler.update(task["uuid"], {"prompt": "x"}, expected_revision=1, actor="agent0")
     assert info.value.current_revision == 2
     clock.now += 3600  # 13:00 is due ...
-    moved = await scheduler.update(task["uuid"], {"schedule": EVERY_MINUTE}, expected_revision=2,
-                                   actor="user")  # fmt: skip
+    moved = await scheduler.update(
+        task["uuid"], {"schedule": EVERY_MINUTE}, expected_revision=2, actor="user"
+    )
     assert moved["due"] is False  # ... but the schedule changed: only slots from now on fire
     assert await fired(scheduler) == []
     with pytest.raises(TaskInvalid) as bad:
-        await scheduler.update(task["uuid"], {"schedule": {"minute": "99"}}, expected_revision=3,
-                               actor="user")  # fmt: skip
+        await scheduler.update(
+            task["uuid"], {"schedule": {"minute": "99"}}, expected_revision=3, actor="user"
+        )
     assert bad.value.field == "schedule.minute"
 
 
@@ -227,8 +230,9 @@ async def test_disabled_tasks_never_fire_and_slots_passed_while_disabled_do_not_
     assert task["state"] == "disabled" and task["next_run"] is None
     clock.now += 600
     assert await fired(scheduler) == []
-    enabled = await scheduler.update(task["uuid"], {"state": "idle"}, expected_revision=1,
-                                     actor="user")  # fmt: skip
+    enabled = await scheduler.update(
+        task["uuid"], {"state": "idle"}, expected_revision=1, actor="user"
+    )
     assert enabled["state"] == "idle" and enabled["due"] is False
     clock.now += 60
     assert await fired(scheduler) == [("started", minute(11), None)]

@@ -30,9 +30,11 @@ def agent(chat_id: str = "chat-A") -> SimpleNamespace:
         return None
 
     return SimpleNamespace(
-        number=0, context=SimpleNamespace(id=chat_id), mask=lambda text: text,
+        number=0,
+        context=SimpleNamespace(id=chat_id),
+        mask=lambda text: text,
         handle_intervention=handle_intervention,
-    )  # fmt: skip
+    )
 
 
 async def call(method: str, args: dict, *, call_id: str | None = None, chat: str = "chat-A"):
@@ -57,8 +59,13 @@ async def test_create_runs_in_the_agents_chat_unless_dedicated(scheduler):
         "UTC",
         "scheduled",
     )
-    planned = {"name": "once", "prompt": "Go.", "dedicated_context": True,
-               "plan": ["2030-06-01T09:00:00"], "timezone": "Europe/Berlin"}  # fmt: skip
+    planned = {
+        "name": "once",
+        "prompt": "Go.",
+        "dedicated_context": True,
+        "plan": ["2030-06-01T09:00:00"],
+        "timezone": "Europe/Berlin",
+    }
     own = await call("create_planned_task", planned, call_id="c2")
     assert own["context_id"] == own["uuid"] and own["plan"]["todo"] == ["2030-06-01T07:00:00+00:00"]
     adhoc = await call("create_adhoc_task", {"name": "by hand", "prompt": "Now."}, call_id="c3")
@@ -79,8 +86,16 @@ async def test_list_find_show_and_delete(scheduler):
     await call("create_adhoc_task", {"name": "cleanup", "prompt": "Clean."}, call_id="c2")
     listed = await call("list_tasks", {})
     assert [t["name"] for t in listed] == ["daily report", "cleanup"]
-    assert set(listed[0]) == {"uuid", "name", "type", "state", "last_run", "last_status",
-                              "next_run", "context_id"}  # fmt: skip
+    assert set(listed[0]) == {
+        "uuid",
+        "name",
+        "type",
+        "state",
+        "last_run",
+        "last_status",
+        "next_run",
+        "context_id",
+    }
     assert [t["name"] for t in await call("list_tasks", {"type": ["adhoc"]})] == ["cleanup"]
     soon = await call("list_tasks", {"next_run_within": 24 * 60})
     assert [t["name"] for t in soon] == ["daily report"]
@@ -101,16 +116,25 @@ async def test_list_find_show_and_delete(scheduler):
         ("show_task", {"uuid": "nope"}, "scheduler error (task_not_found)"),
         ("delete_task", {"uuid": "nope"}, "scheduler error (task_not_found)"),
         ("find_task_by_name", {"name": "nothing"}, "scheduler error (task_not_found)"),
-        ("create_scheduled_task", {**DAILY, "schedule": {"hour": "24"}},
-         "scheduler error (task_invalid): schedule.hour"),
-        ("create_planned_task", {"name": "p", "prompt": "x", "plan": []},
-         "scheduler error (task_invalid)"),
-        ("create_scheduled_task", {**DAILY, "timezone": "Nowhere/Land"},
-         "scheduler error (task_invalid): unknown timezone"),
+        (
+            "create_scheduled_task",
+            {**DAILY, "schedule": {"hour": "24"}},
+            "scheduler error (task_invalid): schedule.hour",
+        ),
+        (
+            "create_planned_task",
+            {"name": "p", "prompt": "x", "plan": []},
+            "scheduler error (task_invalid)",
+        ),
+        (
+            "create_scheduled_task",
+            {**DAILY, "timezone": "Nowhere/Land"},
+            "scheduler error (task_invalid): unknown timezone",
+        ),
         ("list_tasks", {"state": "idle"}, "scheduler error (bad_request)"),
         ("wait_for_task", {"uuid": "x", "timeout": 0}, "scheduler error (invalid_argument)"),
     ],
-)  # fmt: skip
+)
 async def test_refusals_are_messages_with_a_code(scheduler, method, args, starts):
     text = await call(method, args, call_id="c")
     assert isinstance(text, str) and text.startswith(starts), text
@@ -120,8 +144,11 @@ async def test_waiting_for_a_task_of_this_chat_is_refused_and_an_idle_one_return
     mine = await call("create_adhoc_task", {"name": "mine", "prompt": "x"}, call_id="c1")
     refused = await call("wait_for_task", {"uuid": mine["uuid"]})
     assert refused.startswith("scheduler error (task_in_this_chat)")
-    theirs = await call("create_adhoc_task", {"name": "theirs", "prompt": "x",
-                                              "dedicated_context": True}, call_id="c2")  # fmt: skip
+    theirs = await call(
+        "create_adhoc_task",
+        {"name": "theirs", "prompt": "x", "dedicated_context": True},
+        call_id="c2",
+    )
     waited = await call("wait_for_task", {"uuid": theirs["uuid"]})
     assert (waited["state"], waited["last_result"]) == ("idle", None)
 
