@@ -58,14 +58,7 @@ class ScheduledTask:
 
 
 def _task(row: TaskRow) -> ScheduledTask:
-    value = integrity.load_json(row.body)
-    damage = None
-    if isinstance(value, integrity.Undecodable):
-        damage, value = "undecodable", None
-    elif digest(value) != row.digest:
-        damage = "digest_mismatch"
-    elif not isinstance(value, dict):
-        damage = "not_an_object"
+    value, damage = integrity.task_definition(row.body, row.digest)
     skip = integrity.load_json(row.last_skip)
     return ScheduledTask(
         row.id,

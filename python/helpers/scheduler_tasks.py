@@ -320,7 +320,8 @@ def _skip_view(skip: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 def _plan_view(plan: list[str], done_until: float) -> dict[str, Any]:
     """Upstream's plan shape: times still to come (``todo``) and those handled (``done``)."""
-    todo, done = [], []
+    todo: list[str] = []
+    done: list[str] = []
     for text in plan:
         instant = stime.parse_instant(text, stime.zone("UTC"), "plan")
         (done if instant <= done_until else todo).append(text)

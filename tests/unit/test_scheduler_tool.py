@@ -7,9 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from python.helpers import scheduler as scheduler_mod
+from agent import AgentConfig
+from python.durable import scheduler as scheduler_mod
 from python.tools.scheduler import Scheduler as SchedulerTool
-from tests.unit.test_scheduler import T0, FakeRuntime
+from tests.unit.test_scheduler import T0, FakeChats
 
 pytestmark = pytest.mark.unit
 
@@ -19,19 +20,26 @@ def scheduler(tmp_path, monkeypatch):
     from durability import Journal
 
     journal = Journal.open_sqlite(tmp_path / "journal.sqlite")
-    instance = scheduler_mod.Scheduler(FakeRuntime(journal), clock=lambda: T0)
-    monkeypatch.setattr(scheduler_mod, "_current", instance)
+    instance = scheduler_mod.Scheduler(FakeChats(journal), clock=lambda: T0)
+    monkeypatch.setitem(CURRENT, "scheduler", instance)
     yield instance
     journal.close()
 
 
+CURRENT: dict[str, scheduler_mod.Scheduler] = {}  # the test's scheduler
+
+
 def agent(chat_id: str = "chat-A") -> SimpleNamespace:
+    """The tool's agent: its chat's session exposes the scheduler, as DurableSession does."""
+
     async def handle_intervention(progress: str = "") -> None:
         return None
 
     return SimpleNamespace(
         number=0,
-        context=SimpleNamespace(id=chat_id),
+        context=SimpleNamespace(
+            id=chat_id, session=SimpleNamespace(scheduler=CURRENT["scheduler"])
+        ),
         mask=lambda text: text,
         handle_intervention=handle_intervention,
     )
@@ -76,7 +84,7 @@ async def test_the_same_call_run_again_finds_its_task(scheduler):
     first = await call("create_scheduled_task", DAILY, call_id="same-call")
     again = await call("create_scheduled_task", DAILY, call_id="same-call")
     assert first["uuid"] == again["uuid"]
-    assert len(await scheduler.list()) == 1
+    assert len(await scheduler.list_tasks()) == 1
     other = await call("create_scheduled_task", DAILY, call_id="other-call")
     assert other["uuid"] != first["uuid"]
 
@@ -153,7 +161,15 @@ async def test_waiting_for_a_task_of_this_chat_is_refused_and_an_idle_one_return
     assert (waited["state"], waited["last_result"]) == ("idle", None)
 
 
-async def test_without_a_scheduler_the_tool_says_so(monkeypatch):
-    monkeypatch.setattr(scheduler_mod, "_current", None)
-    text = await call("list_tasks", {})
-    assert text.startswith("scheduler error (journal_unavailable)")
+async def test_the_tool_reaches_the_scheduler_of_its_chats_session(chats):
+    """A real chat (DurableChats over a real journal): the tool needs no import of the
+    scheduler, the chat's session hands it over."""
+    ctx = chats.create(config=AgentConfig.from_settings({}))
+    assert ctx.session.scheduler is chats.scheduler
+    args = {"name": "by hand", "prompt": "Now."}
+    tool = SchedulerTool(ctx.agent0, "scheduler", "create_adhoc_task", args, "")
+    tool.call_identity = ("call-1", "digest")
+    created = json.loads((await tool.execute(**args)).message)
+    assert (created["context_id"], created["type"]) == (ctx.id, "adhoc")
+    [stored] = chats.journal.list_tasks()
+    assert stored.id == created["uuid"] and stored.definition["name"] == "by hand"
