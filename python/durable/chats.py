@@ -229,8 +229,8 @@ class DurableChats:
     async def close(self, timeout: float = 5.0) -> None:
         """Stop every chat (runs stay active), forget them, flush the background journal
         writes, then close the journal: no acknowledged write is lost on a clean stop."""
+        await self.scheduler.stop()  # first: a firing it admits now is stopped below too
         self.begin_shutdown()
-        await self.scheduler.stop()
         pending = self.tasks()
         if pending:
             await asyncio.wait(pending, timeout=timeout)
