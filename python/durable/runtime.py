@@ -1,8 +1,9 @@
 """App-wide state of one server process: settings, login config, and the durable chats.
 
 Every endpoint handler gets the process's ``Runtime``. The chats and their journal are
-``runtime.chats`` (python/durable/chats.py), opened by ``start`` and closed by
-``shutdown``; ``admit_message`` is the one way a message enters a chat.
+``runtime.chats`` (python/durable/chats.py), opened by ``start`` (which also starts the
+scheduler's loop, ``runtime.chats.scheduler``) and closed by ``shutdown``;
+``admit_message`` is the one way a message from a client enters a chat.
 """
 
 from __future__ import annotations
@@ -196,6 +197,7 @@ class Runtime:
         masker = secrets.masker_for(self.usr)
         chats, _plans = await startup.open_chats(self.usr, self.settings, masker, self.agent_config)
         self._chats = chats
+        chats.scheduler.start()  # after recovery: recovered runs come first
         self._sweeper = asyncio.create_task(self._sweep_api_chats(), name="api-chat-sweeper")
 
     async def _sweep_api_chats(self) -> None:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from durability.adapters.shell import ShellReceipts
     from durability.records import Admission, Call, Run
     from python.durable.chats import DurableChats
+    from python.durable.scheduler import Scheduler
 
 logger = logging.getLogger("a0.durable")
 
@@ -58,6 +59,10 @@ class DurableSession:
     @property
     def receipts(self) -> ShellReceipts | None:
         return self.chats.receipts
+
+    @property
+    def scheduler(self) -> Scheduler:
+        return self.chats.scheduler
 
     @property
     def task(self) -> asyncio.Task[str] | None:
