@@ -123,29 +123,47 @@ def in_background(fn: Callable[[], Any]) -> threading.Thread:
 
 
 def test_a_run_of_a_killed_worker_is_taken_over_and_each_effect_happens_once(workers, model_server):
-    """Worker A is SIGKILLed right after its tool's effect committed; when A's lease runs
-    out worker B claims the run, reuses the committed calls and completes it."""
+    """Worker A is SIGKILLed right after its second tool's effect committed; when A's lease
+    runs out worker B claims the run, reuses the committed calls and completes it, in the
+    chat's work folder restored from the journal into a new private directory."""
     model_server.tool("side_effect", {"label": "pay-1"})
-    model_server.tool("response", {"text": "paid once"})
-    crash = {"A0_CRASH_AT": "after_result", "A0_CRASH_MATCH": "side_effect"}
+    model_server.tool("side_effect", {"label": "pay-2"})
+    model_server.tool("response", {"text": "paid twice"})
+    crash = {"A0_CRASH_AT": "after_result@2", "A0_CRASH_MATCH": "side_effect"}
+    a_workdir = workers.tmp / "worker-a" / "workdir"
+    a_workdir.mkdir(parents=True)
+    (a_workdir / "notes.txt").write_text("kept across workers\n", encoding="utf-8")
     a = workers.start("worker-a", **crash)
     b = workers.start("worker-b")
-    in_background(lambda: a.api_message("pay the bill", input_id="pay"))
+    in_background(lambda: a.api_message("pay the bills", input_id="pay"))
     assert a.process is not None
     assert a.process.wait(120) == -signal.SIGKILL, a.output()[-3000:]
-    assert workers.side_effects() == ["pay-1"]
+    assert workers.side_effects() == ["pay-1", "pay-2"]
 
     [(run_id, context_id, _status)] = workers.runs()
     done = wait_status(b, run_id, "completed")
-    assert workers.side_effects() == ["pay-1"]  # reused from the journal, never run again
-    assert model_server.calls == 2  # the first reply was reused; one call after the takeover
+    assert workers.side_effects() == ["pay-1", "pay-2"]  # reused, never run again
+    assert model_server.calls == 3  # two replies reused; one call after the takeover
     assert workers.claimers(run_id) == ["worker-a", "worker-b"]
     assert "taken over by worker-b" in b.output()
-    assert [c["name"] for c in done["calls"]] == ["model", "side_effect", "model", "response"]
-    again = b.api_message("pay the bill", input_id="pay", context_id=context_id)
-    assert again.json()["response"] == "paid once"
+    names = [c["name"] for c in done["calls"]]
+    assert names == ["model", "side_effect", "model", "side_effect", "model", "response"]
+    again = b.api_message("pay the bills", input_id="pay", context_id=context_id)
+    assert again.json()["response"] == "paid twice"
     owner = workers.sql("SELECT worker_id FROM claims WHERE run_id = %s", run_id)
     assert owner == [(None,)]  # released when the run completed
+
+    restored = list((workers.tmp / "worker-b" / "shared").glob("workdir-*/workdir"))
+    assert len(restored) == 1, restored
+    assert (restored[0] / "notes.txt").read_text(encoding="utf-8") == "kept across workers\n"
+    assert restored[0].stat().st_mode & 0o777 == 0o700
+    stored = workers.sql(
+        "SELECT count(*), count(*) FILTER (WHERE position('kept across'::bytea in data) > 0)"
+        " FROM resource_files"
+    )
+    assert stored[0][0] >= 1 and stored[0][1] == 0  # stored, and encrypted
+    for server in (a, b):
+        assert workers.postgres.password not in server.output()
 
 
 def test_a_message_sent_through_another_worker_reaches_the_running_agent(workers, model_server):
