@@ -135,6 +135,14 @@ class Runtime:
         when retention removed every run of it: a purged chat is gone, as after a restart)."""
         return await self.chats.chat(ctx_id)
 
+    async def shared_chat(self, ctx_id: str) -> AgentContext | None:
+        """The chat a poll shows: with shared workers, a chat another worker created is
+        loaded and an idle chat is brought up to the journal (at most once a second);
+        with SQLite simply the loaded chat."""
+        if self.shared is None:
+            return self.find_context(ctx_id)
+        return await self.shared.chat_for_poll(ctx_id)
+
     async def forget_purged_chats(self) -> list[str]:
         """Drop the loaded chats whose every run retention removed; returns their ids."""
         gone = await self.chats.forget_purged()

@@ -58,6 +58,7 @@ class DurableSession:
         # shared workers (python/durable/shared.py, takeover.py)
         self.last_run_id: str | None = None  # the run this process drove last
         self.synced_checkpoint: int | None = None  # the chat's checkpoint it was loaded from
+        self.refreshed_at = 0.0  # when a poll last brought it up to the journal (monotonic)
         self.local_inputs: set[str] = set()  # interventions admitted through this process
 
     # what the loop and the tools read ---------------------------------------------------

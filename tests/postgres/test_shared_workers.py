@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.integration._durable_system import KEY, PROVIDER_KEY, install_side_effect_tool
-from tests.integration._helpers import request_text, wait_until
+from tests.integration._helpers import chat_log, log_text, request_text, wait_until
 from tests.support.model_server import ScriptedFailure, ScriptedModel, model_server
 from tests.support.ui_server import SLOW_START, UiServer, ui_env_for
 
@@ -197,6 +197,12 @@ def test_a_message_sent_through_another_worker_reaches_the_running_agent(workers
     assert any("from worker b" in request_text(r) for r in model_server.requests)
     assert workers.claimers(run_id) == ["worker-a"]
     assert done["status"] == "completed"
+    # B shows the chat as the journal has it: in its chat list, with A's answer
+    with b.ui_client() as client:
+        polled = client.post("/api/poll", json={"context": context_id})
+    assert polled.status_code == 200, polled.text
+    assert context_id in [c["id"] for c in polled.json()["contexts"]]
+    assert "heard b" in log_text(chat_log(b, context_id))
 
 
 def test_a_decision_made_through_another_worker_is_carried_out_by_the_owner(workers, model_server):
