@@ -4,8 +4,8 @@
 once), the shutdown state, the journal writes started in the background and the resume
 slots. It makes every chat (``create``: an ``AgentContext`` whose session it builds, so
 no chat exists without one) and is the process's one entry point for a message:
-``admit(context_id, message)`` (the HTTP endpoints and the scheduler call it through
-``Runtime.admit_message``).
+``admit(context_id, message)`` (the HTTP endpoints call it through
+``Runtime.admit_message``, the scheduler of python/durable/scheduler.py directly).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from durability.errors import DurabilityError
 from python.durable import admission
 from python.durable.admission import KeyedLocks, Submission
 from python.durable.policy import ReplayPolicy
+from python.durable.scheduler import Scheduler
 from python.durable.session import DurableSession, session_of
 from python.helpers.api import ApiError
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
     from durability.adapters.shell import ShellReceipts
     from durability.records import Call
+    from python.durable.shared import SharedWorker
 
 logger = logging.getLogger("a0.durable")
 
@@ -62,11 +64,16 @@ class DurableChats:
         #: Before each effect (after its intent is durable); a shared journal's claims go
         #: here (docs/shared-workers.md). None: every effect may start.
         self.effect_gate: EffectGate | None = None
+        #: A worker of a shared journal (python/durable/shared.py); None with SQLite.
+        self.shared: SharedWorker | None = None
         self.stopping = False  # shutting down: cancelled runs stay active for recovery
         self._sessions: dict[str, DurableSession] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._resume_slots: asyncio.Semaphore | None = None
         self._input_locks = KeyedLocks()
+        #: The process's task scheduler (python/durable/scheduler.py); the server starts
+        #: its loop (``Runtime.start``), ``close`` stops it.
+        self.scheduler = Scheduler(self)
 
     # the chats ------------------------------------------------------------------------------
     def create(
@@ -101,22 +108,32 @@ class DurableChats:
 
     # the entry point of a message ------------------------------------------------------
     async def admit(
-        self, context_id: str, message: UserMessage, *, follow_input: bool = False
+        self,
+        context_id: str,
+        message: UserMessage,
+        *,
+        follow_input: bool = False,
+        create: str | None = None,
     ) -> tuple[AgentContext | None, Submission]:
         """Admit a message into the chat ``context_id`` (a new chat when empty) and start
         its run; returns (its chat, what happened).
 
-        ``context_id`` names the chat (404 ``context_not_found`` when unknown or purged);
-        without it, ``follow_input`` looks the input id up first (a retry whose first answer
-        was lost goes back to its chat), else a new chat is opened, and it exists only once
-        the journal took the input. Copies of one input are serialised here by input id, and
+        ``context_id`` names the chat (404 ``context_not_found`` when unknown or purged;
+        with ``create``, the scheduler's case, an unknown chat is made with that id and the
+        name ``create``, once the journal took the input); without it, ``follow_input``
+        looks the input id up first (a retry whose first answer was lost goes back to its
+        chat), else a new chat is opened, and it exists only once the journal took the
+        input. Copies of one input are serialised here by input id, and
         the journal's admit decides between processes: every copy gets the first one's run.
         The chat is None when a duplicate's run belongs to a chat not loaded here.
         InputConflict, RunHeld, ... propagate and leave nothing behind."""
         input_id = admission.ensure_input_id(message)
         async with self._input_locks.hold(input_id):
             context = None
-            if context_id:
+            if context_id and create is not None:
+                await self.forget_purged(context_id)
+                context = self.get(context_id)
+            elif context_id:
                 context = await self.chat(context_id)
             elif follow_input:
                 known = await self.journal.aio.input_context(input_id)
@@ -124,10 +141,13 @@ class DurableChats:
             if context is not None:
                 submission = await session_of(context).submit(message)
             else:
-                submission = await self.submit_new_chat(new_context_id(), message)
+                new_id = context_id or new_context_id()
+                submission = await self.submit_new_chat(new_id, message, name=create)
             return self.get(submission.context_id), submission
 
-    async def submit_new_chat(self, context_id: str, msg: UserMessage) -> Submission:
+    async def submit_new_chat(
+        self, context_id: str, msg: UserMessage, *, name: str | None = None
+    ) -> Submission:
         """The journal admits the input under a fresh chat id first; only a created run
         builds the chat. A copy of an input already admitted creates nothing."""
         content = await admission.content(self.journal, msg)
@@ -137,7 +157,7 @@ class DurableChats:
         if not adm.created:
             return await admission.duplicate(self, adm, content.input_id)
         try:
-            context = self.create(context_id)
+            context = self.get(context_id) or self.create(context_id, name=name)
         except BaseException:  # no chat to run it in: the input was not taken after all
             await asyncio.shield(asyncio.to_thread(_withdraw, self.journal, adm.run.id))
             raise
@@ -145,12 +165,26 @@ class DurableChats:
 
     async def chat(self, context_id: str) -> AgentContext:
         """The chat a request names: 404 ``context_not_found`` when there is none, also
-        when retention removed every run of it (a purged chat is gone, as after a restart)."""
+        when retention removed every run of it (a purged chat is gone, as after a restart).
+        A shared worker loads a chat another worker created, and brings an idle chat up to
+        the journal first (python/durable/takeover.py)."""
         await self.forget_purged(context_id)
         context = self.get(context_id) if context_id else None
+        if self.shared is not None and context_id:
+            from python.durable import takeover
+
+            if context is None:
+                context = await takeover.find_chat(self, context_id)
+            else:
+                await takeover.refresh_chat(self, session_of(context))
         if context is None:
             raise ApiError("context_not_found", f"Chat '{context_id}' not found.", 404)
         return context
+
+    def keeps_open(self, run_id: str) -> bool:
+        """A cancelled task leaves its run active (no ``stop`` decision): the server is
+        shutting down, or this shared worker lost the run's claim."""
+        return self.stopping or (self.shared is not None and self.shared.keeps_open(run_id))
 
     async def forget_purged(self, only: str | None = None) -> list[str]:
         """Drop the loaded chats (or ``only`` that one) whose every run retention removed
@@ -212,6 +246,7 @@ class DurableChats:
     async def close(self, timeout: float = 5.0) -> None:
         """Stop every chat (runs stay active), forget them, flush the background journal
         writes, then close the journal: no acknowledged write is lost on a clean stop."""
+        await self.scheduler.stop()  # first: a firing it admits now is stopped below too
         self.begin_shutdown()
         pending = self.tasks()
         if pending:

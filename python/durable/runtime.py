@@ -1,8 +1,9 @@
 """App-wide state of one server process: settings, login config, and the durable chats.
 
 Every endpoint handler gets the process's ``Runtime``. The chats and their journal are
-``runtime.chats`` (python/durable/chats.py), opened by ``start`` and closed by
-``shutdown``; ``admit_message`` is the one way a message enters a chat.
+``runtime.chats`` (python/durable/chats.py), opened by ``start`` (which also starts the
+scheduler's loop, ``runtime.chats.scheduler``) and closed by ``shutdown``;
+``admit_message`` is the one way a message from a client enters a chat.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from python.helpers.auth import AuthConfig
 if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
     from durability.adapters.shell import ShellReceipts
+    from durability.config import SharedConfig
+    from python.durable.shared import SharedWorker
 
 logger = logging.getLogger("a0.runtime")
 
@@ -42,6 +45,7 @@ class Runtime:
         auth: AuthConfig,
         *,
         overrides: Mapping[str, str] | None = None,
+        shared: SharedConfig | None = None,
     ) -> None:
         self.usr = usr
         self.settings = settings
@@ -53,6 +57,9 @@ class Runtime:
         self._api_expiry: dict[str, float] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._stopping = False
+        #: Shared mode (A0_DURABILITY_POSTGRES_DSN, docs/shared-workers.md); None: SQLite.
+        self.shared_config = shared
+        self.shared: SharedWorker | None = None
 
     # the durable chats -------------------------------------------------------------------
     @property
@@ -129,6 +136,14 @@ class Runtime:
         when retention removed every run of it: a purged chat is gone, as after a restart)."""
         return await self.chats.chat(ctx_id)
 
+    async def shared_chat(self, ctx_id: str) -> AgentContext | None:
+        """The chat a poll shows: with shared workers, a chat another worker created is
+        loaded and an idle chat is brought up to the journal (at most once a second);
+        with SQLite simply the loaded chat."""
+        if self.shared is None:
+            return self.find_context(ctx_id)
+        return await self.shared.chat_for_poll(ctx_id)
+
     async def forget_purged_chats(self) -> list[str]:
         """Drop the loaded chats whose every run retention removed; returns their ids."""
         gone = await self.chats.forget_purged()
@@ -194,9 +209,37 @@ class Runtime:
 
         await self.apply_mcp()  # before the journal opens: its masker knows MCP credentials
         masker = secrets.masker_for(self.usr)
-        chats, _plans = await startup.open_chats(self.usr, self.settings, masker, self.agent_config)
-        self._chats = chats
+        if self.shared_config is None:
+            config = self.agent_config
+            chats, _plans = await startup.open_chats(self.usr, self.settings, masker, config)
+            self._chats = chats
+        else:
+            self._chats = await self._start_shared(masker)
+        # After recovery: recovered runs come first. On shared workers every worker fires;
+        # a slot's input id (sched:<task>:<slot>) lets the journal take it once.
+        self._chats.scheduler.start()
         self._sweeper = asyncio.create_task(self._sweep_api_chats(), name="api-chat-sweeper")
+
+    async def _start_shared(self, masker: Any) -> DurableChats:
+        """Open the shared journal as this worker's and start claiming and sweeping."""
+        from python.durable.shared import SharedWorker
+
+        shared = self.shared_config
+        assert shared is not None
+        chats = await startup.open_shared_chats(self.usr, shared, masker, self.agent_config)
+        resources = None
+        try:
+            from durability.crypto import ResourceCipher
+            from durability.resources import SharedResources
+
+            cipher = ResourceCipher(shared.resource_key.reveal())
+            resources = SharedResources(chats.journal, cipher, max_bytes=shared.resource_max_bytes)
+            self.shared = SharedWorker(chats, shared, resources)
+            self.shared.start()
+        except BaseException:
+            chats.journal.close()
+            raise
+        return chats
 
     async def _sweep_api_chats(self) -> None:
         while True:
@@ -232,6 +275,14 @@ class Runtime:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
+        if self.shared is not None:  # the chats' tasks end, then the claims are given up
+            pending = self._chats.tasks() if self._chats is not None else []
+            if pending:
+                await asyncio.wait(pending, timeout=timeout)
+            try:
+                await self.shared.close()
+            except Exception as exc:
+                logger.warning("shared worker not closed cleanly: %s", type(exc).__name__)
         if self._chats is not None:
             try:
                 await self._chats.close(timeout=timeout)
