@@ -188,9 +188,15 @@ def load_checkpoint(
                 raise _corrupt(row, "undecodable_message") from None
         histories[key] = messages
     return Checkpoint(
-        id=row.id, run_id=row.run_id, context_id=row.context_id, seq=row.seq,
-        state=body["state"], histories=histories, digest=row.digest, created_at=row.created_at,
-    )  # fmt: skip
+        id=row.id,
+        run_id=row.run_id,
+        context_id=row.context_id,
+        seq=row.seq,
+        state=body["state"],
+        histories=histories,
+        digest=row.digest,
+        created_at=row.created_at,
+    )
 
 
 def _previous_heads(
@@ -336,26 +342,38 @@ def _store_history(
 
 
 def store_checkpoint(
-    tx: StoreTx, masker: Masker, cache: HistoryCache, run_id: str, context_id: str,
-    data: CheckpointData, now: float,
-) -> tuple[CheckpointRef, HistoryCacheEntry]:  # fmt: skip
+    tx: StoreTx,
+    masker: Masker,
+    cache: HistoryCache,
+    run_id: str,
+    context_id: str,
+    data: CheckpointData,
+    now: float,
+) -> tuple[CheckpointRef, HistoryCacheEntry]:
     """Write one checkpoint in ``tx``; return it and the cache entry to keep after commit."""
     previous = _previous_heads(tx, run_id, context_id, cache)
     heads: dict[str, _HistoryHead] = {}
     for key, messages in data.histories.items():
         heads[str(key)] = _store_history(tx, masker, list(messages), previous.get(str(key)), now)
     masked_state = masker.mask(dict(data.state))
-    body = canonical_json({
-        "v": FORMAT_VERSION,
-        "run_id": run_id,
-        "seq": data.seq,
-        "state": masked_state,
-        "histories": {k: {"head": h.head, "length": len(h.hashes)} for k, h in heads.items()},
-    })  # fmt: skip
+    body = canonical_json(
+        {
+            "v": FORMAT_VERSION,
+            "run_id": run_id,
+            "seq": data.seq,
+            "state": masked_state,
+            "histories": {k: {"head": h.head, "length": len(h.hashes)} for k, h in heads.items()},
+        }
+    )
     digest = digest_text(body)
     checkpoint_id = tx.insert_checkpoint(run_id, context_id, data.seq, body, digest, now)
     checkpoint = CheckpointRef(
-        id=checkpoint_id, run_id=run_id, context_id=context_id, seq=data.seq, digest=digest,
-        history_lengths={k: len(h.hashes) for k, h in heads.items()}, created_at=now,
-    )  # fmt: skip
+        id=checkpoint_id,
+        run_id=run_id,
+        context_id=context_id,
+        seq=data.seq,
+        digest=digest,
+        history_lengths={k: len(h.hashes) for k, h in heads.items()},
+        created_at=now,
+    )
     return checkpoint, HistoryCacheEntry(checkpoint_id, heads, run_id)

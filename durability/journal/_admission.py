@@ -36,8 +36,9 @@ def admit(
         if known.digest != content_digest:
             raise InputConflict(
                 "this input id was already used for different content",
-                input_id=input_id, run_id=known.run_id,
-            )  # fmt: skip
+                input_id=input_id,
+                run_id=known.run_id,
+            )
         return Admission(load_run(tx, known.run_id), created=False, kind=known.kind)
 
     def op(tx: StoreTx) -> Admission:
@@ -54,21 +55,32 @@ def admit(
                 return recorded(tx, known)
         if open_run is not None and open_run.status == "needs_attention":
             raise RunHeld(
-                "the chat's run waits for a decision", context_id=context_id,
-                run_id=open_run.id, version=open_run.version,
-            )  # fmt: skip
+                "the chat's run waits for a decision",
+                context_id=context_id,
+                run_id=open_run.id,
+                version=open_run.version,
+            )
         if kind == "run":
             if open_run is not None:
                 raise ActiveRunExists(
                     "the chat already has an active run",
-                    context_id=context_id, run_id=open_run.id,
-                )  # fmt: skip
+                    context_id=context_id,
+                    run_id=open_run.id,
+                )
             tx.ensure_context(context_id, now)
             run = Run(
-                id=uuid.uuid4().hex, context_id=context_id, input_id=input_id,
-                input_digest=content_digest, status="active", version=1, reason=None,
-                reason_detail=None, recovery_attempts=0, created_at=now, updated_at=now,
-            )  # fmt: skip
+                id=uuid.uuid4().hex,
+                context_id=context_id,
+                input_id=input_id,
+                input_digest=content_digest,
+                status="active",
+                version=1,
+                reason=None,
+                reason_detail=None,
+                recovery_attempts=0,
+                created_at=now,
+                updated_at=now,
+            )
             tx.insert_run(run)
         else:
             if open_run is None:

@@ -28,9 +28,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def record_intent(
-    journal: Journal, run_id: str, agent_no: int, seq: int, kind: str, name: str, args: Any,
+    journal: Journal,
+    run_id: str,
+    agent_no: int,
+    seq: int,
+    kind: str,
+    name: str,
+    args: Any,
     policy: str,
-) -> Plan[Call]:  # fmt: skip
+) -> Plan[Call]:
     require_text("run_id", run_id)
     require_int("agent_no", agent_no)
     require_int("seq", seq)
@@ -43,10 +49,22 @@ def record_intent(
     fp = fingerprint_from_json(kind, name, args_json, policy)
     now = journal.clock()
     fresh = Call(
-        id=uuid.uuid4().hex, run_id=run_id, agent_no=agent_no, seq=seq, attempt=1,
-        kind=kind, name=name, args=masked_args, policy=policy, fingerprint=fp, state="open",
-        result=None, result_digest=None, created_at=now, closed_at=None,
-    )  # fmt: skip
+        id=uuid.uuid4().hex,
+        run_id=run_id,
+        agent_no=agent_no,
+        seq=seq,
+        attempt=1,
+        kind=kind,
+        name=name,
+        args=masked_args,
+        policy=policy,
+        fingerprint=fp,
+        state="open",
+        result=None,
+        result_digest=None,
+        created_at=now,
+        closed_at=None,
+    )
 
     def op(tx: StoreTx) -> Call:
         if tx.insert_call_if_free(fresh, args_json):  # the common case: a new position
@@ -55,10 +73,21 @@ def record_intent(
         require_active(run)
         latest = tx.latest_call_at(run_id, agent_no, seq)
         if latest is not None and latest.fingerprint != fp:
-            detail = {"agent_no": agent_no, "seq": seq, "attempt": latest.attempt,
-                      "recorded": latest.fingerprint, "requested": fp}  # fmt: skip
-            bump(tx, run, now, status="needs_attention", reason="replay_divergence",
-                 reason_detail=detail)  # fmt: skip
+            detail = {
+                "agent_no": agent_no,
+                "seq": seq,
+                "attempt": latest.attempt,
+                "recorded": latest.fingerprint,
+                "requested": fp,
+            }
+            bump(
+                tx,
+                run,
+                now,
+                status="needs_attention",
+                reason="replay_divergence",
+                reason_detail=detail,
+            )
             raise ReplayDivergence(
                 f"the call at agent {agent_no}, sequence {seq} differs from the journal",
                 run_id=run_id,
@@ -110,9 +139,11 @@ def commit_result(
             if call.result_digest == result_digest and call.state == state:
                 return call
             raise ResultConflict(
-                "the call already has a different committed result", call_id=call_id,
-                recorded_digest=call.result_digest, new_digest=result_digest,
-            )  # fmt: skip
+                "the call already has a different committed result",
+                call_id=call_id,
+                recorded_digest=call.result_digest,
+                new_digest=result_digest,
+            )
         if call.state != "open":
             raise ResultConflict(
                 f"the call was closed as {call.state}", call_id=call_id, state=call.state

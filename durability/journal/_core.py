@@ -246,9 +246,16 @@ class Journal:
 
     # calls
     def record_intent(
-        self, run_id: str, *, agent_no: int, seq: int, kind: str, name: str, args: Any,
+        self,
+        run_id: str,
+        *,
+        agent_no: int,
+        seq: int,
+        kind: str,
+        name: str,
+        args: Any,
         policy: str,
-    ) -> Call:  # fmt: skip
+    ) -> Call:
         """Journal a call before its effect. Returns the recorded call at this position when
         there is one (check ``call.state``: a committed result is reused, never re-run)."""
         return self.execute(
@@ -256,9 +263,13 @@ class Journal:
         )
 
     def commit_result(
-        self, call_id: str, result: Any, *, failed: bool = False,
+        self,
+        call_id: str,
+        result: Any,
+        *,
+        failed: bool = False,
         checkpoint: CheckpointData | None = None,
-    ) -> Call:  # fmt: skip
+    ) -> Call:
         """Commit a call's outcome (optionally with a checkpoint, in one transaction).
         The same result again is a no-op; a different one raises ResultConflict."""
         return self.execute(_calls.commit_result(self, call_id, result, failed, checkpoint))
@@ -311,9 +322,12 @@ class Journal:
         return self.execute(_run_ops.read_run(run_id))
 
     def list_runs(
-        self, status: str | Iterable[str] | None = None, *, context_id: str | None = None,
+        self,
+        status: str | Iterable[str] | None = None,
+        *,
+        context_id: str | None = None,
         limit: int = 100,
-    ) -> list[Run]:  # fmt: skip
+    ) -> list[Run]:
         """Runs, newest first, optionally filtered by status(es) and chat."""
         return self.execute(_run_ops.list_runs(status, context_id, limit))
 
@@ -348,9 +362,15 @@ class Journal:
 
     # decisions and retry grants
     def decide(
-        self, run_id: str, decision: str, *, version: int, actor: str, note: str | None = None,
+        self,
+        run_id: str,
+        decision: str,
+        *,
+        version: int,
+        actor: str,
+        note: str | None = None,
         call_id: str | None = None,
-    ) -> DecisionOutcome:  # fmt: skip
+    ) -> DecisionOutcome:
         """Apply a person's decision made on ``version`` of a run (see docs/durability.md)."""
         return self.execute(_run_ops.decide(self, run_id, decision, version, actor, note, call_id))
 

@@ -106,27 +106,31 @@ def delete_run(run_id: str) -> Plan[None]:
     def op(tx: StoreTx) -> None:
         run = load_run(tx, run_id)
         if run.status not in TERMINAL_RUN_STATUSES:
-            raise InvalidTransition("only finished runs can be deleted", run_id=run_id,
-                                    status=run.status)  # fmt: skip
+            raise InvalidTransition(
+                "only finished runs can be deleted", run_id=run_id, status=run.status
+            )
         tx.delete_run(run_id)
 
     return write(op)
 
 
 def decide(
-    journal: Journal, run_id: str, decision: str, version: int, actor: str, note: str | None,
+    journal: Journal,
+    run_id: str,
+    decision: str,
+    version: int,
+    actor: str,
+    note: str | None,
     call_id: str | None,
-) -> Plan[DecisionOutcome]:  # fmt: skip
+) -> Plan[DecisionOutcome]:
     if decision not in DECISIONS:
-        raise InvalidArgument(f"decision must be one of {', '.join(DECISIONS)}",
-                              field="decision")  # fmt: skip
+        raise InvalidArgument(f"decision must be one of {', '.join(DECISIONS)}", field="decision")
     require_int("version", version, minimum=1)
     require_text("actor", actor)
     if note is not None and not isinstance(note, str):
         raise InvalidArgument("note must be a string", field="note")
     if decision in DECISIONS_NEEDING_NOTE and not (note or "").strip():
-        raise NoteRequired(f"{decision} needs a note saying what was checked",
-                           decision=decision)  # fmt: skip
+        raise NoteRequired(f"{decision} needs a note saying what was checked", decision=decision)
     masked_note = journal.masker.mask_text(note) if note else None
     if masked_note is not None:
         storable_json(masked_note)
@@ -166,11 +170,11 @@ def consume_retry(journal: Journal, run_id: str, call_id: str | None) -> Plan[bo
         if call_id is not None:
             call = tx.get_call(call_id)
             if call is None or call.run_id != run_id:
-                raise CallNotFound("no such call in this run", run_id=run_id,
-                                   call_id=call_id)  # fmt: skip
+                raise CallNotFound("no such call in this run", run_id=run_id, call_id=call_id)
             if call.state != "failed":
-                raise InvalidTransition("only a failed call can be retried",
-                                        call_id=call_id, state=call.state)  # fmt: skip
+                raise InvalidTransition(
+                    "only a failed call can be retried", call_id=call_id, state=call.state
+                )
         if not tx.consume_grant(run_id):
             return False
         if call is not None:

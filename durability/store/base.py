@@ -156,9 +156,14 @@ class StoreTx(ABC):
         return True
 
     def close_open_call(
-        self, call_id: str, state: str, result: Any, result_json: str, result_digest: str,
+        self,
+        call_id: str,
+        state: str,
+        result: Any,
+        result_json: str,
+        result_digest: str,
         now: float,
-    ) -> tuple[Call, str] | None:  # fmt: skip
+    ) -> tuple[Call, str] | None:
         """Store the result of an open call of an active run and bump the run; the closed
         call and the run's context id, or None (nothing written)."""
         call = self.get_call(call_id)

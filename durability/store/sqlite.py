@@ -132,9 +132,11 @@ class SqliteStore(Store):
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False,
+            self.path,
+            isolation_level=None,
+            check_same_thread=False,
             timeout=BUSY_TIMEOUT_MS / 1000,
-        )  # fmt: skip
+        )
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA secure_delete=ON")
         conn.execute("PRAGMA foreign_keys=ON")
@@ -156,8 +158,9 @@ class SqliteStore(Store):
         if current > newest:
             raise SchemaTooNew(
                 "the journal was written by a newer version of this program",
-                schema_version=current, supported=newest,
-            )  # fmt: skip
+                schema_version=current,
+                supported=newest,
+            )
         for number, path in known:
             if number <= current:
                 continue
