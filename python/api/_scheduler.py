@@ -6,7 +6,7 @@ from typing import Any
 
 from python.helpers import scheduler
 from python.helpers.api import bad_request, get_int, get_str
-from python.helpers.runtime import Runtime
+from python.durable.runtime import Runtime
 
 ACTOR = "user"  # a person, through the Tasks view or the API
 
