@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.integration._durable_system import KEY, PROVIDER_KEY, install_side_effect_tool
-from tests.integration._helpers import request_text, wait_until
+from tests.integration._helpers import chat_log, log_text, request_text, wait_until
 from tests.support.model_server import ScriptedFailure, ScriptedModel, model_server
 from tests.support.ui_server import SLOW_START, UiServer, ui_env_for
 
@@ -197,6 +197,12 @@ def test_a_message_sent_through_another_worker_reaches_the_running_agent(workers
     assert any("from worker b" in request_text(r) for r in model_server.requests)
     assert workers.claimers(run_id) == ["worker-a"]
     assert done["status"] == "completed"
+    # B shows the chat as the journal has it: in its chat list, with A's answer
+    with b.ui_client() as client:
+        polled = client.post("/api/poll", json={"context": context_id})
+    assert polled.status_code == 200, polled.text
+    assert context_id in [c["id"] for c in polled.json()["contexts"]]
+    assert "heard b" in log_text(chat_log(b, context_id))
 
 
 def test_a_decision_made_through_another_worker_is_carried_out_by_the_owner(workers, model_server):
@@ -228,3 +234,49 @@ def test_shared_mode_refuses_to_start_without_the_resource_key(tmp_path, postgre
     assert "A0_DURABILITY_RESOURCE_KEY" in output
     assert "invalid_configuration" in output
     assert postgres_server.password and postgres_server.password not in output
+
+
+def test_a_frozen_worker_that_lost_its_claim_commits_nothing_and_starts_nothing(
+    workers, model_server
+):
+    """A is frozen (SIGSTOP) in the middle of a model call until its lease runs out; B
+    claims the run and holds it (the model call's outcome is unknown). Thawed, A learns
+    that its claim is gone: its late result does not commit, the tool the reply asks for
+    never starts, and A says so in its log."""
+    release = threading.Event()
+
+    def respond(body: dict) -> dict:
+        release.wait(60)
+        return {"tool_name": "side_effect", "tool_args": {"label": "late"}, "thoughts": []}
+
+    model_server.respond_with(respond)
+    a = workers.start("worker-a")
+    b = workers.start("worker-b")
+    in_background(lambda: a.api_message("do it", input_id="d1"))
+    model_server.wait_for_calls(1, timeout=60)
+    [(run_id, _context_id, _)] = workers.runs()
+    assert a.process is not None
+    a.process.send_signal(signal.SIGSTOP)
+    try:
+        wait_until(
+            lambda: workers.claimers(run_id) == ["worker-a", "worker-b"],
+            timeout=60,
+            what="worker B to take the run over",
+        )
+        held = wait_status(b, run_id, "needs_attention")
+        assert held["reason"] == "uncertain_call"
+    finally:
+        a.process.send_signal(signal.SIGCONT)
+    release.set()
+    wait_until(lambda: "claim lost" in a.output(), timeout=30, what="A to notice")
+    wait_until(
+        lambda: "stopped on this worker" in a.output() or "stopped run" in a.output(),
+        timeout=30,
+        what="A to stop the run locally",
+    )
+    calls = workers.sql("SELECT kind, state FROM calls WHERE run_id = %s", run_id)
+    assert calls == [("model", "open")]  # A's late reply was never committed
+    assert workers.side_effects() == []  # and the tool it asked for never started
+    assert run_of(b, run_id)["status"] == "needs_attention"
+    assert workers.claimers(run_id) == ["worker-a", "worker-b"]
+    assert model_server.calls == 1
