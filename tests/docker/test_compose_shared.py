@@ -6,7 +6,11 @@ reachable). `docker-compose --profile shared up -d` starts them as docs/docker.m
 the test waits until PostgreSQL and both workers are healthy, then through the HTTP API:
 a message sent to worker-1 (a shell call, then an answer, from the scripted model) is
 seen with its committed run and its chat through worker-2, worker-2 continues that chat,
-and the runs are rows of the one PostgreSQL journal.
+and the runs are rows of the one PostgreSQL journal. Then worker-1 freezes right after a
+second shell call's committed result (A0_CRASH_AT=after_result@2, A0_CRASH_MODE=freeze),
+`docker kill -s KILL` ends it, and worker-2 takes the run over once worker-1's lease ran
+out: it completes it without running the shell command again or asking the model again
+for the answered step.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from __future__ import annotations
 import base64
 import os
 import re
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +30,7 @@ import pytest
 from tests.docker._agent import KEY, METRICS, DockerSetup, SharedImages, agent_env, dump
 from tests.docker._compose import ComposeProject
 from tests.integration._crash_matrix_support import answer, tool
-from tests.integration._helpers import log_text, request_text
+from tests.integration._helpers import log_text, request_text, wait_until
 from tests.support.model_server import ScriptedModel
 from tests.support.ui_server import free_port
 
@@ -35,15 +40,29 @@ MAX_IMAGE_BYTES = 400_000_000
 TASK = re.compile(r"SHARED\[(?P<kind>[a-z]+):(?P<label>[a-z0-9-]+)\]")
 PASSWORD = "pg-secret-7f3a91c2"  # must never show in a worker's log
 SERVICES = ["postgres", "worker-1", "worker-2"]
-OVERRIDE = """\
-# the test's only change to docker/compose.yml: health checks every second
+EFFECTS = "/a0/usr/shell-effects.log"
+LEASE = "3"  # seconds; the default 30 would only make the takeover wait longer
+OVERRIDE = f"""\
+# The test's changes to docker/compose.yml: health checks every second, a short lease,
+# and worker-1 freezes after its second committed shell result (the takeover phase); it
+# stays down once killed, so the run can only go on at worker-2.
 services:
   postgres:
-    healthcheck: {interval: 1s}
+    healthcheck: {{interval: 1s}}
   worker-1:
-    healthcheck: {interval: 1s}
+    healthcheck: {{interval: 1s}}
+    restart: "no"
+    environment:
+      A0_DURABILITY_LEASE_SECONDS: "{LEASE}"
+      A0_DURABILITY_HEARTBEAT_SECONDS: "1"
+      A0_CRASH_AT: after_result@2
+      A0_CRASH_MATCH: code_execution_tool
+      A0_CRASH_MODE: freeze
   worker-2:
-    healthcheck: {interval: 1s}
+    healthcheck: {{interval: 1s}}
+    environment:
+      A0_DURABILITY_LEASE_SECONDS: "{LEASE}"
+      A0_DURABILITY_HEARTBEAT_SECONDS: "1"
 """
 
 
@@ -62,7 +81,8 @@ def respond(body: dict[str, Any]) -> dict[str, Any]:
         return answer("no task")
     replies = sum(1 for m in messages[index:] if m.get("role") == "assistant")
     if found["kind"] == "shell" and replies == 0:
-        code = f"echo OUT-{found['label']} on $(hostname)"
+        label = found["label"]
+        code = f"echo {label} $(hostname) >> {EFFECTS}; echo OUT-{label} on $(hostname)"
         return tool("code_execution_tool", {"runtime": "terminal", "session": 0, "code": code})
     return answer(f"done {found['label']}")
 
@@ -132,12 +152,9 @@ def shared(
         METRICS["shared profile down"] = f"{time.monotonic() - started:.1f} s"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="run_ui.py has no shared mode yet (wip/9-server): A0_DURABILITY_POSTGRES_DSN is"
-    " ignored, each worker keeps its own SQLite journal, worker-2 does not see worker-1's run",
-)
-def test_the_shared_profile_serves_one_chat_from_both_workers(shared_images, model, shared):
+def test_the_shared_profile_serves_one_chat_from_both_workers_and_survives_a_kill(
+    shared_images, model, shared
+):
     project, one, two = shared
     assert shared_images.worker_bytes < MAX_IMAGE_BYTES, f"{shared_images.worker_bytes / 1e6} MB"
     # Compose wired each worker to the database: the DSN (no password in it) and PGPASSWORD.
@@ -188,5 +205,82 @@ def test_the_shared_profile_serves_one_chat_from_both_workers(shared_images, mod
     psql = ["psql", "-U", "agent_zero", "-d", "agent_zero", "-tA", "-c", query]
     rows = project.engine.docker("exec", project.container("postgres"), *psql).stdout
     assert rows.split("\n")[:2] == ["first completed", "second completed"], rows
+
+    # worker-1 freezes right after the takeover run's shell result committed; then SIGKILL
+    takeover_phase(project, one, two, model)
     for service in ("worker-1", "worker-2"):
         assert PASSWORD not in project.logs(service, tail=2000), f"{service} logged the password"
+
+
+def takeover_phase(project: ComposeProject, one: Worker, two: Worker, model: ScriptedModel):
+    engine = project.engine
+    first_id = project.container("worker-1")
+    hostname = engine.inspect(first_id, "{{.Config.Hostname}}")
+    usr_one, usr_two = (volume_of(project, service) for service in ("worker-1", "worker-2"))
+    body = {"message": task("shell", "takeover"), "input_id": "takeover"}
+    sender = in_background(lambda: one.post("api_message", body, 180))
+    fired = usr_one / "durability" / "failpoints-fired"
+    wait_until(
+        lambda: fired.exists() and "after_result@2:code_execution_tool" in fired.read_text(),
+        timeout=120,
+        what="worker-1 to freeze after the committed shell result",
+    )
+    assert effects(usr_one, "takeover") == [f"takeover {hostname}"]
+    engine.docker("kill", "-s", "KILL", first_id)
+    sender.join(30)
+    assert engine.inspect(first_id, "{{.State.Status}} {{.State.ExitCode}}") == "exited 137"
+
+    [row] = [r for r in two.ok("durable_runs", {})["runs"] if r["input_id"] == "takeover"]
+
+    def completed() -> dict[str, Any] | None:
+        run = two.ok("durable_run", {"run_id": row["run_id"]})["run"]
+        return run if run["status"] == "completed" else None
+
+    run = wait_until(completed, timeout=180, what="worker-2 to complete worker-1's run")
+    detail = dump(run)
+    assert run["decisions"] == [], detail
+    assert [(c["name"], c["status"], c["attempt"]) for c in run["calls"]] == [
+        ("model", "completed", 1),
+        ("code_execution_tool", "completed", 1),
+        ("model", "completed", 1),
+        ("response", "completed", 1),
+    ], detail
+    assert f"OUT-takeover on {hostname}" in run["calls"][1]["result"], detail
+    # the command ran once, on worker-1; worker-2 reused its committed output
+    assert effects(usr_one, "takeover") == [f"takeover {hostname}"]
+    assert effects(usr_two, "takeover") == []
+    asked = [r for r in model.requests if "SHARED[shell:takeover]" in request_text(r)]
+    assert len(asked) == 2, "one request before the kill, one after the takeover"
+    assert f"OUT-takeover on {hostname}" in request_text(asked[1]), "the output was reused"
+    query = (
+        "select payload::jsonb->>'worker_id' from agent_zero.events"
+        f" where run_id = '{row['run_id']}' and type = 'claim' order by id"
+    )
+    psql = ["psql", "-U", "agent_zero", "-d", "agent_zero", "-tA", "-c", query]
+    claims = engine.docker("exec", project.container("postgres"), *psql).stdout.split()
+    assert claims == ["worker-1", "worker-2"], claims
+    assert "taken over by worker-2" in project.logs("worker-2", tail=2000)
+
+
+def volume_of(project: ComposeProject, service: str) -> Path:
+    """The service's /a0/usr volume as the host sees it."""
+    template = '{{range .Mounts}}{{if eq .Destination "/a0/usr"}}{{.Name}}{{end}}{{end}}'
+    return project.engine.volume_path(project.engine.inspect(project.container(service), template))
+
+
+def effects(usr: Path, label: str) -> list[str]:
+    path = usr / Path(EFFECTS).name
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return [line for line in lines if line.split()[0] == label]
+
+
+def in_background(fn: Callable[[], Any]) -> threading.Thread:
+    def quiet() -> None:
+        try:
+            fn()
+        except httpx.HTTPError:
+            pass  # the worker dies under the request
+
+    thread = threading.Thread(target=quiet, daemon=True)
+    thread.start()
+    return thread
