@@ -57,6 +57,9 @@ async def run_admitted(session: DurableSession, run: Run, msg: UserMessage, agen
 
     async def base_checkpoint() -> None:
         await checkpoint.write(session.context, state, session.journal)
+        shared = session.chats.shared
+        if shared is not None and msg.attachments:  # for a worker that may take it over
+            await shared.store_attachments(session, run.id, list(msg.attachments))
 
     return await drive(session, agent, resume=False, first=base_checkpoint)
 

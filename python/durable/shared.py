@@ -209,6 +209,13 @@ class SharedWorker:
             await takeover.restore_resources(self, session_of(context), claim)
         return True
 
+    async def store_attachments(
+        self, session: DurableSession, run_id: str, paths: list[str]
+    ) -> None:
+        """A new run's attachments, stored encrypted for a worker that may take it over."""
+        if self.resources is not None:
+            await takeover.store_attachments(self, session, run_id, paths)
+
     async def after_iteration(self, session: DurableSession, run_id: str) -> None:
         """After each checkpoint: store the work folder for a worker that may take over."""
         if self.resources is not None and self.cluster.is_live(run_id):
