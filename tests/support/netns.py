@@ -226,6 +226,10 @@ class Network:
                     process.kill()
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     process.wait(10)
+                for pipe in (process.stdin, process.stdout, process.stderr):
+                    if pipe is not None:
+                        with contextlib.suppress(OSError):
+                            pipe.close()
             _kill_namespace_processes(node.name)
         for link in reversed(self._links):  # a veth pair goes with either end
             ip("link", "del", link, check=False)
