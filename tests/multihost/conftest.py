@@ -113,6 +113,13 @@ class Claimer:
             raise AssertionError(f"{self.worker_id} exited ({self.process.returncode}): {log}")
         return line
 
+    def pending(self) -> list[dict[str, Any]]:
+        """The lines answered so far and not read yet (does not wait)."""
+        found = []
+        while not self._lines.empty():
+            found.append(self.read(1))
+        return found
+
     def expect(self, key: str, timeout: float = 30) -> dict[str, Any]:
         line = self.read(timeout)
         assert key in line, f"{self.worker_id}: expected {key!r}, got {line}"
