@@ -206,6 +206,29 @@ def _preload() -> None:
             logger.exception("could not preload %s", name)
 
 
+def shared_mode() -> Any:
+    """The shared-worker settings (docs/shared-workers.md) or None (SQLite); a wrong or
+    missing setting, or missing packages, end the start with a clear message (SystemExit).
+    The DSN's password never appears in it."""
+    if not os.environ.get("A0_DURABILITY_POSTGRES_DSN", "").strip():
+        return None
+    try:
+        from durability.config import shared_config
+        from durability.errors import ConfigurationError
+
+        return shared_config(os.environ)
+    except ImportError as exc:
+        missing = exc.name or "a package"
+        message = (
+            f"shared mode (A0_DURABILITY_POSTGRES_DSN) needs {missing}: "
+            "pip install -r requirements-postgres.txt"
+        )
+    except ConfigurationError as exc:
+        message = f"shared mode refused to start: {exc.message} [{exc.code}]"
+    logger.error(message)
+    raise SystemExit(2)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args, extras = parse_args(argv)
     log_format = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -213,7 +236,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from python.helpers import files, settings
 
     usr = files.usr_dir()
-    runtime = Runtime(usr, settings.load(usr), auth.AuthConfig.load(usr), overrides=extras)
+    shared = shared_mode()
+    runtime = Runtime(
+        usr, settings.load(usr), auth.AuthConfig.load(usr), overrides=extras, shared=shared
+    )
     if extras:
         logger.info("extra arguments kept as overrides: %s", ", ".join(sorted(extras)))
     _preload()
@@ -227,7 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         lifespan="on",
     )
     server = _Server(config, runtime)
-    logger.info("serving on http://%s:%s (data in %s)", args.host, args.port, usr)
+    mode = "SQLite journal" if shared is None else f"shared worker {shared.worker_id}"
+    logger.info("serving on http://%s:%s (data in %s, %s)", args.host, args.port, usr, mode)
     server.run()
     if not server.started:
         return 1

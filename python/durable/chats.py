@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
     from durability.adapters.shell import ShellReceipts
     from durability.records import Call
+    from python.durable.shared import SharedWorker
 
 logger = logging.getLogger("a0.durable")
 
@@ -62,6 +63,8 @@ class DurableChats:
         #: Before each effect (after its intent is durable); a shared journal's claims go
         #: here (docs/shared-workers.md). None: every effect may start.
         self.effect_gate: EffectGate | None = None
+        #: A worker of a shared journal (python/durable/shared.py); None with SQLite.
+        self.shared: SharedWorker | None = None
         self.stopping = False  # shutting down: cancelled runs stay active for recovery
         self._sessions: dict[str, DurableSession] = {}
         self._background: set[asyncio.Task[Any]] = set()
@@ -137,7 +140,7 @@ class DurableChats:
         if not adm.created:
             return await admission.duplicate(self, adm, content.input_id)
         try:
-            context = self.create(context_id)
+            context = self.get(context_id) or self.create(context_id)
         except BaseException:  # no chat to run it in: the input was not taken after all
             await asyncio.shield(asyncio.to_thread(_withdraw, self.journal, adm.run.id))
             raise
@@ -145,12 +148,26 @@ class DurableChats:
 
     async def chat(self, context_id: str) -> AgentContext:
         """The chat a request names: 404 ``context_not_found`` when there is none, also
-        when retention removed every run of it (a purged chat is gone, as after a restart)."""
+        when retention removed every run of it (a purged chat is gone, as after a restart).
+        A shared worker loads a chat another worker created, and brings an idle chat up to
+        the journal first (python/durable/takeover.py)."""
         await self.forget_purged(context_id)
         context = self.get(context_id) if context_id else None
+        if self.shared is not None and context_id:
+            from python.durable import takeover
+
+            if context is None:
+                context = await takeover.find_chat(self, context_id)
+            else:
+                await takeover.refresh_chat(self, session_of(context))
         if context is None:
             raise ApiError("context_not_found", f"Chat '{context_id}' not found.", 404)
         return context
+
+    def keeps_open(self, run_id: str) -> bool:
+        """A cancelled task leaves its run active (no ``stop`` decision): the server is
+        shutting down, or this shared worker lost the run's claim."""
+        return self.stopping or (self.shared is not None and self.shared.keeps_open(run_id))
 
     async def forget_purged(self, only: str | None = None) -> list[str]:
         """Drop the loaded chats (or ``only`` that one) whose every run retention removed

@@ -2,8 +2,10 @@
 
 ``apply_decision`` records the decision (``stale_version``, ``note_required``,
 ``run_not_held`` propagate) and, when the run is active again and its chat idle, resumes
-it in the chat's task; ``stop`` on a working chat stops its task too. ``grant_retries``
-allows failed model calls to be asked again and continues a run held for one.
+it in the chat's task (a shared worker only when it holds or wins the run's claim: else
+the worker holding it resumes it, python/durable/shared.py); ``stop`` on a working chat
+stops its task too. ``grant_retries`` allows failed model calls to be asked again and
+continues a run held for one.
 """
 
 from __future__ import annotations
@@ -45,7 +47,12 @@ async def apply_decision(
     session = session_of(context)
     if decision == "stop" and session.is_running():
         session.stop()  # the run ended: stop its task too
-    elif outcome.run.status == "active" and not session.is_running():
+    elif (
+        outcome.run.status == "active"
+        and not session.is_running()
+        # a shared worker continues the run only with its claim; else its holder does
+        and (chats.shared is None or await chats.shared.take(run_id))
+    ):
         resume_run(session, run_id)
     return outcome
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from durability.errors import (
     DurabilityError,
+    FencingLost,
     InvalidTransition,
     OpenIntents,
     RunNotActive,
@@ -23,7 +24,7 @@ from durability.errors import (
 )
 from durability.integrity import Damage
 from python.durable import checkpoint, seams
-from python.durable.run import DurableHold, DurableRun
+from python.durable.run import ClaimLost, DurableHold, DurableRun
 from python.helpers.errors import HandledException
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -69,16 +70,37 @@ async def drive(
 ) -> str:
     """Run the chain of the session's run (after ``first``) to its end: completed, failed,
     held or stopped. The one place that handles the chain's errors."""
+    run_id = session.current_run().run_id
+    session.last_run_id = run_id
     try:
         return await _drive(session, agent, resume=resume, first=first)
+    except FencingLost as exc:  # a write outside the seams (the run's end) was refused
+        claim_lost(session, ClaimLost(run_id, str(exc.fields.get("reason") or "fencing_lost")))
+        return ""
     finally:
         session.run = None  # the run is over (or held): no journaling outside it
 
 
+def claim_lost(session: DurableSession, lost: ClaimLost) -> None:
+    """A shared worker lost the run's claim: it writes nothing more for the run and leaves
+    it active for the worker that holds it now (python/durable/shared.py)."""
+    shared = session.chats.shared
+    if shared is not None:
+        shared.claim_lost(lost.run_id, lost.reason)
+    logger.warning("run %s stopped on this worker: claim lost (%s)", lost.run_id, lost.reason)
+    session.context.log.log(
+        type="warning",
+        heading="Run moved to another worker",
+        content="This worker no longer holds the run's claim; it started nothing more for "
+        f"it (reason: {lost.reason}). The worker that holds the claim continues it.",
+        kvps={"run_id": lost.run_id, "reason": lost.reason},
+    )
+
+
 async def stopped(session: DurableSession, run_id: str) -> None:
     """The run's task was cancelled: a Stop, reset or nudge ends the run (``stop``); a
-    server shutdown leaves it active, so the next start recovers it."""
-    if not session.chats.stopping:
+    server shutdown (or a shared worker's lost claim) leaves it active for recovery."""
+    if not session.chats.keeps_open(run_id):
         await asyncio.shield(asyncio.to_thread(stop_quietly, session.journal, run_id))
 
 
@@ -94,6 +116,9 @@ async def _drive(
         if first is not None:
             await first()
         response = await session.context.chain(agent, resume=resume)
+    except ClaimLost as lost:
+        claim_lost(session, lost)
+        return ""
     except DurableHold as hold:
         kvps = {"run_id": run.run_id, "reason": hold.reason}
         content = held_text(hold.reason, hold.detail)

@@ -19,6 +19,17 @@ class DurableHold(BaseException):
         self.detail = detail
 
 
+class ClaimLost(BaseException):
+    """A shared worker lost its claim on the run (taken over, lease run out, a write
+    refused with FencingLost): unwind the chain without writing anything more for the
+    run; another worker continues it (python/durable/shared.py)."""
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        super().__init__(reason)
+        self.run_id = run_id
+        self.reason = reason
+
+
 @dataclass
 class DurableRun:
     """What the session knows about the journaled run its chat is working on."""

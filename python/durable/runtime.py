@@ -26,6 +26,8 @@ from python.helpers.auth import AuthConfig
 if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
     from durability.adapters.shell import ShellReceipts
+    from durability.config import SharedConfig
+    from python.durable.shared import SharedWorker
 
 logger = logging.getLogger("a0.runtime")
 
@@ -42,6 +44,7 @@ class Runtime:
         auth: AuthConfig,
         *,
         overrides: Mapping[str, str] | None = None,
+        shared: SharedConfig | None = None,
     ) -> None:
         self.usr = usr
         self.settings = settings
@@ -53,6 +56,9 @@ class Runtime:
         self._api_expiry: dict[str, float] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._stopping = False
+        #: Shared mode (A0_DURABILITY_POSTGRES_DSN, docs/shared-workers.md); None: SQLite.
+        self.shared_config = shared
+        self.shared: SharedWorker | None = None
 
     # the durable chats -------------------------------------------------------------------
     @property
@@ -194,9 +200,34 @@ class Runtime:
 
         await self.apply_mcp()  # before the journal opens: its masker knows MCP credentials
         masker = secrets.masker_for(self.usr)
-        chats, _plans = await startup.open_chats(self.usr, self.settings, masker, self.agent_config)
-        self._chats = chats
+        if self.shared_config is None:
+            config = self.agent_config
+            chats, _plans = await startup.open_chats(self.usr, self.settings, masker, config)
+            self._chats = chats
+        else:
+            self._chats = await self._start_shared(masker)
         self._sweeper = asyncio.create_task(self._sweep_api_chats(), name="api-chat-sweeper")
+
+    async def _start_shared(self, masker: Any) -> DurableChats:
+        """Open the shared journal as this worker's and start claiming and sweeping."""
+        from python.durable.shared import SharedWorker
+
+        shared = self.shared_config
+        assert shared is not None
+        chats = await startup.open_shared_chats(self.usr, shared, masker, self.agent_config)
+        resources = None
+        try:
+            from durability.crypto import ResourceCipher
+            from durability.resources import SharedResources
+
+            cipher = ResourceCipher(shared.resource_key.reveal())
+            resources = SharedResources(chats.journal, cipher, max_bytes=shared.resource_max_bytes)
+            self.shared = SharedWorker(chats, shared, resources)
+            self.shared.start()
+        except BaseException:
+            chats.journal.close()
+            raise
+        return chats
 
     async def _sweep_api_chats(self) -> None:
         while True:
@@ -232,6 +263,14 @@ class Runtime:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
+        if self.shared is not None:  # the chats' tasks end, then the claims are given up
+            pending = self._chats.tasks() if self._chats is not None else []
+            if pending:
+                await asyncio.wait(pending, timeout=timeout)
+            try:
+                await self.shared.close()
+            except Exception as exc:
+                logger.warning("shared worker not closed cleanly: %s", type(exc).__name__)
         if self._chats is not None:
             try:
                 await self._chats.close(timeout=timeout)

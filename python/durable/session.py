@@ -14,15 +14,21 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from agent import UserMessage
-from durability.errors import DurabilityError, InvalidTransition
+from durability.errors import (
+    ActiveRunExists,
+    DurabilityError,
+    FencingLost,
+    InvalidTransition,
+    RunHeld,
+)
 from python.durable import admission, driver, seams
 from python.durable.admission import Submission
-from python.durable.run import DurableHold, DurableRun
+from python.durable.run import ClaimLost, DurableHold, DurableRun
 from python.helpers.chat_session import StreamCallback
 from python.helpers.models import ModelResult
 from python.helpers.tool import Response, Tool
@@ -49,6 +55,10 @@ class DurableSession:
         self._task: asyncio.Task[str] | None = None
         self._admission = asyncio.Lock()  # one message at a time is admitted to the chat
         self._admitting = 0
+        # shared workers (python/durable/shared.py, takeover.py)
+        self.last_run_id: str | None = None  # the run this process drove last
+        self.synced_checkpoint: int | None = None  # the chat's checkpoint it was loaded from
+        self.local_inputs: set[str] = set()  # interventions admitted through this process
 
     # what the loop and the tools read ---------------------------------------------------
     @property
@@ -89,8 +99,12 @@ class DurableSession:
         return task
 
     def _task_done(self, run_id: str | None, task: asyncio.Task[str]) -> None:
+        shared = self.chats.shared
+        ended = run_id or self.last_run_id
+        if shared is not None and ended is not None:
+            shared.run_ended(ended)
         if task.cancelled():
-            if run_id is not None and not self.chats.stopping:  # idempotent after drive's stop
+            if run_id is not None and not self.chats.keeps_open(run_id):  # idempotent
                 self.chats.in_background(
                     asyncio.to_thread(driver.stop_quietly, self.journal, run_id)
                 )
@@ -132,14 +146,27 @@ class DurableSession:
         context = self.context
         context.paused = False
         running = self.is_running()
-        adm, cancelled = await self._journal_admit(content, intervention=running)
+        try:
+            adm, cancelled = await self._journal_admit(content, intervention=running)
+        except RunHeld:
+            raise
+        except ActiveRunExists:
+            if self.chats.shared is None:
+                raise
+            # shared workers: the chat's run works on another worker; the message joins it
+            # there (its owner hands it to the agent, python/durable/shared.py)
+            running = True
+            adm, cancelled = await self._journal_admit(content, intervention=True)
+        if running:
+            self.local_inputs.add(content.input_id)
         if not adm.created:
             if cancelled:
                 raise asyncio.CancelledError
             return await admission.duplicate(self.chats, adm, content.input_id)
         run = adm.run
         if running:  # the journal took it: the working agent gets it, whatever the caller does
-            context.get_agent().intervention = msg
+            if self.is_running():
+                context.get_agent().intervention = msg
             input_id, task = content.input_id, self._task
             result = Submission(
                 "intervention", run.id, input_id, run.status, task, context_id=context.id
@@ -200,6 +227,7 @@ class DurableSession:
         async def admit() -> None:
             try:
                 content = await admission.content(journal, msg)
+                self.local_inputs.add(content.input_id)
                 await journal.aio.admit_intervention(
                     context.id, content.input_id, content.digest, message=content.payload
                 )
@@ -259,17 +287,39 @@ class DurableSession:
         on_reasoning: StreamCallback | None = None,
         on_response: StreamCallback | None = None,
     ) -> ModelResult:
-        return await seams.model_call(
-            self, agent, messages, kind, effect, on_reasoning=on_reasoning, on_response=on_response
-        )
+        with self._fenced():
+            return await seams.model_call(
+                self,
+                agent,
+                messages,
+                kind,
+                effect,
+                on_reasoning=on_reasoning,
+                on_response=on_response,
+            )
 
     async def tool_call(
         self, agent: Agent, tool: Tool, effect: Callable[[], Awaitable[Response]]
     ) -> Response:
-        return await seams.tool_call(self, agent, tool, effect)
+        with self._fenced():
+            return await seams.tool_call(self, agent, tool, effect)
 
     async def iteration_end(self, agent: Agent, *, final: bool) -> None:
-        await seams.iteration_end(self, agent, final=final)
+        with self._fenced():
+            await seams.iteration_end(self, agent, final=final)
+        shared = self.chats.shared
+        if shared is not None and self.run is not None:
+            await shared.after_iteration(self, self.run.run_id)
+
+    @contextlib.contextmanager
+    def _fenced(self) -> Iterator[None]:
+        """A shared worker's write refused (FencingLost): the run is no longer this
+        worker's; unwind the chain as a signal no tool or extension swallows."""
+        try:
+            yield
+        except FencingLost as exc:
+            run_id = str(exc.fields.get("run_id") or (self.run.run_id if self.run else ""))
+            raise ClaimLost(run_id, str(exc.fields.get("reason") or "fencing_lost")) from None
 
     async def before_effect(self, call: Call) -> None:
         """Called right before an effect starts, after its intent is durable: the place
@@ -282,7 +332,7 @@ class DurableSession:
     async def hold(self, reason: str, detail: Any = None) -> NoReturn:
         """Hold the run for a person and unwind the chain."""
         run = self.current_run()
-        with contextlib.suppress(InvalidTransition):
+        with self._fenced(), contextlib.suppress(InvalidTransition):
             await self.journal.aio.mark_needs_attention(run.run_id, reason, detail)
         raise DurableHold(reason, detail)
 

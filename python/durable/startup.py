@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from durability import Journal
 from durability.adapters.shell import SHELL_POLICY, ShellReceipts
@@ -24,6 +24,9 @@ from durability.retention import DEFAULT_RETENTION_DAYS, DEFAULT_RETENTION_RUNS,
 from python.durable.chats import ConfigFactory, DurableChats
 from python.durable.policy import ReplayPolicy
 from python.durable.resume import recover, restore_contexts
+
+if TYPE_CHECKING:  # pragma: no cover
+    from durability.config import SharedConfig
 
 logger = logging.getLogger("a0.journal")
 
@@ -101,6 +104,41 @@ async def open_chats(
         "journal open: %d chats, %d runs recovered, %d held", len(contexts), resumed, len(held)
     )
     return chats, plans
+
+
+def _open_shared(
+    usr: Path, shared: SharedConfig, masker: Masker, config: ConfigFactory
+) -> DurableChats:
+    journal = Journal.open_postgres(
+        shared.dsn,
+        namespace=shared.namespace,
+        masker=masker,
+        pool_size=shared.pool_size,
+        worker_id=shared.worker_id,
+        lease_seconds=shared.lease_seconds,
+    )
+    policy = ReplayPolicy()
+    policy.preload()
+    receipts = ShellReceipts(receipts_dir(usr))
+    return DurableChats(journal, config=config, receipts=receipts, policy=policy)
+
+
+async def open_shared_chats(
+    usr: Path, shared: SharedConfig, masker: Masker, config: ConfigFactory
+) -> DurableChats:
+    """A shared worker's chats: the PostgreSQL journal opened as this worker's, every chat
+    rebuilt from it. Open runs are not recovered here: they belong to whoever holds their
+    claim, and this worker's sweeper (python/durable/shared.py) takes those whose lease
+    expired through the same classification as start-up recovery."""
+    chats = await asyncio.to_thread(_open_shared, usr, shared, masker, config)
+    contexts = await asyncio.to_thread(restore_contexts, chats)
+    logger.info(
+        "shared journal open (namespace %s, worker %s): %d chats",
+        shared.namespace,
+        shared.worker_id,
+        len(contexts),
+    )
+    return chats
 
 
 def _prune(receipts: ShellReceipts, journal: Journal) -> None:

@@ -1,0 +1,330 @@
+"""A shared worker: the server's side of claims, leases and takeovers (PostgreSQL).
+
+With ``A0_DURABILITY_POSTGRES_DSN`` set, python/durable/startup.py opens the shared journal
+as this worker's (``journal.cluster``, durability/cluster.py) and ``Runtime.start`` starts a
+:class:`SharedWorker` next to the chats. It
+
+- gates every effect (``DurableChats.effect_gate``): a model or tool call starts only while
+  this worker's claim on the run is live on its own clock; otherwise the run stops here;
+- renews the claims by a heartbeat thread; a claim found taken over stops its run here;
+- on a run that ends (completed, failed, stopped) gives its claim up; a held run keeps it,
+  so the decision is carried out where the run's shell receipts and work folder are;
+- polls the journal for the runs it holds: a decision made through another worker
+  resumes or stops the run here, a message admitted through another worker reaches the
+  working agent as an intervention;
+- sweeps for runs whose lease expired (``cluster.sweep``), classifies each exactly as
+  start-up recovery does (durability/recovery.py) and resumes or holds it, at most
+  ``MAX_PARALLEL_RESUMES`` taken-over runs at once;
+- loads chats other workers created, and refreshes an idle chat from the journal before
+  it is shown or continued.
+
+A run stopped here because its claim was lost stays active in the journal: nothing of it
+commits from here (fencing), nothing new starts, and this worker does not resume it unless
+it claims it again. docs/shared-workers.md describes the whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from agent import UserMessage
+from durability import recovery
+from durability.errors import DurabilityError, FencingLost
+from python.durable import takeover
+from python.durable.chats import MAX_PARALLEL_RESUMES
+from python.durable.resume import resume_run
+from python.durable.session import DurableSession, session_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from durability.cluster import Claim, Cluster, Heartbeat
+    from durability.config import SharedConfig
+    from durability.records import Call
+    from durability.resources import SharedResources
+    from python.durable.chats import DurableChats
+
+logger = logging.getLogger("a0.shared")
+
+#: How often the worker looks at its held runs and sweeps (at most; see ``interval``).
+POLL_SECONDS = 1.0
+TERMINAL = ("completed", "failed", "stopped")
+
+
+class SharedWorker:
+    """One server process's part in a shared journal (built by ``Runtime.start``)."""
+
+    def __init__(
+        self,
+        chats: DurableChats,
+        config: SharedConfig,
+        resources: SharedResources | None = None,
+    ) -> None:
+        cluster = chats.journal.cluster
+        if cluster is None:
+            raise ValueError("a shared worker needs a journal opened with a worker id")
+        self.chats = chats
+        self.cluster: Cluster = cluster
+        self.config = config
+        self.resources = resources
+        self.interval = min(POLL_SECONDS, config.heartbeat_seconds)
+        self._heartbeat: Heartbeat | None = None
+        self._loop_task: asyncio.Task[None] | None = None
+        self._takeovers: set[asyncio.Task[str]] = set()
+        self._seen_interventions: dict[str, set[str]] = {}  # run id -> input ids handled
+        self._lost: set[str] = set()  # runs stopped here because their claim was lost
+        self._held: set[str] = set()  # held runs this worker keeps, waiting for a decision
+        self._not_chats: set[str] = set()  # contexts found removed in the journal
+        chats.effect_gate = self.gate
+        chats.shared = self
+
+    @property
+    def worker_id(self) -> str:
+        return self.cluster.worker_id
+
+    # lifecycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def lost(run_ids: list[str]) -> None:  # the heartbeat thread
+            for run_id in run_ids:
+                loop.call_soon_threadsafe(self.claim_lost, run_id, "taken over")
+
+        self._heartbeat = self.cluster.start_heartbeat(self.config.heartbeat_seconds, lost)
+        self._loop_task = loop.create_task(self._run(), name=f"shared-worker:{self.worker_id}")
+        logger.info(
+            "shared worker %s: lease %.1fs, heartbeat %.1fs",
+            self.worker_id,
+            self.cluster.lease_seconds,
+            self.config.heartbeat_seconds,
+        )
+
+    async def close(self) -> None:
+        """Stop sweeping and renewing, and give every claim up (the runs stay active: the
+        next sweeping worker resumes them at once instead of after the lease)."""
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loop_task
+        if self._heartbeat is not None:
+            await asyncio.to_thread(self._heartbeat.stop)
+        try:
+            released = await asyncio.to_thread(self.cluster.release_all)
+        except DurabilityError as exc:
+            logger.warning("claims not released (%s): they expire after the lease", exc.code)
+        else:
+            logger.info("shared worker %s released %d claim(s)", self.worker_id, released)
+
+    # the gate before each effect -------------------------------------------------------------
+    async def gate(self, call: Call) -> None:
+        """Refuse to start an effect unless this worker's claim on the run is live."""
+        if self.cluster.is_live(call.run_id):
+            return
+        reason = "not_claimed" if self.cluster.get(call.run_id) is None else "lease_expired"
+        raise FencingLost(
+            "this worker's claim on the run is not live: the effect does not start",
+            run_id=call.run_id,
+            worker_id=self.worker_id,
+            reason=reason,
+        )
+
+    def keeps_open(self, run_id: str) -> bool:
+        """True for a run stopped here because its claim was lost: it stays active."""
+        return run_id in self._lost
+
+    def claim_lost(self, run_id: str, why: str) -> None:
+        """The claim is gone (taken over, lease run out, fencing refused a write): stop the
+        run here without writing anything for it; another worker continues it."""
+        self._lost.add(run_id)
+        self.cluster.lose(run_id, why)
+        for session in self._sessions_of(run_id):
+            if session.stop():
+                logger.warning(
+                    "worker %s stopped run %s locally (%s): another worker continues it",
+                    self.worker_id,
+                    run_id,
+                    why,
+                )
+
+    def _sessions_of(self, run_id: str) -> list[DurableSession]:
+        found = []
+        for context in self.chats.contexts():
+            session = session_of(context)
+            if session.run is not None and session.run.run_id == run_id:
+                found.append(session)
+        return found
+
+    def run_ended(self, run_id: str) -> None:
+        """The run's task ended here: a finished run's claim is given up; a held or still
+        active run keeps it (a decision continues it here; shutdown releases it)."""
+        if self.cluster.get(run_id) is not None:
+            self.chats.in_background(asyncio.to_thread(self._release_finished, run_id))
+
+    def _release_finished(self, run_id: str) -> None:
+        try:
+            status = self.chats.journal.get_run(run_id).status
+            if status in TERMINAL:
+                self._release(run_id)
+            elif status == "needs_attention":
+                self._held.add(run_id)
+        except DurabilityError as exc:
+            logger.warning("claim on run %s not checked (%s)", run_id, exc.code)
+
+    def _release(self, run_id: str) -> None:
+        try:
+            self.cluster.release(run_id)
+        except DurabilityError as exc:
+            logger.warning("claim on run %s not released (%s): it expires", run_id, exc.code)
+
+    async def take(self, run_id: str) -> bool:
+        """A decision made here made the run active: True when this worker holds its claim
+        (or just won it) and may resume it here; False when another worker holds it."""
+        self._held.discard(run_id)
+        if self.cluster.get(run_id) is not None:
+            return True
+        claim = await asyncio.to_thread(self.cluster.claim, run_id)
+        if claim is None:
+            return False
+        self._lost.discard(run_id)
+        context = self.chats.get(claim.context_id)
+        if context is not None and claim.previous_worker not in (None, self.worker_id):
+            await takeover.restore_resources(self, session_of(context), claim)
+        return True
+
+    async def after_iteration(self, session: DurableSession, run_id: str) -> None:
+        """After each checkpoint: store the work folder for a worker that may take over."""
+        if self.resources is not None and self.cluster.is_live(run_id):
+            await takeover.snapshot_workdir(self, session, run_id)
+
+    # the worker's loop: held runs, then a sweep ----------------------------------------------
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                await self.tick()
+            except asyncio.CancelledError:
+                raise
+            except DurabilityError as exc:
+                logger.warning("shared worker tick failed (%s); trying again", exc.code)
+            except Exception as exc:
+                logger.warning("shared worker tick failed (%s); trying again", type(exc).__name__)
+
+    async def tick(self) -> None:
+        await self.sync_chats()
+        for claim in self.cluster.claims():
+            await self._look_after(claim)
+        await self.sweep()
+
+    async def sync_chats(self) -> None:
+        """Load the chats other workers created since this one started."""
+        runs = await self.chats.journal.aio.list_runs(limit=200)
+        for context_id in dict.fromkeys(r.context_id for r in runs):
+            if context_id in self._not_chats or self.chats.get(context_id) is not None:
+                continue
+            if any(c.context_id == context_id for c in self.cluster.claims()):
+                continue  # admitted here a moment ago: its session is being built
+            if await takeover.find_chat(self.chats, context_id) is None:
+                self._not_chats.add(context_id)  # removed: not shown again
+
+    async def _look_after(self, claim: Claim) -> None:
+        """A run this worker holds: act on what other workers wrote for it."""
+        run = await self.chats.journal.aio.get_run(claim.run_id)
+        context = self.chats.get(claim.context_id)
+        session = session_of(context) if context is not None else None
+        mine = session is not None and session.run is not None and session.run.run_id == run.id
+        if run.status in TERMINAL:
+            self._held.discard(run.id)
+            if mine and session is not None and session.is_running():
+                session.stop()  # a Stop decided through another worker
+            else:
+                await asyncio.to_thread(self._release, run.id)
+            return
+        if run.status != "active":
+            self._held.add(run.id)  # it waits here for a person's decision
+            return
+        if mine and session is not None and session.is_running():
+            await self._deliver_interventions(session, run.id)
+            return
+        if run.id not in self._held:
+            return  # active and not held before: its task is starting or just ended
+        self._held.discard(run.id)
+        if context is None:
+            context = await takeover.load_chat(self.chats, claim.context_id)
+        session = session_of(context)
+        if session.is_running() or session.run is not None or session.admitting:
+            return
+        logger.info("run %s is active again (a decision): resuming it here", run.id)
+        await takeover.refresh_chat(self.chats, session)
+        resume_run(session, run.id)
+
+    async def _deliver_interventions(self, session: DurableSession, run_id: str) -> None:
+        """Messages admitted for this run through other workers reach the working agent."""
+        seen = self._seen_interventions.setdefault(run_id, set())
+        events = await self.chats.journal.aio.list_events(run_id=run_id, limit=100_000)
+        for event in events:
+            if event.type != "intervention" or not isinstance(event.payload, dict):
+                continue
+            input_id = str(event.payload.get("input_id") or "")
+            if not input_id or input_id in seen or input_id in session.local_inputs:
+                continue
+            seen.add(input_id)
+            message = event.payload.get("message")
+            message = message if isinstance(message, dict) else {}
+            text = str(message.get("message") or "")
+            session.context.get_agent().intervention = UserMessage(text, id=input_id)
+            logger.info("run %s: a message admitted elsewhere reached the agent", run_id)
+
+    async def sweep(self) -> list[Claim]:
+        """Claim expired runs (as many as this worker may resume now) and recover them."""
+        self._takeovers = {t for t in self._takeovers if not t.done()}
+        free = MAX_PARALLEL_RESUMES - len(self._takeovers)
+        if free <= 0:
+            return []
+        claims = await asyncio.to_thread(self.cluster.sweep, free)
+        for claim in claims:
+            self._lost.discard(claim.run_id)
+            self._seen_interventions.pop(claim.run_id, None)
+            await self._recover(claim)
+        return claims
+
+    async def _recover(self, claim: Claim) -> None:
+        """Classify a taken-over run as start-up recovery does, then resume or hold it.
+        Shell receipts are the previous worker's files: none is used here, so an open
+        shell call is held."""
+        journal = self.chats.journal
+        try:
+            run = await journal.aio.get_run(claim.run_id)
+            is_safe = self.chats.policy.shipped_is_safe
+            plan = await asyncio.to_thread(
+                recovery.classify_run, journal, run, adapters={}, is_safe=is_safe
+            )
+            plan = await asyncio.to_thread(recovery.apply_plan, journal, plan)
+        except FencingLost:
+            self.claim_lost(claim.run_id, "taken over again during recovery")
+            return
+        except Exception as exc:
+            detail = recovery.error_detail(exc, "takeover")
+            with contextlib.suppress(DurabilityError):
+                await journal.aio.mark_needs_attention(claim.run_id, "recovery_error", detail)
+            logger.warning("run %s held after a failed takeover: %s", claim.run_id, detail["type"])
+            return
+        context = self.chats.get(claim.context_id) or await takeover.load_chat(
+            self.chats, claim.context_id
+        )
+        session = session_of(context)
+        if plan.action != "resume":
+            takeover.warn_held(context, plan.run)
+            logger.info("run %s taken over and held (%s)", claim.run_id, plan.run.reason)
+            return
+        if session.is_running():  # the chat works on something else here: let it be
+            logger.warning("run %s taken over but its chat is busy here", claim.run_id)
+            return
+        await takeover.restore_resources(self, session, claim)
+        logger.info("run %s taken over by %s: resuming", claim.run_id, self.worker_id)
+        task = resume_run(session, claim.run_id, plan.permits)
+        self._takeovers.add(task)
+
+    def describe(self) -> dict[str, Any]:
+        """What /api/health may show (never the DSN)."""
+        return {"worker_id": self.worker_id, "claims": len(self.cluster.claims())}

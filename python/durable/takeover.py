@@ -1,0 +1,164 @@
+"""Shared workers: chats loaded from the shared journal, and what moves with a taken-over run.
+
+Any worker serves any chat, so a chat another worker created is loaded here from its
+latest checkpoint (``load_chat``), and an idle chat is brought up to the journal before it
+is shown or continued (``refresh_chat``): its last run may have run on another worker.
+A run taken over gets the chat's work folder and the run's attachments back from the
+journal's encrypted resources, each in a new private directory (``restore_resources``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from durability.errors import DurabilityError
+from python.durable import checkpoint
+from python.durable.driver import HELD, held_text
+from python.durable.session import DurableSession, session_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent import AgentContext
+    from durability.cluster import Claim
+    from durability.records import Checkpoint, Run
+    from python.durable.chats import DurableChats
+    from python.durable.shared import SharedWorker
+
+logger = logging.getLogger("a0.shared")
+CHAT_EVENTS = ("context_removed", "context_reset")
+
+
+def _chat_state(chats: DurableChats, context_id: str) -> tuple[Checkpoint | None, bool]:
+    """(the chat's latest checkpoint, whether the chat was removed after its last run)."""
+    journal = chats.journal
+    latest = journal.latest_context_checkpoint(context_id)
+    events = journal.list_events(context_id=context_id, limit=100_000, verify=False)
+    runs = journal.list_runs(context_id=context_id, limit=1)
+    newest = max((r.created_at for r in runs), default=-1.0)
+    removed = max((e.created_at for e in events if e.type == "context_removed"), default=-1.0)
+    reset = max((e.created_at for e in events if e.type == "context_reset"), default=-1.0)
+    if latest is not None and reset >= latest.created_at:
+        latest = None
+    return latest, bool(runs) and removed >= newest
+
+
+def _restore(session: DurableSession, latest: Checkpoint | None) -> None:
+    if latest is not None:
+        state = latest.state.get("current") or {}
+        checkpoint.restore_chain(session.context, state, latest.histories)
+        session.synced_checkpoint = latest.id
+    session.journaled = True
+
+
+async def load_chat(chats: DurableChats, context_id: str) -> AgentContext:
+    """The chat ``context_id`` as the journal has it (created here, rebuilt from its latest
+    checkpoint); a chat already loaded is returned as it is."""
+    latest, _removed = await asyncio.to_thread(_chat_state, chats, context_id)
+    context = chats.get(context_id)
+    if context is not None:
+        return context
+    context = chats.create(context_id)
+    _restore(session_of(context), latest)
+    return context
+
+
+async def find_chat(chats: DurableChats, context_id: str) -> AgentContext | None:
+    """A chat created through another worker, loaded here; None when the journal has no
+    run of it, or it was removed."""
+    latest, removed = await asyncio.to_thread(_chat_state, chats, context_id)
+    known = await chats.journal.aio.contexts_with_runs([context_id])
+    if context_id not in known or removed:
+        return None
+    context = chats.get(context_id)
+    if context is None:
+        context = chats.create(context_id)
+        _restore(session_of(context), latest)
+    return context
+
+
+async def refresh_chat(chats: DurableChats, session: DurableSession) -> None:
+    """Bring an idle chat up to its latest checkpoint when another worker wrote it."""
+    if session.is_running() or session.run is not None or session.admitting:
+        return
+    latest = await chats.journal.aio.latest_context_checkpoint(session.context.id)
+    if latest is None or latest.id == session.synced_checkpoint:
+        return
+    if latest.run_id == session.last_run_id:  # this process wrote it: nothing new
+        session.synced_checkpoint = latest.id
+        return
+    if session.is_running() or session.run is not None or session.admitting:
+        return  # it started meanwhile
+    _restore(session, latest)
+
+
+def warn_held(context: AgentContext, run: Run) -> None:
+    text = held_text(run.reason, run.reason_detail)
+    kvps = {"run_id": run.id, "reason": run.reason}
+    context.log.log(type="warning", heading=HELD, content=text, kvps=kvps)
+
+
+# resources ---------------------------------------------------------------------------------
+def _private_dir(worker: SharedWorker, kind: str, claim: Claim) -> Path:
+    """A new path under usr/shared/ (the restore creates it 0700)."""
+    from python.helpers import files
+
+    root = files.usr_dir() / "shared"
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    parent = Path(tempfile.mkdtemp(prefix=f"{kind}-{claim.run_id[:12]}-", dir=root))
+    return parent / kind
+
+
+def _restore_resources(worker: SharedWorker, context: AgentContext, claim: Claim) -> dict[str, Any]:
+    resources = worker.resources
+    restored: dict[str, Any] = {}
+    if resources is None:
+        return restored
+    folder = resources.latest(claim.context_id, "workdir")
+    if folder is not None:
+        target = resources.restore(folder.id, _private_dir(worker, "workdir", claim))
+        for agent in context.agents():
+            agent.config.workdir = str(target)
+        context.config.workdir = str(target)
+        restored["workdir"] = str(target)
+    attachments = resources.latest(claim.context_id, "attachments", run_id=claim.run_id)
+    if attachments is not None:
+        target = resources.restore(attachments.id, _private_dir(worker, "attachments", claim))
+        restored["attachments"] = str(target)
+    return restored
+
+
+async def restore_resources(worker: SharedWorker, session: DurableSession, claim: Claim) -> None:
+    """The chat's work folder and the run's attachments, from the journal, each into a new
+    private directory on this worker (never merged into an existing folder)."""
+    try:
+        restored = await asyncio.to_thread(_restore_resources, worker, session.context, claim)
+    except DurabilityError as exc:
+        logger.warning("run %s: resources not restored (%s)", claim.run_id, exc.code)
+        return
+    if restored:
+        session.context.close_shells()  # shells start in the restored folder
+        logger.info("run %s: resources restored into %s", claim.run_id, ", ".join(restored))
+
+
+async def snapshot_workdir(worker: SharedWorker, session: DurableSession, run_id: str) -> None:
+    """Store the chat's work folder (only changed files) for the worker that may continue
+    the run; a failure is logged and never stops the run."""
+    resources = worker.resources
+    if resources is None:
+        return
+    folder = session.context.config.workdir_path()
+    if not folder.is_dir():
+        return
+    context_id = session.context.id
+
+    def capture() -> None:
+        previous = resources.latest(context_id, "workdir")
+        resources.snapshot_folder(folder, context_id=context_id, run_id=run_id, previous=previous)
+
+    try:
+        await asyncio.to_thread(capture)
+    except DurabilityError as exc:
+        logger.warning("run %s: work folder not stored (%s)", run_id, exc.code)
