@@ -135,6 +135,32 @@ class Workers:
     def shell_calls(self, run_id: str) -> list[Call]:
         return [c for c in self.journal.list_calls(run_id) if c.name == "code_execution_tool"]
 
+    def backends(self, index: int, busy_only: bool = False) -> list[int]:
+        """PostgreSQL backend pids of worker ``index``'s sessions (busy: not idle)."""
+        query = "SELECT pid FROM pg_stat_activity WHERE client_addr = %s::inet"
+        if busy_only:
+            query += " AND state IS DISTINCT FROM 'idle'"
+        with self.postgres.connect() as conn:
+            rows = conn.execute(query, (self.servers[index].node.address,)).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def settled(self, index: int) -> bool:
+        """Nothing of worker ``index`` in flight to PostgreSQL: no byte waiting in its
+        sockets' send queues (``ss`` inside its namespace), and no session busy."""
+        port = self.postgres.port
+        sockets = self.servers[index].node.run(["ss", "-Htn", f"( dport = :{port} )"])
+        assert sockets.returncode == 0, sockets.stderr
+        queued = [line for line in sockets.stdout.splitlines() if line.split()[2] != "0"]
+        return not queued and not self.backends(index, busy_only=True)
+
+    def terminate_backends(self, index: int) -> list[int]:
+        """pg_terminate_backend on every session of worker ``index``."""
+        pids = self.backends(index)
+        with self.postgres.connect() as conn:
+            for pid in pids:
+                conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        return pids
+
     def api(self, index: int, name: str, body: dict[str, Any]) -> httpx.Response:
         url = f"{self.servers[index].url}/api/{name}"
         return httpx.post(url, json=body, headers=KEY, timeout=30)

@@ -84,3 +84,41 @@ def test_a_sigkill_mid_shell_call_a_peer_takes_the_run_over_and_holds_it(workers
     holder = taken_over(workers, run_id, "w0")
     workers.gate.touch()  # the orphaned shell on w0's host ends; nobody records it
     assert_once_and_held(workers, run_id, "a", holder)
+
+
+def journal_state(workers: Workers, run_id: str) -> tuple:
+    """What the journal holds for the run: writes by anybody change it."""
+    run = workers.journal.get_run(run_id)
+    calls = [(c.id, c.state, c.result_digest) for c in workers.journal.list_calls(run_id)]
+    events = [(e.type, e.payload) for e in workers.journal.list_events(run_id=run_id)]
+    return run.status, run.version, calls, events
+
+
+def shell_finished(workers: Workers, index: int) -> bool:
+    receipts = workers.servers[index].usr_dir / "durability" / "receipts"
+    return any(receipts.glob("*.exit"))
+
+
+def lost_claim_logged(workers: Workers, index: int, run_id: str) -> str | None:
+    lines = workers.servers[index].output().splitlines()
+    found = [line for line in lines if run_id in line and "claim lost" in line]
+    return "\n".join(found) or None
+
+
+def test_b_link_down_until_the_lease_expires_late_writes_are_fenced(workers):
+    run_id = start_shell_call(workers, "b")
+    w0 = workers.servers[0]
+    w0.node.link_down()
+    try:
+        holder = taken_over(workers, run_id, "w0")
+        before = journal_state(workers, run_id)
+        workers.gate.touch()  # the shell on w0 ends: w0 now has a result to commit
+        wait_for(lambda: shell_finished(workers, 0), 60, "the shell on w0 to finish")
+    finally:
+        w0.node.link_up()
+    # w0 finds out (its heartbeat's renewal, or its result's write, is refused) and says so
+    wait_for(lambda: lost_claim_logged(workers, 0, run_id), 90, "w0 to log the lost claim")
+    wait_for(lambda: workers.settled(0), 60, "w0's writes to settle")
+    assert journal_state(workers, run_id) == before, "w0 wrote for a run it no longer holds"
+    assert_once_and_held(workers, run_id, "b", holder)
+    assert workers.owner(run_id) == (holder, True)
