@@ -9,7 +9,9 @@ Commands (one JSON object a line):
   then waits for the line ``go`` and claims the run (or sweeps for one), answering
   ``{"won": [[run_id, token], ...]}``: two armed workers given ``go`` at once race.
 - ``{"op": "status", "run_id": ..., "status": ...}``: a fenced write; answers ``{"ok": true}``
-  or ``{"error": code}``.
+  or ``{"error": code, "reason": ...}``.
+- ``{"op": "live", "run_id": ...}``: ``{"live": bool}``, whether this worker may start an
+  effect for the run (its own clock, no database).
 - ``{"op": "sweep_loop", "interval": s, "limit": n}``: sweeps until the line ``stop``,
   answering ``{"claimed": [...]}`` for each sweep that won runs, ``{"failed": code}`` for
   each sweep that failed, then ``{"stopped": true, "sweeps": n, "failures": n}``.
@@ -83,9 +85,11 @@ def main() -> int:
             try:
                 journal.set_run_status(command["run_id"], command["status"])
             except DurabilityError as exc:
-                say({"error": exc.code})
+                say({"error": exc.code, "reason": exc.fields.get("reason")})
             else:
                 say({"ok": True})
+        elif op == "live":
+            say({"live": cluster.is_live(command["run_id"])})
         elif op == "sweep_loop":
             sweep_loop(journal, float(command["interval"]), int(command["limit"]))
         elif op == "quit":
