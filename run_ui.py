@@ -152,14 +152,10 @@ def build_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
-        from python.helpers import scheduler
-
         await runtime.start()
-        tasks = await scheduler.start(runtime)  # after recovery: recovered runs come first
         try:
             yield
         finally:
-            await scheduler.stop(tasks)
             await runtime.shutdown()
 
     middleware = [

@@ -22,6 +22,7 @@ from typing import Any
 from durability.canonical import digest, fingerprint
 from durability.errors import CorruptCheckpoint, CorruptRecord, NotSerializable
 from durability.records import RESULT_STATES, Call, Event
+from durability.store._schedule_rows import ScheduleRows
 from durability.store.base import DocumentRow, StoreTx
 
 
@@ -230,15 +231,27 @@ def verify_records(
     return report
 
 
-def _verify_tasks(tx: StoreTx, report: RecordsReport) -> None:
-    from durability import schedules  # it reads its rows with this module's load_json
+def task_definition(body: str, body_digest: str) -> tuple[Any, str | None]:
+    """A stored task definition and its damage (None when intact): undecodable (the value
+    is None), digest_mismatch or not_an_object (durability/schedules.py reads tasks so)."""
+    value = load_json(body)
+    if isinstance(value, Undecodable):
+        return None, "undecodable"
+    if digest(value) != body_digest:
+        return value, "digest_mismatch"
+    if not isinstance(value, dict):
+        return value, "not_an_object"
+    return value, None
 
-    tasks = schedules.list_tasks(tx)
-    report.checked["tasks"] = len(tasks)
-    for task in tasks:
-        if task.damage is not None:
-            ids = {"task_id": task.id, "revision": task.revision}
-            report.damages.append(Damage("task", task.damage, ids))
+
+def _verify_tasks(tx: StoreTx, report: RecordsReport) -> None:
+    rows = ScheduleRows(tx).list()
+    report.checked["tasks"] = len(rows)
+    for row in rows:
+        _, damage = task_definition(row.body, row.digest)
+        if damage is not None:
+            ids = {"task_id": row.id, "revision": row.revision}
+            report.damages.append(Damage("task", damage, ids))
 
 
 def _verify_events(tx: StoreTx, damages: list[Damage]) -> int:

@@ -750,9 +750,14 @@ class Journal:
         return self.store.read(schedules.list_tasks)
 
     def update_task(
-        self, task_id: str, definition: Any, *, expected_revision: int, actor: str,
+        self,
+        task_id: str,
+        definition: Any,
+        *,
+        expected_revision: int,
+        actor: str,
         done_until: float | None = None,
-    ) -> schedules.ScheduledTask:  # fmt: skip
+    ) -> schedules.ScheduledTask:
         """Replace the definition on ``expected_revision`` (TaskConflict when stale; the
         same definition again is a no-op). ``done_until`` moves the handled-slots mark
         forward, e.g. to now when the schedule changed."""

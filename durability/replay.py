@@ -34,8 +34,9 @@ INTENDED_SAFE_TOOLS: tuple[str, ...] = (
 
 #: tool name -> SHA-256 (hex) of python/tools/<name>.py as reviewed.
 SAFE_REPLAY: dict[str, str] = {
-    # the final answer: logs and ends the monologue, no external effect
-    "response": "98907b1879d85517d6363f2b72100b74b1ee8ccec484015030bdb63d9edd6cee",
+    # the final answer: logs and ends the monologue, no external effect (reviewed again for
+    # #11: its log item is also marked with the journal call it shows; still no effect)
+    "response": "f2fd680058f7a0052c668490a925b58ea4623efa3f3a9622b1fc23ae410fcea5",
     # the child workflow: the subordinate's own calls are journaled, so running the record
     # again resumes the child instead of repeating its effects
     "call_subordinate": "4067dfdbc284887d5c416d917daa60f5954ede87afb9fd322725fb4a3667ba9d",

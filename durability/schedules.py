@@ -58,20 +58,25 @@ class ScheduledTask:
 
 
 def _task(row: TaskRow) -> ScheduledTask:
-    value = integrity.load_json(row.body)
-    damage = None
-    if isinstance(value, integrity.Undecodable):
-        damage, value = "undecodable", None
-    elif digest(value) != row.digest:
-        damage = "digest_mismatch"
-    elif not isinstance(value, dict):
-        damage = "not_an_object"
+    value, damage = integrity.task_definition(row.body, row.digest)
     skip = integrity.load_json(row.last_skip)
     return ScheduledTask(
-        row.id, row.revision, value, row.digest, row.created_at, row.created_by,
-        row.updated_at, row.updated_by, row.done_until, row.last_slot, row.last_input_id,
-        row.last_run_id, row.last_fired_at, skip if isinstance(skip, dict) else None, damage,
-    )  # fmt: skip
+        row.id,
+        row.revision,
+        value,
+        row.digest,
+        row.created_at,
+        row.created_by,
+        row.updated_at,
+        row.updated_by,
+        row.done_until,
+        row.last_slot,
+        row.last_input_id,
+        row.last_run_id,
+        row.last_fired_at,
+        skip if isinstance(skip, dict) else None,
+        damage,
+    )
 
 
 def prepare_definition(definition: Any, masked: Any) -> tuple[str, str]:
@@ -99,12 +104,16 @@ def list_tasks(tx: StoreTx) -> list[ScheduledTask]:
 
 
 def create_task(
-    tx: StoreTx, task_id: str, body: str, body_digest: str, actor: str, now: float,
+    tx: StoreTx,
+    task_id: str,
+    body: str,
+    body_digest: str,
+    actor: str,
+    now: float,
     done_until: float,
-) -> ScheduledTask:  # fmt: skip
+) -> ScheduledTask:
     rows = ScheduleRows(tx)
-    fresh = TaskRow(task_id, 1, body, body_digest, now, actor, now, actor, done_until,
-                    None, None, None, None, None)  # fmt: skip
+    fresh = TaskRow(task_id, 1, body, body_digest, now, actor, now, actor, done_until)
     if rows.insert(fresh):
         return _task(fresh)
     existing = get_task(tx, task_id)
@@ -114,18 +123,25 @@ def create_task(
 
 
 def update_task(
-    tx: StoreTx, task_id: str, body: str, body_digest: str, expected_revision: int,
-    actor: str, now: float, done_until: float | None,
-) -> ScheduledTask:  # fmt: skip
+    tx: StoreTx,
+    task_id: str,
+    body: str,
+    body_digest: str,
+    expected_revision: int,
+    actor: str,
+    now: float,
+    done_until: float | None,
+) -> ScheduledTask:
     current = get_task(tx, task_id)
     if current.damage is None and current.digest == body_digest and done_until is None:
         return current  # the same definition again: nothing to do
     if current.revision != expected_revision:
         raise TaskConflict(
             "the task changed since it was read",
-            task_id=task_id, expected_revision=expected_revision,
+            task_id=task_id,
+            expected_revision=expected_revision,
             current_revision=current.revision,
-        )  # fmt: skip
+        )
     rows = ScheduleRows(tx)
     if not rows.replace_definition(
         task_id, expected_revision, body, body_digest, now, actor, done_until
@@ -133,9 +149,10 @@ def update_task(
         latest = get_task(tx, task_id)  # changed between the read and the write
         raise TaskConflict(
             "the task changed since it was read",
-            task_id=task_id, expected_revision=expected_revision,
+            task_id=task_id,
+            expected_revision=expected_revision,
             current_revision=latest.revision,
-        )  # fmt: skip
+        )
     return get_task(tx, task_id)
 
 
@@ -144,9 +161,10 @@ def delete_task(tx: StoreTx, task_id: str, expected_revision: int | None) -> Non
     if expected_revision is not None and current.revision != expected_revision:
         raise TaskConflict(
             "the task changed since it was read",
-            task_id=task_id, expected_revision=expected_revision,
+            task_id=task_id,
+            expected_revision=expected_revision,
             current_revision=current.revision,
-        )  # fmt: skip
+        )
     if not ScheduleRows(tx).delete(task_id, expected_revision):
         raise TaskConflict("the task changed since it was read", task_id=task_id)
 

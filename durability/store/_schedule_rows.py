@@ -8,6 +8,7 @@ transaction's connection. A write that must not lose a race is one conditional s
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -31,11 +32,11 @@ class TaskRow:
     updated_at: float
     updated_by: str
     done_until: float
-    last_slot: float | None
-    last_input_id: str | None
-    last_run_id: str | None
-    last_fired_at: float | None
-    last_skip: str | None
+    last_slot: float | None = None
+    last_input_id: str | None = None
+    last_run_id: str | None = None
+    last_fired_at: float | None = None
+    last_skip: str | None = None
 
 
 class ScheduleRows:
@@ -52,13 +53,21 @@ class ScheduleRows:
     @staticmethod
     def _row(row: Any) -> TaskRow:
         return TaskRow(
-            str(row[0]), int(row[1]), str(row[2]), str(row[3]), float(row[4]), str(row[5]),
-            float(row[6]), str(row[7]), float(row[8]),
+            str(row[0]),
+            int(row[1]),
+            str(row[2]),
+            str(row[3]),
+            float(row[4]),
+            str(row[5]),
+            float(row[6]),
+            str(row[7]),
+            float(row[8]),
             None if row[9] is None else float(row[9]),
-            row[10], row[11],
+            row[10],
+            row[11],
             None if row[12] is None else float(row[12]),
             row[13],
-        )  # fmt: skip
+        )
 
     def get(self, task_id: str) -> TaskRow | None:
         row = self.conn.execute(
@@ -79,18 +88,20 @@ class ScheduleRows:
                 f"INSERT INTO scheduled_tasks ({COLUMNS}) VALUES"
                 " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
             ),
-            (
-                row.id, row.revision, row.body, row.digest, row.created_at, row.created_by,
-                row.updated_at, row.updated_by, row.done_until, row.last_slot,
-                row.last_input_id, row.last_run_id, row.last_fired_at, row.last_skip,
-            ),
-        )  # fmt: skip
+            dataclasses.astuple(row),  # the fields in COLUMNS order
+        )
         return cursor.rowcount == 1
 
     def replace_definition(
-        self, task_id: str, expected_revision: int, body: str, digest: str, now: float,
-        actor: str, done_until: float | None,
-    ) -> bool:  # fmt: skip
+        self,
+        task_id: str,
+        expected_revision: int,
+        body: str,
+        digest: str,
+        now: float,
+        actor: str,
+        done_until: float | None,
+    ) -> bool:
         """Store a new definition at revision + 1 when the task is at ``expected_revision``
         (optionally moving ``done_until`` forward); False (nothing written) otherwise."""
         floor = -1.0 if done_until is None else done_until

@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from python.durable.runtime import Runtime
-from python.helpers import scheduler
+from python.durable.scheduler import Scheduler
 from python.helpers.api import bad_request, get_int, get_str
 
 ACTOR = "user"  # a person, through the Tasks view or the API
 
 
-def require_scheduler(runtime: Runtime) -> scheduler.Scheduler:
-    return scheduler.for_runtime(runtime)
+def scheduler_of(runtime: Runtime) -> Scheduler:
+    """The server's scheduler (every server has one, over its journal)."""
+    return runtime.chats.scheduler
 
 
 def task_id_of(input: dict[str, Any]) -> str:

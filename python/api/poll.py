@@ -63,7 +63,7 @@ class Poll(ApiHandler):
             "held_run": None,  # this fork: the selected chat's run waiting for a decision
             "held_runs": 0,  # this fork: runs waiting for a decision (the Recovery badge)
         }
-        ctx = runtime.find_context(ctx_id)
+        ctx = await runtime.shared_chat(ctx_id) if ctx_id else None
         if ctx_id and ctx is None:
             snapshot["deselect_chat"] = True  # a removed chat is never recreated by polling
         elif ctx is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.api._scheduler import ACTOR, require_scheduler, task_fields, task_id_of
+from python.api._scheduler import ACTOR, scheduler_of, task_fields, task_id_of
 from python.helpers.api import ApiHandler
 
 
@@ -12,7 +12,7 @@ class SchedulerTaskCreate(ApiHandler):
     accepts_api_key = True
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        scheduler = require_scheduler(self.runtime)
+        scheduler = scheduler_of(self.runtime)
         given = input.get("task_id") not in (None, "") or input.get("uuid") not in (None, "")
         task_id = task_id_of(input) if given else None  # a client's id makes a retry safe
         task = await scheduler.create(task_fields(input), actor=ACTOR, task_id=task_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.api._scheduler import require_scheduler, revision_of, task_id_of
+from python.api._scheduler import revision_of, scheduler_of, task_id_of
 from python.helpers.api import ApiHandler
 
 
@@ -12,7 +12,7 @@ class SchedulerTaskDelete(ApiHandler):
     accepts_api_key = True
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        scheduler = require_scheduler(self.runtime)
+        scheduler = scheduler_of(self.runtime)
         task_id = task_id_of(input)
         await scheduler.delete(task_id, expected_revision=revision_of(input, required=False))
         return {"ok": True, "deleted": task_id}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.api._scheduler import require_scheduler, task_id_of
+from python.api._scheduler import scheduler_of, task_id_of
 from python.helpers.api import ApiHandler, bad_request, get_str
 
 
@@ -12,7 +12,7 @@ class SchedulerTaskRun(ApiHandler):
     accepts_api_key = True
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        scheduler = require_scheduler(self.runtime)
+        scheduler = scheduler_of(self.runtime)
         task_id = task_id_of(input)
         key = get_str(input, "key")
         if len(key) > 100:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.api._scheduler import ACTOR, require_scheduler, revision_of, task_fields, task_id_of
+from python.api._scheduler import ACTOR, revision_of, scheduler_of, task_fields, task_id_of
 from python.helpers.api import ApiHandler
 
 
@@ -12,7 +12,7 @@ class SchedulerTaskUpdate(ApiHandler):
     accepts_api_key = True
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        scheduler = require_scheduler(self.runtime)
+        scheduler = scheduler_of(self.runtime)
         task_id = task_id_of(input)
         revision = revision_of(input, required=True)
         assert revision is not None

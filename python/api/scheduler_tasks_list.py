@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.api._scheduler import require_scheduler
+from python.api._scheduler import scheduler_of
 from python.helpers.api import ApiHandler
 from python.helpers.scheduler_tasks import Filters, matches
 
@@ -13,8 +13,8 @@ class SchedulerTasksList(ApiHandler):
     accepts_api_key = True
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        scheduler = require_scheduler(self.runtime)
+        scheduler = scheduler_of(self.runtime)
         filters = Filters.of(input)
         now = scheduler.clock()
-        views = [v for v in await scheduler.list() if matches(v, filters, now)]
+        views = [v for v in await scheduler.list_tasks() if matches(v, filters, now)]
         return {"ok": True, "tasks": views, "now": now}

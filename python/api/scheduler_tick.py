@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.api._scheduler import require_scheduler
+from python.api._scheduler import scheduler_of
 from python.helpers.api import ApiHandler
 
 
@@ -14,6 +14,6 @@ class SchedulerTick(ApiHandler):
     requires_loopback = True
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        scheduler = require_scheduler(self.runtime)
+        scheduler = scheduler_of(self.runtime)
         firings, _ = await scheduler.tick()
         return {"ok": True, "firings": [f.to_dict() for f in firings]}

@@ -4,8 +4,8 @@
 once), the shutdown state, the journal writes started in the background and the resume
 slots. It makes every chat (``create``: an ``AgentContext`` whose session it builds, so
 no chat exists without one) and is the process's one entry point for a message:
-``admit(context_id, message)`` (the HTTP endpoints and the scheduler call it through
-``Runtime.admit_message``).
+``admit(context_id, message)`` (the HTTP endpoints call it through
+``Runtime.admit_message``, the scheduler of python/durable/scheduler.py directly).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from durability.errors import DurabilityError
 from python.durable import admission
 from python.durable.admission import KeyedLocks, Submission
 from python.durable.policy import ReplayPolicy
+from python.durable.scheduler import Scheduler
 from python.durable.session import DurableSession, session_of
 from python.helpers.api import ApiError
 
@@ -70,6 +71,9 @@ class DurableChats:
         self._background: set[asyncio.Task[Any]] = set()
         self._resume_slots: asyncio.Semaphore | None = None
         self._input_locks = KeyedLocks()
+        #: The process's task scheduler (python/durable/scheduler.py); the server starts
+        #: its loop (``Runtime.start``), ``close`` stops it.
+        self.scheduler = Scheduler(self)
 
     # the chats ------------------------------------------------------------------------------
     def create(
@@ -104,22 +108,32 @@ class DurableChats:
 
     # the entry point of a message ------------------------------------------------------
     async def admit(
-        self, context_id: str, message: UserMessage, *, follow_input: bool = False
+        self,
+        context_id: str,
+        message: UserMessage,
+        *,
+        follow_input: bool = False,
+        create: str | None = None,
     ) -> tuple[AgentContext | None, Submission]:
         """Admit a message into the chat ``context_id`` (a new chat when empty) and start
         its run; returns (its chat, what happened).
 
-        ``context_id`` names the chat (404 ``context_not_found`` when unknown or purged);
-        without it, ``follow_input`` looks the input id up first (a retry whose first answer
-        was lost goes back to its chat), else a new chat is opened, and it exists only once
-        the journal took the input. Copies of one input are serialised here by input id, and
+        ``context_id`` names the chat (404 ``context_not_found`` when unknown or purged;
+        with ``create``, the scheduler's case, an unknown chat is made with that id and the
+        name ``create``, once the journal took the input); without it, ``follow_input``
+        looks the input id up first (a retry whose first answer was lost goes back to its
+        chat), else a new chat is opened, and it exists only once the journal took the
+        input. Copies of one input are serialised here by input id, and
         the journal's admit decides between processes: every copy gets the first one's run.
         The chat is None when a duplicate's run belongs to a chat not loaded here.
         InputConflict, RunHeld, ... propagate and leave nothing behind."""
         input_id = admission.ensure_input_id(message)
         async with self._input_locks.hold(input_id):
             context = None
-            if context_id:
+            if context_id and create is not None:
+                await self.forget_purged(context_id)
+                context = self.get(context_id)
+            elif context_id:
                 context = await self.chat(context_id)
             elif follow_input:
                 known = await self.journal.aio.input_context(input_id)
@@ -127,10 +141,13 @@ class DurableChats:
             if context is not None:
                 submission = await session_of(context).submit(message)
             else:
-                submission = await self.submit_new_chat(new_context_id(), message)
+                new_id = context_id or new_context_id()
+                submission = await self.submit_new_chat(new_id, message, name=create)
             return self.get(submission.context_id), submission
 
-    async def submit_new_chat(self, context_id: str, msg: UserMessage) -> Submission:
+    async def submit_new_chat(
+        self, context_id: str, msg: UserMessage, *, name: str | None = None
+    ) -> Submission:
         """The journal admits the input under a fresh chat id first; only a created run
         builds the chat. A copy of an input already admitted creates nothing."""
         content = await admission.content(self.journal, msg)
@@ -140,7 +157,7 @@ class DurableChats:
         if not adm.created:
             return await admission.duplicate(self, adm, content.input_id)
         try:
-            context = self.get(context_id) or self.create(context_id)
+            context = self.get(context_id) or self.create(context_id, name=name)
         except BaseException:  # no chat to run it in: the input was not taken after all
             await asyncio.shield(asyncio.to_thread(_withdraw, self.journal, adm.run.id))
             raise
@@ -229,6 +246,7 @@ class DurableChats:
     async def close(self, timeout: float = 5.0) -> None:
         """Stop every chat (runs stay active), forget them, flush the background journal
         writes, then close the journal: no acknowledged write is lost on a clean stop."""
+        await self.scheduler.stop()  # first: a firing it admits now is stopped below too
         self.begin_shutdown()
         pending = self.tasks()
         if pending:

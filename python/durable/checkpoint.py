@@ -191,6 +191,9 @@ async def write(context: AgentContext, run: DurableRun, journal: Journal) -> Non
 
 
 def _log_item(item: dict[str, Any]) -> dict[str, Any]:
+    from python.helpers.log import RESTORED_STATES
+
+    restored = item.get("restored")
     return {
         "type": str(item.get("type") or "info"),
         "heading": str(item.get("heading") or ""),
@@ -198,10 +201,13 @@ def _log_item(item: dict[str, Any]) -> dict[str, Any]:
         "kvps": item.get("kvps") or {},
         "agentno": int(item.get("agentno") or 0),
         "id": item.get("id"),
+        "call_id": str(item.get("call_id") or ""),
+        "restored": restored if restored in RESTORED_STATES else "",
     }
 
 
 def restore_log(context: AgentContext, items: list[dict[str, Any]]) -> None:
+    """Replace the chat's log with checkpointed items (a new guid: the UI starts over)."""
     from python.helpers.log import Log
 
     log = Log()

@@ -1,9 +1,10 @@
 """Start-up: rebuild the chats from the journal, recover their runs, resume a run.
 
 ``restore_contexts(chats)`` rebuilds one chat per journaled context from its latest
-checkpoint; ``await recover(chats, adapters=...)`` classifies every open run
-(durability/recovery.py), holds what it cannot prove and resumes the rest through
-``resume_run`` (two at a time), which is also how a decision continues a held run.
+checkpoint and the calls journaled after it; ``await recover(chats, adapters=...)``
+classifies every open run (durability/recovery.py), holds what it cannot prove and resumes
+the rest through ``resume_run`` (two at a time), which is also how a decision continues a
+held run.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agent import AgentContext, UserMessage
 from durability import integrity, recovery
 from durability.errors import CorruptCheckpoint, CorruptRecord, DurabilityError
-from python.durable import checkpoint
+from python.durable import checkpoint, restored_log
 from python.durable.driver import HELD, drive, held_text, stopped
 from python.durable.run import DurableRun
 from python.durable.session import DurableSession, session_of
@@ -38,7 +39,8 @@ def _warn(context: AgentContext | None, heading: str, content: str, **kvps: Any)
 
 def restore_contexts(chats: DurableChats) -> list[AgentContext]:
     """One chat per journaled context, rebuilt from its latest checkpoint (oldest chat
-    first); a chat deleted after its newest run is not rebuilt."""
+    first) plus the log items of the calls journaled after it (python/durable/
+    restored_log.py); a chat deleted after its newest run is not rebuilt."""
     journal = chats.journal
     newest_run: dict[str, float] = {}
     for run in reversed(journal.list_runs(limit=1_000_000)):  # oldest chat first
@@ -73,6 +75,7 @@ def _restore_one(chats: DurableChats, context_id: str, events: list[Event]) -> A
     if latest is not None and _last(events, "context_reset") < latest.created_at:
         state = latest.state.get("current") or {}
         checkpoint.restore_chain(context, state, latest.histories)
+        restored_log.append_after_checkpoint(context, journal, latest)
     return context
 
 

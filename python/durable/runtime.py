@@ -1,8 +1,9 @@
 """App-wide state of one server process: settings, login config, and the durable chats.
 
 Every endpoint handler gets the process's ``Runtime``. The chats and their journal are
-``runtime.chats`` (python/durable/chats.py), opened by ``start`` and closed by
-``shutdown``; ``admit_message`` is the one way a message enters a chat.
+``runtime.chats`` (python/durable/chats.py), opened by ``start`` (which also starts the
+scheduler's loop, ``runtime.chats.scheduler``) and closed by ``shutdown``;
+``admit_message`` is the one way a message from a client enters a chat.
 """
 
 from __future__ import annotations
@@ -135,6 +136,14 @@ class Runtime:
         when retention removed every run of it: a purged chat is gone, as after a restart)."""
         return await self.chats.chat(ctx_id)
 
+    async def shared_chat(self, ctx_id: str) -> AgentContext | None:
+        """The chat a poll shows: with shared workers, a chat another worker created is
+        loaded and an idle chat is brought up to the journal (at most once a second);
+        with SQLite simply the loaded chat."""
+        if self.shared is None:
+            return self.find_context(ctx_id)
+        return await self.shared.chat_for_poll(ctx_id)
+
     async def forget_purged_chats(self) -> list[str]:
         """Drop the loaded chats whose every run retention removed; returns their ids."""
         gone = await self.chats.forget_purged()
@@ -206,6 +215,9 @@ class Runtime:
             self._chats = chats
         else:
             self._chats = await self._start_shared(masker)
+        # After recovery: recovered runs come first. On shared workers every worker fires;
+        # a slot's input id (sched:<task>:<slot>) lets the journal take it once.
+        self._chats.scheduler.start()
         self._sweeper = asyncio.create_task(self._sweep_api_chats(), name="api-chat-sweeper")
 
     async def _start_shared(self, masker: Any) -> DurableChats:

@@ -21,6 +21,7 @@ from python.durable.policy import SUBORDINATE_TOOL
 from python.durable.run import DurableHold, DurableRun
 from python.helpers import files
 from python.helpers.errors import InterventionException, RepairableException
+from python.helpers.log import LogItem
 from python.helpers.models import ModelError, ModelResult
 from python.helpers.tool import Response, Tool
 
@@ -90,6 +91,15 @@ async def _failed(session: DurableSession, call: Call, exc: BaseException) -> No
 
 
 # seam 1: model calls ---------------------------------------------------------------------
+def _mark_model_items(
+    session: DurableSession, agent: Agent, start: int, call_id: str, restored: str
+) -> None:
+    """Name the call on the agent items its reply made (``journal``: a reused reply)."""
+    for item in session.context.log.items[start:]:
+        if item.type == "agent" and item.agentno == agent.number and not item.call_id:
+            item.mark(call_id=call_id, restored=restored)
+
+
 def _model_args(
     session: DurableSession, agent: Agent, messages: list[dict[str, str]], kind: str
 ) -> dict[str, Any]:
@@ -136,7 +146,10 @@ async def model_call(
                 await session.hold("replay_divergence", {**position(call), "why": "interrupted"})
             if isinstance(result.get("response"), str):
                 reply = ModelResult(result["response"], str(result.get("reasoning") or ""))
-                return await _replay_reply(reply, on_reasoning, on_response)
+                start = len(session.context.log.items)
+                reply = await _replay_reply(reply, on_reasoning, on_response)
+                _mark_model_items(session, agent, start, call.id, "journal")
+                return reply
             continue  # confirmed by a person: no reply to reuse, ask at the next position
         if call.state == "abandoned":
             continue  # outcome unknown and left behind: ask again at the next position
@@ -152,6 +165,7 @@ async def model_call(
         if call.id in run.known_calls:  # open before the crash: the outcome is unknown
             await session.hold("uncertain_call", {**position(call), "why": "model_call"})
         await session.before_effect(call)
+        start = len(session.context.log.items)
         try:
             reply = await effect()
         except ModelError as exc:
@@ -170,6 +184,7 @@ async def model_call(
             await _failed(session, call, exc)
             raise
         fire("after_effect", MODEL_CALL_NAME)
+        _mark_model_items(session, agent, start, call.id, "")
         committed = {"response": reply.response, "reasoning": reply.reasoning}
         await journal.aio.commit_result(call.id, committed)
         fire("after_result", MODEL_CALL_NAME)
@@ -198,6 +213,19 @@ def recorded_response(agent: Agent, result: Any) -> Response:
         extra = additional if isinstance(additional, dict) else None
         return Response(result["message"], bool(result.get("break_loop")), extra)
     return Response(str(result), False)
+
+
+def _mark_tool_item(run: DurableRun, tool: Tool, call: Call, child: bool) -> None:
+    """Name the call on the tool's log item and say whether the journal supplied its
+    outcome (``journal``) or cannot vouch for it (``uncertain``: the run is held)."""
+    restored = ""
+    if call.state in ("completed", "failed", "abandoned"):
+        restored = "journal"
+    elif call.state == "open" and call.id in run.known_calls and not child:
+        restored = "" if run.permits.get(call.id) in PERMITTED else "uncertain"
+    tool.log_marks = {"call_id": call.id, "restored": restored}
+    if isinstance(tool.log, LogItem):
+        tool.log.mark(**tool.log_marks)
 
 
 async def _reuse(
@@ -233,6 +261,7 @@ async def tool_call(
     args = {"method": tool.method, "args": tool.args}
     call, _seq = await _intent(session, agent, kind, tool.name, args, policy)
     child = kind == "subordinate" and policy == CHILD_POLICY
+    _mark_tool_item(session.current_run(), tool, call, child)
     reused = await _reuse(session, agent, tool, call, child)
     if reused is not None:
         return reused

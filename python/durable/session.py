@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from durability.adapters.shell import ShellReceipts
     from durability.records import Admission, Call, Run
     from python.durable.chats import DurableChats
+    from python.durable.scheduler import Scheduler
 
 logger = logging.getLogger("a0.durable")
 
@@ -58,6 +59,7 @@ class DurableSession:
         # shared workers (python/durable/shared.py, takeover.py)
         self.last_run_id: str | None = None  # the run this process drove last
         self.synced_checkpoint: int | None = None  # the chat's checkpoint it was loaded from
+        self.refreshed_at = 0.0  # when a poll last brought it up to the journal (monotonic)
         self.local_inputs: set[str] = set()  # interventions admitted through this process
 
     # what the loop and the tools read ---------------------------------------------------
@@ -68,6 +70,10 @@ class DurableSession:
     @property
     def receipts(self) -> ShellReceipts | None:
         return self.chats.receipts
+
+    @property
+    def scheduler(self) -> Scheduler:
+        return self.chats.scheduler
 
     @property
     def task(self) -> asyncio.Task[str] | None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from agent import UserMessage
@@ -39,6 +40,7 @@ from python.durable.resume import resume_run
 from python.durable.session import DurableSession, session_of
 
 if TYPE_CHECKING:  # pragma: no cover
+    from agent import AgentContext
     from durability.cluster import Claim, Cluster, Heartbeat
     from durability.config import SharedConfig
     from durability.records import Call
@@ -176,6 +178,21 @@ class SharedWorker:
             self.cluster.release(run_id)
         except DurabilityError as exc:
             logger.warning("claim on run %s not released (%s): it expires", run_id, exc.code)
+
+    async def chat_for_poll(self, context_id: str) -> AgentContext | None:
+        """A chat as the UI's poll shows it: loaded from the journal when another worker
+        created it, refreshed when idle (at most once per poll interval)."""
+        context = self.chats.get(context_id)
+        if context is None:
+            if context_id in self._not_chats:
+                return None
+            return await takeover.find_chat(self.chats, context_id)
+        session = session_of(context)
+        now = time.monotonic()
+        if now - session.refreshed_at >= self.interval:
+            session.refreshed_at = now
+            await takeover.refresh_chat(self.chats, session)
+        return context
 
     async def take(self, run_id: str) -> bool:
         """A decision made here made the run active: True when this worker holds its claim

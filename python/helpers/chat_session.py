@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
     from durability.adapters.shell import ShellReceipts
     from python.helpers.models import ModelResult
+    from python.helpers.scheduler import TaskScheduler
     from python.helpers.tool import Response, Tool
 
 #: A model stream callback: ``(delta, full text so far)``.
@@ -34,6 +35,9 @@ class ChatSession(Protocol):
 
     @property
     def receipts(self) -> ShellReceipts | None: ...  # shell receipts (code_execution_tool)
+
+    @property
+    def scheduler(self) -> TaskScheduler: ...  # the process's scheduler (the scheduler tool)
 
     def communicate(self, msg: UserMessage) -> asyncio.Task[str]: ...
 

@@ -3,6 +3,11 @@
 ``version`` counts changes. ``output(start)`` returns every item changed since version
 ``start`` (the Agent Zero poll protocol: the UI sends the version it last saw as
 ``log_from`` and merges items by ``no``); ``output(0)`` is the whole log.
+
+This fork: an item that shows a journaled call names it (``call_id``), and an item rebuilt
+from the journal instead of shown live says so (``restored``: ``journal`` for a call with a
+committed result, ``uncertain`` for a call whose outcome is unknown). Both are left out of
+``output()`` while unset, so live items keep upstream's shape.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+#: ``LogItem.restored``: "" (shown live), or how the item was rebuilt from the journal
+RESTORED_STATES = ("", "journal", "uncertain")
 LOG_TYPES = (
     "user",
     "agent",
@@ -45,6 +52,17 @@ class LogItem:
     agentno: int = 0
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     timestamp: float = field(default_factory=time.time)
+    call_id: str = ""  # the journaled call this item shows (this fork)
+    restored: str = ""  # one of RESTORED_STATES (this fork)
+
+    def mark(self, *, call_id: str | None = None, restored: str | None = None) -> LogItem:
+        """Name the journaled call the item shows and how it was rebuilt."""
+        if call_id is not None:
+            self.call_id = str(call_id)
+        if restored is not None:
+            self.restored = _check_restored(restored)
+        self.log._changed(self)
+        return self
 
     def update(
         self,
@@ -80,7 +98,7 @@ class LogItem:
         return self
 
     def output(self) -> dict[str, Any]:
-        return {
+        out = {
             "no": self.no,
             "id": self.id,
             "type": self.type,
@@ -90,11 +108,22 @@ class LogItem:
             "agentno": self.agentno,
             "timestamp": self.timestamp,
         }
+        if self.call_id:
+            out["call_id"] = self.call_id
+        if self.restored:
+            out["restored"] = self.restored
+        return out
 
 
 def _check_type(value: str) -> str:
     if not isinstance(value, str) or not _TYPE.fullmatch(value):
         raise ValueError(f"invalid log item type {value!r}")
+    return value
+
+
+def _check_restored(value: str) -> str:
+    if value not in RESTORED_STATES:
+        raise ValueError(f"invalid restored state {value!r}")
     return value
 
 
@@ -128,6 +157,9 @@ class Log:
         kvps: Mapping[str, Any] | None = None,
         agentno: int = 0,
         id: str | None = None,
+        *,
+        call_id: str = "",
+        restored: str = "",
     ) -> LogItem:
         """Add an item; heading, content and kvps pass through the masker first."""
         item = LogItem(
@@ -138,6 +170,8 @@ class Log:
             content=self._mask(str(content or "")),
             kvps=self._mask(dict(kvps or {})),
             agentno=int(agentno or 0),
+            call_id=str(call_id or ""),
+            restored=_check_restored(restored or ""),
         )
         if id:
             item.id = str(id)

@@ -32,9 +32,18 @@ MAX_CONTEXT_ID = 200
 DEFAULT_TIMEZONE = "UTC"
 #: Fields a definition may hold (anything else in an input is refused as unknown).
 FIELDS = (
-    "name", "kind", "prompt", "system_prompt", "attachments", "schedule", "plan", "timezone",
-    "context_id", "dedicated_context", "enabled",
-)  # fmt: skip
+    "name",
+    "kind",
+    "prompt",
+    "system_prompt",
+    "attachments",
+    "schedule",
+    "plan",
+    "timezone",
+    "context_id",
+    "dedicated_context",
+    "enabled",
+)
 #: Extra input spellings (upstream's, and the UI's convenience fields).
 ALIASES = ("type", "state", "uuid", "task_id", "id", "expected_revision", "revision", "token")
 #: Changing one of these moves the handled-slots mark to now: slots of the old schedule,
@@ -109,9 +118,12 @@ def _enabled(data: Mapping[str, Any], default: bool) -> bool:
 
 
 def normalise(
-    data: Mapping[str, Any], *, default_timezone: str = DEFAULT_TIMEZONE,
-    default_context: str | None = None, task_id: str,
-) -> dict[str, Any]:  # fmt: skip
+    data: Mapping[str, Any],
+    *,
+    default_timezone: str = DEFAULT_TIMEZONE,
+    default_context: str | None = None,
+    task_id: str,
+) -> dict[str, Any]:
     """A complete, valid definition from an input (TaskInvalid naming the field at fault).
 
     ``default_context`` is the chat a task without ``dedicated_context`` runs in (the
@@ -308,7 +320,8 @@ def _skip_view(skip: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 def _plan_view(plan: list[str], done_until: float) -> dict[str, Any]:
     """Upstream's plan shape: times still to come (``todo``) and those handled (``done``)."""
-    todo, done = [], []
+    todo: list[str] = []
+    done: list[str] = []
     for text in plan:
         instant = stime.parse_instant(text, stime.zone("UTC"), "plan")
         (done if instant <= done_until else todo).append(text)

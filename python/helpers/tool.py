@@ -34,6 +34,9 @@ class Tool:
     #: (journal call id, args digest) set by the durable session before execute. Tools with
     #: a receipt adapter (code_execution_tool) name their receipts by it.
     call_identity: tuple[str, str] | None = None
+    #: LogItem.mark arguments for the tool's log item (call_id, restored), set by the
+    #: durable session once the call is journaled; a tool that logs its own item uses them.
+    log_marks: dict[str, str] | None = None
 
     def __init__(
         self,

@@ -22,4 +22,4 @@ class ResponseTool(Tool):
             heading=f"{self.agent.agent_name}: Responding",
             content=self.agent.mask(response.message),
             agentno=self.agent.number,
-        )
+        ).mark(**(self.log_marks or {}))

@@ -1,11 +1,13 @@
 """scheduler: upstream's task tool (list, find, show, run, delete, create, wait).
 
-Tasks live in the journal (python/helpers/scheduler.py). Not on the safe-replay allowlist:
-creating, running and deleting tasks are effects, so an interrupted call is held for a
-person like any other. Identity comes from the journal, never from the model: a task this
-tool creates is named after the call (the same call run again finds its task instead of
-making a second one), and a manual run is keyed by the call (the same call run again gets
-the recorded run). Every refusal is a message to the agent with a stable code.
+Tasks live in the journal. The tool reaches the process's scheduler through its chat's
+session (``session.scheduler``, typed by python/helpers/scheduler.py; the implementation is
+python/durable/scheduler.py). Not on the safe-replay allowlist: creating, running and
+deleting tasks are effects, so an interrupted call is held for a person like any other.
+Identity comes from the journal, never from the model: a task this tool creates is named
+after the call (the same call run again finds its task instead of making a second one),
+and a manual run is keyed by the call (the same call run again gets the recorded run).
+Every refusal is a message to the agent with a stable code.
 """
 
 from __future__ import annotations
@@ -16,21 +18,33 @@ import uuid
 from typing import Any
 
 from durability.errors import DurabilityError
-from python.helpers import scheduler as scheduler_mod
 from python.helpers import scheduler_tasks
 from python.helpers.api import ApiError
+from python.helpers.scheduler import TaskScheduler
 from python.helpers.tool import Response, Tool
 
 METHODS = (
-    "list_tasks", "find_task_by_name", "show_task", "run_task", "delete_task",
-    "create_scheduled_task", "create_adhoc_task", "create_planned_task", "wait_for_task",
-)  # fmt: skip
+    "list_tasks",
+    "find_task_by_name",
+    "show_task",
+    "run_task",
+    "delete_task",
+    "create_scheduled_task",
+    "create_adhoc_task",
+    "create_planned_task",
+    "wait_for_task",
+)
 WAIT_DEFAULT = 600.0
 WAIT_MAX = 3600.0
 WAIT_STEP = 1.0
 _TASK_NAMESPACE = uuid.UUID("6f1c8e52-3b7d-4c1a-9a55-0d3e4b2f7a10")
 #: What the listing shows of each task (the full task is show_task's).
 _BRIEF = ("uuid", "name", "type", "state", "last_run", "last_status", "next_run", "context_id")
+#: What wait_for_task answers about the task it waited for.
+_WAITED = ("uuid", "name", "state", "last_status", "last_result", "last_run", "last_run_id")
+#: The task fields a create_* call takes from its arguments (with ``kind``).
+_CREATE_FIELDS = {"name", "system_prompt", "prompt", "attachments", "schedule", "plan"}
+_CREATE_FIELDS |= {"timezone", "dedicated_context"}
 
 
 class SchedulerArgsError(ValueError):
@@ -55,11 +69,7 @@ class Scheduler(Tool):
                 raise SchedulerArgsError(
                     "invalid_method", f"use scheduler:<method>, one of {', '.join(METHODS)}"
                 )
-            scheduler = scheduler_mod.current()
-            if scheduler is None:
-                raise SchedulerArgsError(
-                    "journal_unavailable", "this server has no scheduler (durability is off)"
-                )
+            scheduler = self.agent.context.session.scheduler
             text = await getattr(self, f"_{method}")(scheduler)
         except SchedulerArgsError as e:
             text = refusal(e.code, str(e))
@@ -95,57 +105,55 @@ class Scheduler(Tool):
         return str(uuid.uuid5(_TASK_NAMESPACE, key)) if key else None
 
     # methods ----------------------------------------------------------------------------
-    async def _list_tasks(self, scheduler: Any) -> str:
+    async def _list_tasks(self, scheduler: TaskScheduler) -> str:
         filters = scheduler_tasks.Filters.of(self.args)
-        views = await scheduler.list()
+        views = await scheduler.list_tasks()
         now = scheduler.clock()
         wanted = [v for v in views if scheduler_tasks.matches(v, filters, now)]
         return dumps([{k: v.get(k) for k in _BRIEF} for v in wanted])
 
-    async def _find_task_by_name(self, scheduler: Any) -> str:
+    async def _find_task_by_name(self, scheduler: TaskScheduler) -> str:
         name = self._arg("name")
-        found = scheduler_tasks.find_by_name(await scheduler.list(), name)
+        found = scheduler_tasks.find_by_name(await scheduler.list_tasks(), name)
         if not found:
             return refusal("task_not_found", f"no task named {name!r}")
         return dumps([{k: v.get(k) for k in _BRIEF} for v in found])
 
-    async def _show_task(self, scheduler: Any) -> str:
+    async def _show_task(self, scheduler: TaskScheduler) -> str:
         return dumps(await scheduler.get(self._arg("uuid"), with_result=True))
 
-    async def _run_task(self, scheduler: Any) -> str:
+    async def _run_task(self, scheduler: TaskScheduler) -> str:
         task_id = self._arg("uuid")
         extra = self._arg("context", required=False)
         firing = await scheduler.run_now(task_id, key=self._call_key(), extra_text=extra)
         return dumps({"firing": firing.to_dict(), "task": await scheduler.get(task_id)})
 
-    async def _delete_task(self, scheduler: Any) -> str:
+    async def _delete_task(self, scheduler: TaskScheduler) -> str:
         task_id = self._arg("uuid")
         await scheduler.delete(task_id)
         return dumps({"deleted": task_id})
 
-    async def _create(self, scheduler: Any, kind: str) -> str:
-        fields = {
-            k: v for k, v in self.args.items()
-            if k in ("name", "system_prompt", "prompt", "attachments", "schedule", "plan",
-                     "timezone", "dedicated_context")
-        }  # fmt: skip
+    async def _create(self, scheduler: TaskScheduler, kind: str) -> str:
+        fields = {k: v for k, v in self.args.items() if k in _CREATE_FIELDS}
         fields["kind"] = kind
         task = await scheduler.create(
-            fields, actor=self._actor, task_id=self._new_task_id(),
+            fields,
+            actor=self._actor,
+            task_id=self._new_task_id(),
             default_context=self.agent.context.id,
-        )  # fmt: skip
+        )
         return dumps(task)
 
-    async def _create_scheduled_task(self, scheduler: Any) -> str:
+    async def _create_scheduled_task(self, scheduler: TaskScheduler) -> str:
         return await self._create(scheduler, "scheduled")
 
-    async def _create_adhoc_task(self, scheduler: Any) -> str:
+    async def _create_adhoc_task(self, scheduler: TaskScheduler) -> str:
         return await self._create(scheduler, "adhoc")
 
-    async def _create_planned_task(self, scheduler: Any) -> str:
+    async def _create_planned_task(self, scheduler: TaskScheduler) -> str:
         return await self._create(scheduler, "planned")
 
-    async def _wait_for_task(self, scheduler: Any) -> str:
+    async def _wait_for_task(self, scheduler: TaskScheduler) -> str:
         task_id = self._arg("uuid")
         timeout = _seconds(self.args.get("timeout"), WAIT_DEFAULT)
         task = await scheduler.get(task_id)
@@ -166,10 +174,7 @@ class Scheduler(Tool):
         task = await scheduler.get(task_id, with_result=True)
         if task.get("state") == "running":
             return refusal("still_running", f"the task is still running after {timeout:g} s")
-        return dumps(
-            {k: task.get(k) for k in ("uuid", "name", "state", "last_status", "last_result",
-                                      "last_run", "last_run_id", "context_id")}
-        )  # fmt: skip
+        return dumps({k: task.get(k) for k in (*_WAITED, "context_id")})
 
 
 def _seconds(value: Any, default: float) -> float:

@@ -14,8 +14,12 @@ TIMEOUT_MS = 60_000
 
 
 def _answer(body: dict) -> dict:
-    return {"thoughts": ["..."], "headline": "", "tool_name": "response",
-            "tool_args": {"text": "hello from the task"}}  # fmt: skip
+    return {
+        "thoughts": ["..."],
+        "headline": "",
+        "tool_name": "response",
+        "tool_args": {"text": "hello from the task"},
+    }
 
 
 def _list(client) -> dict:

@@ -123,8 +123,12 @@ def test_a_slot_admitted_right_before_a_crash_fires_once_after_the_restart(crash
     assert "scheduler.after_admit" in fired
 
     crashable.start(**clock_at(NOON + 20))
-    done = wait_task(crashable, task["uuid"], lambda t: t["last_status"] == "completed",
-                     "the slot's run to complete")  # fmt: skip
+    done = wait_task(
+        crashable,
+        task["uuid"],
+        lambda t: t["last_status"] == "completed",
+        "the slot's run to complete",
+    )
     assert done["last_input_id"] == slot_id(task["uuid"], NOON)
     assert done["last_slot"] == "2030-01-01T12:00:00+00:00"
     runs = crashable.runs()
@@ -147,8 +151,12 @@ def test_slots_missed_while_down_fire_once_the_latest(crashable, model_server):
     crashable.stop()
 
     crashable.start(**clock_at(NOON + 65 * 60))  # 13:05: six slots passed while down
-    done = wait_task(crashable, task["uuid"], lambda t: t["last_status"] == "completed",
-                     "the latest missed slot's run")  # fmt: skip
+    done = wait_task(
+        crashable,
+        task["uuid"],
+        lambda t: t["last_status"] == "completed",
+        "the latest missed slot's run",
+    )
     assert done["last_slot"] == "2030-01-01T13:00:00+00:00"
     assert done["next_run"] == "2030-01-01T13:10:00+00:00"
     assert [r["input_id"] for r in crashable.runs()] == [slot_id(task["uuid"], NOON + 3600)]
@@ -175,8 +183,9 @@ def test_a_firing_interrupted_mid_run_recovers_like_any_run(crashable, model_ser
     assert model_server.calls == 1
 
     crashable.start(**clock_at(NOON + 30))
-    done = wait_task(crashable, task["uuid"], lambda t: t["last_status"] == "completed",
-                     "the recovered run")  # fmt: skip
+    done = wait_task(
+        crashable, task["uuid"], lambda t: t["last_status"] == "completed", "the recovered run"
+    )
     [run] = crashable.runs()
     assert run["input_id"] == slot_id(task["uuid"], NOON) == done["last_input_id"]
     assert model_server.calls == 1  # the committed reply was reused, nothing ran again
@@ -195,8 +204,12 @@ def _job_responder() -> Any:
         marks = [i for i, m in enumerate(messages) if "RUN-THE-JOB" in str(m.get("content"))]
         later = messages[marks[-1] + 1 :] if marks else []
         if marks and not any(m.get("role") == "assistant" for m in later):
-            return {"thoughts": ["..."], "headline": "", "tool_name": "side_effect",
-                    "tool_args": {"label": f"job-{next(asked)}"}}  # fmt: skip
+            return {
+                "thoughts": ["..."],
+                "headline": "",
+                "tool_name": "side_effect",
+                "tool_args": {"label": f"job-{next(asked)}"},
+            }
         return answer("job done")
 
     return respond
@@ -219,8 +232,9 @@ def test_a_held_firing_skips_slots_until_decided_and_then_the_task_goes_on(crash
     assert side_effects(crashable.usr) == ["job-1"]
 
     crashable.start(**clock_at(NOON + 5 * 60))
-    held = wait_task(crashable, task["uuid"], lambda t: t["state"] == "held",
-                     "the task to show its held run")  # fmt: skip
+    held = wait_task(
+        crashable, task["uuid"], lambda t: t["state"] == "held", "the task to show its held run"
+    )
     assert held["last_input_id"] == slot_id(task["uuid"], NOON)
     run = crashable.run(held["last_run_id"])
     assert (run["status"], run["reason"]) == ("needs_attention", "uncertain_call")
@@ -228,10 +242,11 @@ def test_a_held_firing_skips_slots_until_decided_and_then_the_task_goes_on(crash
 
     crashable.start(**clock_at(NOON + 10 * 60 + 5))  # 12:10 comes while the run is held
     skipped = wait_task(
-        crashable, task["uuid"],
+        crashable,
+        task["uuid"],
         lambda t: (t["last_skip"] or {}).get("slot") == "2030-01-01T12:10:00+00:00",
         "the 12:10 slot to be skipped",
-    )  # fmt: skip
+    )
     assert skipped["last_skip"]["reason"] == "run_held" and skipped["state"] == "held"
     run = crashable.run(held["last_run_id"])
     decided = crashable.decide(run, "stop")
@@ -242,10 +257,11 @@ def test_a_held_firing_skips_slots_until_decided_and_then_the_task_goes_on(crash
 
     crashable.start(**clock_at(NOON + 20 * 60 + 5))  # 12:20: the task goes on
     done = wait_task(
-        crashable, task["uuid"],
+        crashable,
+        task["uuid"],
         lambda t: t["last_slot"] == "2030-01-01T12:20:00+00:00" and t["last_status"] == "completed",
         "the 12:20 firing to complete",
-    )  # fmt: skip
+    )
     assert done["state"] == "idle"
     assert side_effects(crashable.usr) == ["job-1", "job-2"]
     assert_no_repeats(side_effects(crashable.usr))
@@ -272,17 +288,28 @@ def _agent_responder(body: dict) -> dict[str, Any]:
     steps = len([m for m in messages if m.get("role") == "assistant"])
     found = _UUID.findall(text)
     if steps == 0:
-        return {"thoughts": ["..."], "headline": "", "tool_name": "scheduler:create_adhoc_task",
-                "tool_args": {"name": "child", "prompt": "CHILD-PROMPT",
-                              "dedicated_context": True}}  # fmt: skip
+        return {
+            "thoughts": ["..."],
+            "headline": "",
+            "tool_name": "scheduler:create_adhoc_task",
+            "tool_args": {"name": "child", "prompt": "CHILD-PROMPT", "dedicated_context": True},
+        }
     if steps == 1:
         return answer("created")
     if steps == 2:
-        return {"thoughts": ["..."], "headline": "", "tool_name": "scheduler:run_task",
-                "tool_args": {"uuid": found[0]}}  # fmt: skip
+        return {
+            "thoughts": ["..."],
+            "headline": "",
+            "tool_name": "scheduler:run_task",
+            "tool_args": {"uuid": found[0]},
+        }
     if steps == 3:
-        return {"thoughts": ["..."], "headline": "", "tool_name": "scheduler:wait_for_task",
-                "tool_args": {"uuid": found[0], "timeout": 60}}  # fmt: skip
+        return {
+            "thoughts": ["..."],
+            "headline": "",
+            "tool_name": "scheduler:wait_for_task",
+            "tool_args": {"uuid": found[0], "timeout": 60},
+        }
     said = re.search(r"child answer \d+", text)
     return answer(f"the task said: {said.group(0) if said else 'nothing'}")
 
@@ -290,8 +317,9 @@ def _agent_responder(body: dict) -> dict[str, Any]:
 def test_the_agent_creates_runs_and_waits_for_a_task_with_the_tool(crashable, model_server):
     model_server.respond_with(_agent_responder)
     crashable.start()
-    first = crashable.server.api_message("please make a task that says CHILD-PROMPT",
-                                         input_id="ask-1")  # fmt: skip
+    first = crashable.server.api_message(
+        "please make a task that says CHILD-PROMPT", input_id="ask-1"
+    )
     assert first.json()["response"] == "created", first.text
     chat = first.json()["context_id"]
     [task] = crashable.post("scheduler_tasks_list", {}).json()["tasks"]
@@ -302,8 +330,7 @@ def test_the_agent_creates_runs_and_waits_for_a_task_with_the_tool(crashable, mo
     )
     assert task["context_id"] == task["uuid"] != chat
 
-    second = crashable.server.api_message("now run it and wait", input_id="ask-2",
-                                          context_id=chat)  # fmt: skip
+    second = crashable.server.api_message("now run it and wait", input_id="ask-2", context_id=chat)
     assert second.json()["response"] == "the task said: child answer 42", second.text
     task = get_task(crashable, task["uuid"])
     assert (task["state"], task["last_status"]) == ("idle", "completed")

@@ -7,10 +7,9 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from durability import Journal
+from python.durable.runtime import Runtime
 from python.helpers.api import discover_handlers
 from python.helpers.auth import AuthConfig
-from python.helpers.runtime import Runtime
 from run_ui import build_app
 
 pytestmark = pytest.mark.unit
@@ -24,15 +23,11 @@ TASK = {
 
 @pytest.fixture
 def client(tmp_path: Path):
-    journal = Journal.open_sqlite(tmp_path / "durability" / "journal.sqlite")
+    """The app as run_ui.py builds it: the server opens its journal in usr/ at start."""
     runtime = Runtime(tmp_path, {"mcp_server_token": "tok"}, AuthConfig())
-    runtime.journal = journal
-    try:
-        with TestClient(build_app(runtime, discover_handlers(), secret_key="k")) as test_client:
-            test_client.headers["X-CSRF-Token"] = test_client.get("/api/csrf_token").json()["token"]
-            yield test_client
-    finally:
-        journal.close()
+    with TestClient(build_app(runtime, discover_handlers(), secret_key="k")) as test_client:
+        test_client.headers["X-CSRF-Token"] = test_client.get("/api/csrf_token").json()["token"]
+        yield test_client
 
 
 def error(response) -> dict:
@@ -45,9 +40,13 @@ def test_create_list_update_delete(client):
     task = created.json()["task"]
     assert (task["type"], task["state"], task["revision"]) == ("scheduled", "idle", 1)
     assert task["schedule"] == {
-        "minute": "0", "hour": "7", "day": "*", "month": "*", "weekday": "*",
+        "minute": "0",
+        "hour": "7",
+        "day": "*",
+        "month": "*",
+        "weekday": "*",
         "timezone": "Europe/Berlin",
-    }  # fmt: skip
+    }
     assert task["next_run"].endswith(("06:00:00+00:00", "05:00:00+00:00"))  # 07:00 in Berlin
     assert task["dedicated_context"] is True and task["context_id"] == task["uuid"]
 
@@ -56,9 +55,10 @@ def test_create_list_update_delete(client):
     assert (
         client.post("/api/scheduler_tasks_list", json={"state": ["disabled"]}).json()["tasks"] == []
     )
-    assert len(client.post("/api/scheduler_tasks_list", json={"type": ["scheduled"]}).json()[
-        "tasks"
-    ]) == 1  # fmt: skip
+    assert (
+        len(client.post("/api/scheduler_tasks_list", json={"type": ["scheduled"]}).json()["tasks"])
+        == 1
+    )
 
     updated = client.post(
         "/api/scheduler_task_update",
@@ -125,11 +125,3 @@ def test_the_api_key_works_and_tick_answers_only_loopback(client):
     assert listed.status_code == 200
     tick = client.post("/api/scheduler_tick", json={})
     assert (tick.status_code, error(tick)["code"]) == (403, "forbidden")  # "testclient" host
-
-
-def test_without_a_journal_the_scheduler_is_unavailable(tmp_path):
-    runtime = Runtime(tmp_path, {}, AuthConfig())
-    with TestClient(build_app(runtime, discover_handlers(), secret_key="k")) as test_client:
-        test_client.headers["X-CSRF-Token"] = test_client.get("/api/csrf_token").json()["token"]
-        response = test_client.post("/api/scheduler_tasks_list", json={})
-    assert (response.status_code, error(response)["code"]) == (503, "journal_unavailable")

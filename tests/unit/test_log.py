@@ -107,3 +107,33 @@ def test_types():
     for bad in ("", "Bad Type", "x" * 40, None):
         with pytest.raises(ValueError, match="invalid log item type"):
             log.log(bad)  # type: ignore[arg-type]
+
+
+def test_restored_and_call_id_appear_only_when_set():
+    log = Log()
+    live = log.log("tool", heading="A0: Using tool 'x'")
+    rebuilt = log.log("agent", heading="A0: step", call_id="c1", restored="journal")
+    out = log.output()
+    assert "restored" not in out[0] and "call_id" not in out[0]
+    assert (out[1]["call_id"], out[1]["restored"]) == ("c1", "journal")
+    version = log.version
+    live.mark(call_id="c2", restored="uncertain")
+    assert log.version == version + 1, "a mark is a change the UI polls"
+    assert log.output(version) == [live.output()]
+    with pytest.raises(ValueError):
+        rebuilt.mark(restored="maybe")
+    with pytest.raises(ValueError):
+        log.log("info", restored="yes")
+
+
+def test_checkpointed_log_keeps_the_marks_and_drops_unknown_ones():
+    from python.durable.checkpoint import _log_item
+    from python.helpers.log import RESTORED_STATES
+
+    kept = _log_item({"type": "tool", "call_id": "c1", "restored": "uncertain"})
+    assert (kept["call_id"], kept["restored"]) == ("c1", "uncertain")
+    dropped = _log_item({"type": "tool", "restored": "<script>"})
+    assert dropped["restored"] == "" and "" in RESTORED_STATES
+    log = Log()
+    item = log.log(**_log_item({"type": "agent", "heading": "h", "restored": "journal"}))
+    assert item.output()["restored"] == "journal" and "call_id" not in item.output()

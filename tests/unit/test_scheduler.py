@@ -1,5 +1,6 @@
-"""The scheduler's rules on a real journal, with a clock the test moves and a small runtime
-stand-in whose admission is the journal's own (the system tests use a real run_ui.py)."""
+"""The scheduler's rules on a real journal, with a clock the test moves and a small stand-in
+for the process's chats whose admission is the journal's own (the system tests use a real
+run_ui.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from durability import Journal, TaskConflict, TaskInvalid
 from durability.canonical import digest
-from python.helpers import scheduler as scheduler_mod
+from python.durable import scheduler as scheduler_mod
 from python.helpers.api import ApiError
 
 pytestmark = pytest.mark.unit
@@ -20,45 +21,45 @@ EVERY_MINUTE = {"minute": "*", "hour": "*", "day": "*", "month": "*", "weekday":
 
 
 class FakeChat:
-    def __init__(self, chat_id: str) -> None:
+    def __init__(self, chat_id: str, chats: FakeChats) -> None:
         self.id = chat_id
-        self.journal = None
+        self.chats = chats
         self.log = SimpleNamespace(items=[], log=lambda **kw: self.log.items.append(kw))
 
     def is_running(self) -> bool:
-        return False
+        return self.id in self.chats.busy
 
 
-class FakeRuntime:
-    """What the scheduler asks of the server: chats, whether one is working, admission."""
+class FakeChats:
+    """What the scheduler asks of the process's chats (DurableChats): the journal, the
+    chats, whether one is working, and the admission, which here is the journal's own
+    (no run starts: the tests decide how each run ends)."""
 
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
-        self.usr = None
-        self._stopping = False
+        self.stopping = False
         self.busy: set[str] = set()
         self.chats: dict[str, FakeChat] = {}
         self.admitted: list[str] = []
 
-    def find_context(self, chat_id: str) -> FakeChat | None:
+    def get(self, chat_id: str) -> FakeChat | None:
         return self.chats.get(chat_id)
 
-    def create_context(self, chat_id: str, name: str | None = None) -> FakeChat:
-        self.chats[chat_id] = FakeChat(chat_id)
+    def create(self, chat_id: str) -> FakeChat:
+        self.chats[chat_id] = FakeChat(chat_id, self)
         return self.chats[chat_id]
 
-    def remove_context(self, chat_id: str) -> None:
-        self.chats.pop(chat_id, None)
-
-    def is_running(self, chat_id: str) -> bool:
-        return chat_id in self.busy
-
-    async def admit_message(self, chat_id: str, message) -> tuple[FakeChat, SimpleNamespace]:
+    async def admit(
+        self, chat_id: str, message, *, create: str | None = None
+    ) -> tuple[FakeChat | None, SimpleNamespace]:
         content = {"message": message.message, "system_message": message.system_message}
         adm = await self.journal.aio.admit(chat_id, message.id, digest(content), message=content)
         self.admitted.append(message.id)
+        if adm.created and chat_id not in self.chats:
+            assert create is not None, "an unknown chat is made only when asked"
+            self.create(chat_id)
         kind = "started" if adm.created else "duplicate"
-        return self.chats[chat_id], SimpleNamespace(
+        return self.chats.get(adm.run.context_id), SimpleNamespace(
             kind=kind, run_id=adm.run.id, context_id=adm.run.context_id
         )
 
@@ -76,13 +77,13 @@ def clock():
 
 
 @pytest.fixture
-def runtime(journal):
-    return FakeRuntime(journal)
+def chats(journal):
+    return FakeChats(journal)
 
 
 @pytest.fixture
-def scheduler(runtime, clock):
-    return scheduler_mod.Scheduler(runtime, clock=lambda: clock.now)
+def scheduler(chats, clock):
+    return scheduler_mod.Scheduler(chats, clock=lambda: clock.now)
 
 
 def task_input(**extra):
@@ -99,7 +100,7 @@ def minute(n: int) -> str:
     return dt.datetime.fromtimestamp(T0 - 30 + 60 * n, dt.UTC).isoformat()
 
 
-async def test_a_slot_fires_once_and_the_loop_knows_when_to_wake(scheduler, clock, runtime):
+async def test_a_slot_fires_once_and_the_loop_knows_when_to_wake(scheduler, clock, chats):
     task = await scheduler.create(task_input(), actor="user")
     assert (task["state"], task["type"], task["revision"]) == ("idle", "scheduled", 1)
     assert task["next_run"] == minute(1) and task["context_id"] == task["uuid"]
@@ -107,14 +108,14 @@ async def test_a_slot_fires_once_and_the_loop_knows_when_to_wake(scheduler, cloc
     assert firings == [] and 29 <= wait <= 30.1  # nothing due; wakes at 12:01
     clock.now += 31
     assert await fired(scheduler) == [("started", minute(1), None)]
-    assert runtime.admitted == [f"sched:{task['uuid']}:{minute(1)}"]
+    assert chats.admitted == [f"sched:{task['uuid']}:{minute(1)}"]
     assert await fired(scheduler) == []  # the same slot never fires twice
     shown = await scheduler.get(task["uuid"])
     assert (shown["state"], shown["last_slot"], shown["revision"]) == ("running", minute(1), 1)
 
 
 async def test_missed_slots_fire_once_the_latest_and_wait_for_a_busy_chat(
-    scheduler, clock, runtime, journal
+    scheduler, clock, chats, journal
 ):
     task = await scheduler.create(task_input(), actor="user")
     clock.now += 31
@@ -123,21 +124,21 @@ async def test_missed_slots_fire_once_the_latest_and_wait_for_a_busy_chat(
     assert await fired(scheduler) == [("deferred", minute(11), "run_pending")]
     run_id = (await scheduler.get(task["uuid"]))["last_run_id"]
     journal.set_run_status(run_id, "completed")
-    runtime.busy.add(task["context_id"])  # a person's message is running in the chat now
+    chats.busy.add(task["context_id"])  # a person's message is running in the chat now
     assert await fired(scheduler) == [("deferred", minute(11), "chat_busy")]
-    runtime.busy.clear()
+    chats.busy.clear()
     assert await fired(scheduler) == [("started", minute(11), None)]
-    assert len(runtime.admitted) == 2  # minutes 2-10 never fired
+    assert len(chats.admitted) == 2  # minutes 2-10 never fired
 
 
 async def test_a_slot_admitted_before_a_crash_is_recorded_not_fired_again(
-    scheduler, clock, runtime, journal
+    scheduler, clock, chats, journal
 ):
     task = await scheduler.create(task_input(), actor="user")
     clock.now += 31
     input_id = f"sched:{task['uuid']}:{minute(1)}"
     # the process died after the admission, before the bookkeeping: the run exists
-    runtime.create_context(task["context_id"])
+    chats.create(task["context_id"])
     first = journal.admit(task["context_id"], input_id, digest({"x": 1}))
     assert await fired(scheduler) == [("recorded", minute(1), None)]
     journal.set_run_status(first.run.id, "completed")
@@ -179,7 +180,7 @@ async def test_a_failed_run_never_sticks_and_a_held_one_skips_until_decided(
     assert await fired(scheduler) == [("started", minute(4), None)]
 
 
-async def test_run_now_is_keyed_and_refused_while_busy_or_held(scheduler, runtime, journal):
+async def test_run_now_is_keyed_and_refused_while_busy_or_held(scheduler, chats, journal):
     task = await scheduler.create({"name": "adhoc", "prompt": "Go."}, actor="user")
     assert task["type"] == "adhoc" and task["next_run"] is None
     assert await fired(scheduler) == []  # ad hoc tasks never fire by themselves
@@ -196,27 +197,30 @@ async def test_run_now_is_keyed_and_refused_while_busy_or_held(scheduler, runtim
     with pytest.raises(ApiError) as held:
         await scheduler.run_now(task["uuid"], key="k3")
     assert held.value.code == "run_held"
-    runtime.busy.add(task["context_id"])
+    chats.busy.add(task["context_id"])
     with pytest.raises(ApiError):
         await scheduler.run_now(task["uuid"], key="k4")
 
 
 async def test_edits_name_their_revision_and_a_new_schedule_starts_from_now(scheduler, clock):
     task = await scheduler.create(task_input(schedule={"minute": "0", "hour": "*"}), actor="u")
-    updated = await scheduler.update(task["uuid"], {"prompt": "Say pong."}, expected_revision=1,
-                                     actor="user")  # fmt: skip
+    updated = await scheduler.update(
+        task["uuid"], {"prompt": "Say pong."}, expected_revision=1, actor="user"
+    )
     assert (updated["revision"], updated["prompt"]) == (2, "Say pong.")
     with pytest.raises(TaskConflict) as info:
         await scheduler.update(task["uuid"], {"prompt": "x"}, expected_revision=1, actor="agent0")
     assert info.value.current_revision == 2
     clock.now += 3600  # 13:00 is due ...
-    moved = await scheduler.update(task["uuid"], {"schedule": EVERY_MINUTE}, expected_revision=2,
-                                   actor="user")  # fmt: skip
+    moved = await scheduler.update(
+        task["uuid"], {"schedule": EVERY_MINUTE}, expected_revision=2, actor="user"
+    )
     assert moved["due"] is False  # ... but the schedule changed: only slots from now on fire
     assert await fired(scheduler) == []
     with pytest.raises(TaskInvalid) as bad:
-        await scheduler.update(task["uuid"], {"schedule": {"minute": "99"}}, expected_revision=3,
-                               actor="user")  # fmt: skip
+        await scheduler.update(
+            task["uuid"], {"schedule": {"minute": "99"}}, expected_revision=3, actor="user"
+        )
     assert bad.value.field == "schedule.minute"
 
 
@@ -227,8 +231,9 @@ async def test_disabled_tasks_never_fire_and_slots_passed_while_disabled_do_not_
     assert task["state"] == "disabled" and task["next_run"] is None
     clock.now += 600
     assert await fired(scheduler) == []
-    enabled = await scheduler.update(task["uuid"], {"state": "idle"}, expected_revision=1,
-                                     actor="user")  # fmt: skip
+    enabled = await scheduler.update(
+        task["uuid"], {"state": "idle"}, expected_revision=1, actor="user"
+    )
     assert enabled["state"] == "idle" and enabled["due"] is False
     clock.now += 60
     assert await fired(scheduler) == [("started", minute(11), None)]
@@ -256,10 +261,10 @@ async def test_a_damaged_task_is_listed_and_never_fired(scheduler, clock, journa
     conn.close()
     clock.now += 120
     assert await fired(scheduler) == []
-    [listed] = await scheduler.list()
+    [listed] = await scheduler.list_tasks()
     assert (listed["state"], listed["damage"]) == ("damaged", "undecodable")
     await scheduler.delete(task["uuid"])
-    assert await scheduler.list() == []
+    assert await scheduler.list_tasks() == []
 
 
 async def test_the_clock_offset_is_read_from_the_environment():
@@ -268,18 +273,18 @@ async def test_the_clock_offset_is_read_from_the_environment():
     assert scheduler_mod.clock_offset({}) == 0.0
 
 
-async def test_one_task_failing_never_stops_the_others(scheduler, clock, runtime, journal):
+async def test_one_task_failing_never_stops_the_others(scheduler, clock, chats, journal):
     doomed = await scheduler.create(task_input(name="doomed"), actor="user")
     other = await scheduler.create(task_input(name="other"), actor="user")
-    admit = runtime.admit_message
+    admit = chats.admit
 
-    async def admit_then_delete(chat_id, message):
-        answer = await admit(chat_id, message)
+    async def admit_then_delete(chat_id, message, **kwargs):
+        answer = await admit(chat_id, message, **kwargs)
         if chat_id == doomed["context_id"]:
             journal.delete_task(doomed["uuid"])  # deleted while it was being fired
         return answer
 
-    runtime.admit_message = admit_then_delete
+    chats.admit = admit_then_delete
     clock.now += 31
     firings, _ = await scheduler.tick()
     kinds = {f.task_id: (f.kind, f.reason) for f in firings}
@@ -287,15 +292,15 @@ async def test_one_task_failing_never_stops_the_others(scheduler, clock, runtime
 
 
 async def test_a_manual_run_asked_again_gets_its_run_even_while_the_chat_works(
-    scheduler, runtime, journal
+    scheduler, chats, journal
 ):
     task = await scheduler.create({"name": "adhoc", "prompt": "Go."}, actor="user")
     first = await scheduler.run_now(task["uuid"], key="call-1")
-    runtime.busy.add(task["context_id"])  # its run is working
+    chats.busy.add(task["context_id"])  # its run is working
     again = await scheduler.run_now(task["uuid"], key="call-1")  # the same call, re-run
     assert (again.kind, again.run_id) == ("recorded", first.run_id)
     journal.set_run_status(first.run_id, "completed")
-    runtime.busy.add(task["context_id"])  # now something else works in the chat
+    chats.busy.add(task["context_id"])  # now something else works in the chat
     later = await scheduler.run_now(task["uuid"], key="call-1")
     assert (later.kind, later.run_id) == ("duplicate", first.run_id)
     with pytest.raises(ApiError) as busy:

@@ -117,8 +117,12 @@ def test_the_latest_and_the_next_slot_bracket_every_instant(expression, zone, t)
 
 def test_cron_fields_from_an_object_or_a_string():
     assert st_time.cron_fields({"minute": "*/5", "hour": 7}) == {
-        "minute": "*/5", "hour": "7", "day": "*", "month": "*", "weekday": "*",
-    }  # fmt: skip
+        "minute": "*/5",
+        "hour": "7",
+        "day": "*",
+        "month": "*",
+        "weekday": "*",
+    }
     assert st_time.cron_fields("0 7 * * mon-fri")["weekday"] == "mon-fri"
 
 

@@ -7,9 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from python.helpers import scheduler as scheduler_mod
+from agent import AgentConfig
+from python.durable import scheduler as scheduler_mod
 from python.tools.scheduler import Scheduler as SchedulerTool
-from tests.unit.test_scheduler import T0, FakeRuntime
+from tests.unit.test_scheduler import T0, FakeChats
 
 pytestmark = pytest.mark.unit
 
@@ -19,20 +20,29 @@ def scheduler(tmp_path, monkeypatch):
     from durability import Journal
 
     journal = Journal.open_sqlite(tmp_path / "journal.sqlite")
-    instance = scheduler_mod.Scheduler(FakeRuntime(journal), clock=lambda: T0)
-    monkeypatch.setattr(scheduler_mod, "_current", instance)
+    instance = scheduler_mod.Scheduler(FakeChats(journal), clock=lambda: T0)
+    monkeypatch.setitem(CURRENT, "scheduler", instance)
     yield instance
     journal.close()
 
 
+CURRENT: dict[str, scheduler_mod.Scheduler] = {}  # the test's scheduler
+
+
 def agent(chat_id: str = "chat-A") -> SimpleNamespace:
+    """The tool's agent: its chat's session exposes the scheduler, as DurableSession does."""
+
     async def handle_intervention(progress: str = "") -> None:
         return None
 
     return SimpleNamespace(
-        number=0, context=SimpleNamespace(id=chat_id), mask=lambda text: text,
+        number=0,
+        context=SimpleNamespace(
+            id=chat_id, session=SimpleNamespace(scheduler=CURRENT["scheduler"])
+        ),
+        mask=lambda text: text,
         handle_intervention=handle_intervention,
-    )  # fmt: skip
+    )
 
 
 async def call(method: str, args: dict, *, call_id: str | None = None, chat: str = "chat-A"):
@@ -57,8 +67,13 @@ async def test_create_runs_in_the_agents_chat_unless_dedicated(scheduler):
         "UTC",
         "scheduled",
     )
-    planned = {"name": "once", "prompt": "Go.", "dedicated_context": True,
-               "plan": ["2030-06-01T09:00:00"], "timezone": "Europe/Berlin"}  # fmt: skip
+    planned = {
+        "name": "once",
+        "prompt": "Go.",
+        "dedicated_context": True,
+        "plan": ["2030-06-01T09:00:00"],
+        "timezone": "Europe/Berlin",
+    }
     own = await call("create_planned_task", planned, call_id="c2")
     assert own["context_id"] == own["uuid"] and own["plan"]["todo"] == ["2030-06-01T07:00:00+00:00"]
     adhoc = await call("create_adhoc_task", {"name": "by hand", "prompt": "Now."}, call_id="c3")
@@ -69,7 +84,7 @@ async def test_the_same_call_run_again_finds_its_task(scheduler):
     first = await call("create_scheduled_task", DAILY, call_id="same-call")
     again = await call("create_scheduled_task", DAILY, call_id="same-call")
     assert first["uuid"] == again["uuid"]
-    assert len(await scheduler.list()) == 1
+    assert len(await scheduler.list_tasks()) == 1
     other = await call("create_scheduled_task", DAILY, call_id="other-call")
     assert other["uuid"] != first["uuid"]
 
@@ -79,8 +94,16 @@ async def test_list_find_show_and_delete(scheduler):
     await call("create_adhoc_task", {"name": "cleanup", "prompt": "Clean."}, call_id="c2")
     listed = await call("list_tasks", {})
     assert [t["name"] for t in listed] == ["daily report", "cleanup"]
-    assert set(listed[0]) == {"uuid", "name", "type", "state", "last_run", "last_status",
-                              "next_run", "context_id"}  # fmt: skip
+    assert set(listed[0]) == {
+        "uuid",
+        "name",
+        "type",
+        "state",
+        "last_run",
+        "last_status",
+        "next_run",
+        "context_id",
+    }
     assert [t["name"] for t in await call("list_tasks", {"type": ["adhoc"]})] == ["cleanup"]
     soon = await call("list_tasks", {"next_run_within": 24 * 60})
     assert [t["name"] for t in soon] == ["daily report"]
@@ -101,16 +124,25 @@ async def test_list_find_show_and_delete(scheduler):
         ("show_task", {"uuid": "nope"}, "scheduler error (task_not_found)"),
         ("delete_task", {"uuid": "nope"}, "scheduler error (task_not_found)"),
         ("find_task_by_name", {"name": "nothing"}, "scheduler error (task_not_found)"),
-        ("create_scheduled_task", {**DAILY, "schedule": {"hour": "24"}},
-         "scheduler error (task_invalid): schedule.hour"),
-        ("create_planned_task", {"name": "p", "prompt": "x", "plan": []},
-         "scheduler error (task_invalid)"),
-        ("create_scheduled_task", {**DAILY, "timezone": "Nowhere/Land"},
-         "scheduler error (task_invalid): unknown timezone"),
+        (
+            "create_scheduled_task",
+            {**DAILY, "schedule": {"hour": "24"}},
+            "scheduler error (task_invalid): schedule.hour",
+        ),
+        (
+            "create_planned_task",
+            {"name": "p", "prompt": "x", "plan": []},
+            "scheduler error (task_invalid)",
+        ),
+        (
+            "create_scheduled_task",
+            {**DAILY, "timezone": "Nowhere/Land"},
+            "scheduler error (task_invalid): unknown timezone",
+        ),
         ("list_tasks", {"state": "idle"}, "scheduler error (bad_request)"),
         ("wait_for_task", {"uuid": "x", "timeout": 0}, "scheduler error (invalid_argument)"),
     ],
-)  # fmt: skip
+)
 async def test_refusals_are_messages_with_a_code(scheduler, method, args, starts):
     text = await call(method, args, call_id="c")
     assert isinstance(text, str) and text.startswith(starts), text
@@ -120,13 +152,24 @@ async def test_waiting_for_a_task_of_this_chat_is_refused_and_an_idle_one_return
     mine = await call("create_adhoc_task", {"name": "mine", "prompt": "x"}, call_id="c1")
     refused = await call("wait_for_task", {"uuid": mine["uuid"]})
     assert refused.startswith("scheduler error (task_in_this_chat)")
-    theirs = await call("create_adhoc_task", {"name": "theirs", "prompt": "x",
-                                              "dedicated_context": True}, call_id="c2")  # fmt: skip
+    theirs = await call(
+        "create_adhoc_task",
+        {"name": "theirs", "prompt": "x", "dedicated_context": True},
+        call_id="c2",
+    )
     waited = await call("wait_for_task", {"uuid": theirs["uuid"]})
     assert (waited["state"], waited["last_result"]) == ("idle", None)
 
 
-async def test_without_a_scheduler_the_tool_says_so(monkeypatch):
-    monkeypatch.setattr(scheduler_mod, "_current", None)
-    text = await call("list_tasks", {})
-    assert text.startswith("scheduler error (journal_unavailable)")
+async def test_the_tool_reaches_the_scheduler_of_its_chats_session(chats):
+    """A real chat (DurableChats over a real journal): the tool needs no import of the
+    scheduler, the chat's session hands it over."""
+    ctx = chats.create(config=AgentConfig.from_settings({}))
+    assert ctx.session.scheduler is chats.scheduler
+    args = {"name": "by hand", "prompt": "Now."}
+    tool = SchedulerTool(ctx.agent0, "scheduler", "create_adhoc_task", args, "")
+    tool.call_identity = ("call-1", "digest")
+    created = json.loads((await tool.execute(**args)).message)
+    assert (created["context_id"], created["type"]) == (ctx.id, "adhoc")
+    [stored] = chats.journal.list_tasks()
+    assert stored.id == created["uuid"] and stored.definition["name"] == "by hand"

@@ -61,10 +61,17 @@ function renderChatList(contexts) {
   $("chat-title").textContent = current ? current.name || `Chat ${current.no ?? current.id}` : "No chat selected";
 }
 
-function applyLogs(snapshot) {
+// Returns false when the log was replaced (a new guid: a reset, or a run resumed from the
+// journal) and the snapshot holds only changes since a version of the old log: the caller
+// asks again from version 0.
+function applyLogs(snapshot, from) {
   if (snapshot.log_guid !== state.logGuid) {
     messages.replaceChildren();
     state.logGuid = snapshot.log_guid;
+    if (from > 0) {
+      state.logVersion = 0;
+      return false;
+    }
   }
   const atBottom = messages.scrollHeight - messages.scrollTop - messages.clientHeight < 40;
   snapshot.logs.forEach((item, index) => {
@@ -79,6 +86,7 @@ function applyLogs(snapshot) {
   });
   state.logVersion = snapshot.log_version;
   if (atBottom) messages.scrollTop = messages.scrollHeight;
+  return true;
 }
 
 function applyControls() {
@@ -93,14 +101,19 @@ function applyControls() {
 }
 
 async function poll() {
+  let delay = null;
   try {
-    const snapshot = await callApi("poll", { context: state.context, log_from: state.logVersion });
+    const from = state.logVersion;
+    const snapshot = await callApi("poll", { context: state.context, log_from: from });
     if (snapshot.deselect_chat) {
       selectChat(null);
       return;
     }
     renderChatList(snapshot.contexts);
-    if (snapshot.context) applyLogs(snapshot);
+    if (snapshot.context && !applyLogs(snapshot, from)) {
+      delay = 0; // the log was replaced: fetch it whole
+      return;
+    }
     $("chat-progress").textContent = snapshot.log_progress_active ? snapshot.log_progress : "";
     state.running = Boolean(snapshot.running);
     state.paused = Boolean(snapshot.paused);
@@ -110,7 +123,7 @@ async function poll() {
   } catch (error) {
     showError(error);
   } finally {
-    schedulePoll(state.running ? 100 : 250);
+    schedulePoll(delay ?? (state.running ? 100 : 250));
   }
 }
 

@@ -1,5 +1,6 @@
 // Turns poll log items into DOM nodes (one node per log item number, updated in place).
 // Answers and messages are Markdown (sanitised); tool output stays preformatted text.
+// Items rebuilt from the journal after a restart carry a badge (restored / uncertain).
 
 import { renderMarkdown, renderText } from "./markdown.js";
 
@@ -36,9 +37,42 @@ function renderKvps(container, kvps) {
   container.hidden = rows.length === 0;
 }
 
+// items rebuilt from the journal after a restart (this fork): how the UI marks them
+const RESTORED = {
+  journal: {
+    text: "restored from journal",
+    title: "Rebuilt after a restart from the journal's recorded result; not run again.",
+  },
+  uncertain: {
+    text: "uncertain: awaiting decision",
+    title: "Started before the server stopped; whether it took effect is unknown. " +
+      "Check it and decide in the Recovery panel.",
+  },
+};
+
+function renderRestored(node, heading, item) {
+  let badge = node.querySelector(".restored-badge");
+  const mark = RESTORED[item.restored];
+  if (!mark) {
+    if (badge) badge.remove();
+    return;
+  }
+  if (!badge) {
+    badge = document.createElement("span");
+    heading.after(badge);
+  }
+  badge.className = `restored-badge ${item.restored}`;
+  badge.setAttribute("data-testid", item.restored === "uncertain" ? "uncertain-badge" : "restored-badge");
+  badge.textContent = mark.text;
+  badge.title = mark.title;
+}
+
 export function renderItem(node, item) {
   const type = item.type || "info";
-  node.className = `msg ${type}${item.agentno ? " sub" : ""}`;
+  const restored = RESTORED[item.restored] ? ` restored-${item.restored}` : "";
+  node.className = `msg ${type}${item.agentno ? " sub" : ""}${restored}`;
+  node.dataset.restored = item.restored || "";
+  if (item.call_id) node.dataset.callId = item.call_id;
   node.dataset.type = type;
   node.setAttribute("data-testid", `log-${type}`);
   node.dataset.no = String(item.no);
@@ -61,4 +95,5 @@ export function renderItem(node, item) {
   else renderText(content, item.content);
   content.hidden = !item.content;
   renderKvps(kvps, item.kvps);
+  renderRestored(node, heading, item);
 }

@@ -55,8 +55,9 @@ def test_an_edit_on_a_stale_revision_is_refused_and_writes_nothing(journal):
     ui = journal.update_task("t-1", definition("from the UI"), expected_revision=1, actor="user")
     assert (ui.revision, ui.updated_by) == (2, "user")
     with pytest.raises(TaskConflict) as info:
-        journal.update_task("t-1", definition("from the agent"), expected_revision=1,
-                            actor="agent0")  # fmt: skip
+        journal.update_task(
+            "t-1", definition("from the agent"), expected_revision=1, actor="agent0"
+        )
     assert info.value.code == "task_conflict"
     assert (info.value.expected_revision, info.value.current_revision) == (1, 2)
     assert journal.get_task("t-1").definition["prompt"] == "from the UI"
@@ -77,8 +78,7 @@ def test_concurrent_edits_on_one_revision_let_exactly_one_win(journal):
     def edit(n: int) -> None:
         barrier.wait()
         try:
-            journal.update_task("t-1", definition(f"edit {n}"), expected_revision=1,
-                                actor=f"a{n}")  # fmt: skip
+            journal.update_task("t-1", definition(f"edit {n}"), expected_revision=1, actor=f"a{n}")
             outcomes.append("won")
         except TaskConflict:
             outcomes.append("conflict")
@@ -102,16 +102,18 @@ def test_firing_bookkeeping_keeps_the_revision_and_only_moves_forward(journal):
     assert older.done_until == 160.0  # never back
     manual = journal.record_task_firing("t-1", slot=None, input_id="sched:t-1:m", run_id="r2")
     assert (manual.done_until, manual.last_run_id) == (160.0, "r2")
-    skipped = journal.record_task_skip("t-1", slot=220.0, reason="run_held",
-                                       detail={"run_id": "r2"})  # fmt: skip
+    skipped = journal.record_task_skip(
+        "t-1", slot=220.0, reason="run_held", detail={"run_id": "r2"}
+    )
     assert skipped.done_until == 220.0 and skipped.revision == 1
     assert skipped.last_skip["reason"] == "run_held"
     assert skipped.last_skip["slot"] == 220.0 and skipped.last_skip["detail"] == {"run_id": "r2"}
     # an edit right after still names revision 1: the scheduler's writes never conflict with it
     edited = journal.update_task("t-1", definition("v2"), expected_revision=1, actor="user")
     assert edited.revision == 2 and edited.done_until == 220.0
-    moved = journal.update_task("t-1", definition("v3"), expected_revision=2, actor="user",
-                                done_until=300.0)  # fmt: skip
+    moved = journal.update_task(
+        "t-1", definition("v3"), expected_revision=2, actor="user", done_until=300.0
+    )
     assert moved.done_until == 300.0
 
 
@@ -178,8 +180,7 @@ def test_a_damaged_task_is_listed_with_its_damage_and_can_be_replaced_or_deleted
         assert listed["good"].damage is None
         assert listed["bad"].damage == "digest_mismatch"
         assert (listed["ugly"].damage, listed["ugly"].definition) == ("undecodable", None)
-        repaired = journal.update_task("bad", definition("fixed"), expected_revision=1,
-                                       actor="u")  # fmt: skip
+        repaired = journal.update_task("bad", definition("fixed"), expected_revision=1, actor="u")
         assert (repaired.damage, repaired.revision) == (None, 2)
         report = journal.verify_records()  # python -m durability verify lists it too
         assert report.checked["tasks"] == 3
