@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ class Workers:
         model: ScriptedModel,
         tmp: Path,
         count: int = 3,
+        own_roles: tuple[int, ...] = (),
     ) -> None:
         self.network = network
         self.postgres = postgres
@@ -54,18 +56,21 @@ class Workers:
             "A0_DURABILITY_LEASE_SECONDS": str(LEASE_SECONDS),
             "A0_DURABILITY_HEARTBEAT_SECONDS": str(HEARTBEAT_SECONDS),
         }
-        self.servers = [
-            NodeUiServer(
-                network.add_node(), tmp / f"w{i}" / "usr", env={**env, "A0_WORKER_ID": f"w{i}"}
-            )
-            for i in range(count)
-        ]
+        self.servers = []
+        for i in range(count):
+            own = {"A0_WORKER_ID": f"w{i}"}
+            if i in own_roles:
+                own["A0_DURABILITY_POSTGRES_DSN"] = self.create_role(i)
+            node = network.add_node()
+            self.servers.append(NodeUiServer(node, tmp / f"w{i}" / "usr", env={**env, **own}))
         self.observer: Journal | None = None
         self._senders: list[threading.Thread] = []
 
     def start(self) -> None:
-        for server in self.servers:
-            server.start(timeout=SLOW_START)
+        """Start the workers side by side; each must answer its health check."""
+        with ThreadPoolExecutor(len(self.servers)) as pool:
+            for started in [pool.submit(s.start, timeout=SLOW_START) for s in self.servers]:
+                started.result()
         self.observer = Journal.open_postgres(
             self.postgres.dsn, namespace=SCHEMA, worker_id="observer", pool_size=2
         )
@@ -152,6 +157,48 @@ class Workers:
         assert sockets.returncode == 0, sockets.stderr
         queued = [line for line in sockets.stdout.splitlines() if line.split()[2] != "0"]
         return not queued and not self.backends(index, busy_only=True)
+
+    # worker roles ------------------------------------------------------------------------------
+    @staticmethod
+    def role(index: int) -> str:
+        return f"a0_w{index}"
+
+    def create_role(self, index: int) -> str:
+        """A database role of worker ``index``'s own (``own_roles``), so that the tests can
+        refuse its logins; returns its DSN through the bridge."""
+        from psycopg import sql
+
+        role = sql.Identifier(self.role(index))
+        with self.postgres.connect() as conn:
+            conn.execute(
+                sql.SQL("CREATE ROLE {} LOGIN SUPERUSER PASSWORD {}").format(
+                    role, sql.Literal(self.postgres.password)
+                )
+            )
+        return self.postgres.dsn_with(host=self.network.host_address, user=self.role(index))
+
+    def set_login(self, index: int, allowed: bool) -> None:
+        """Allow or refuse new sessions of worker ``index``'s role (its open ones stay)."""
+        from psycopg import sql
+
+        statement = sql.SQL("ALTER ROLE {} " + ("LOGIN" if allowed else "NOLOGIN"))
+        with self.postgres.connect() as conn:
+            conn.execute(statement.format(sql.Identifier(self.role(index))))
+
+    def db_now(self) -> float:
+        """The database's clock (what lease ends are measured on)."""
+        with self.postgres.connect() as conn:
+            row = conn.execute("SELECT extract(epoch from clock_timestamp())::float8").fetchone()
+        assert row is not None
+        return float(row[0])
+
+    def lease_end(self, run_id: str) -> tuple[str | None, int, float]:
+        """(worker, token, expires_at on the database's clock) of the run's claim."""
+        cluster = self.journal.cluster
+        assert cluster is not None
+        found = cluster.owner(run_id)
+        assert found is not None, "the run was never claimed"
+        return found.worker_id, found.token, found.expires_at
 
     def terminate_backends(self, index: int) -> list[int]:
         """pg_terminate_backend on every session of worker ``index``."""

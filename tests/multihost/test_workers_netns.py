@@ -1,9 +1,10 @@
 """Three run_ui.py workers in network namespaces share one PostgreSQL journal and the
 scripted model over veth links. A shell call appends to a side-effect log outside the
-system, then blocks; the tests break the worker that runs it in three ways (SIGKILL, its
-link down, its database sessions terminated). Each time a peer claims the run once the
-lease expired and holds it (the shell receipt stays on the first worker), the old worker
-writes nothing more for the run and starts no effect, and the effect happened once."""
+system, then blocks; the tests break the worker that runs it in three ways: (a) SIGKILL,
+(b) its link down, (c) its database sessions terminated. Each time a peer claims the run
+once the lease expired and holds it (the shell receipt stays on the first worker), the old
+worker writes nothing more for the run and starts no effect, and the effect happened
+once."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ pytestmark = [
 @pytest.fixture
 def workers(network, bridge_postgres, tmp_path) -> Iterator[Workers]:
     model = ScriptedModel(host=network.host_address).start()
-    group = Workers(network, bridge_postgres, model, tmp_path)
+    # w0, the worker every test breaks, logs in as a database role of its own (test c)
+    group = Workers(network, bridge_postgres, model, tmp_path, own_roles=(0,))
     try:
         group.start()
         yield group
@@ -121,4 +123,45 @@ def test_b_link_down_until_the_lease_expires_late_writes_are_fenced(workers):
     wait_for(lambda: workers.settled(0), 60, "w0's writes to settle")
     assert journal_state(workers, run_id) == before, "w0 wrote for a run it no longer holds"
     assert_once_and_held(workers, run_id, "b", holder)
+    assert workers.owner(run_id) == (holder, True)
+
+
+def lease_renewed_after(workers: Workers, run_id: str, token: int, moment: float) -> bool:
+    """w0 still holds the claim with ``token`` and renewed it after ``moment`` (database
+    clock): a renewal before it cannot reach past ``moment + LEASE_SECONDS``."""
+    worker, held, expires_at = workers.lease_end(run_id)
+    assert (worker, held) == ("w0", token), "nobody may take a run whose lease is renewed"
+    return expires_at > moment + LEASE_SECONDS
+
+
+def test_c_sessions_terminated_mid_call_the_worker_reconnects_or_is_fenced(workers):
+    run_id = start_shell_call(workers, "c")
+    _, token, _ = workers.lease_end(run_id)
+    # 1. w0's sessions are terminated once: it renews on new sessions within its lease and
+    #    keeps the run; a lost session alone authorises nothing (no takeover, no new effect)
+    killed = workers.terminate_backends(0)
+    assert killed, "w0 has sessions to terminate"
+    moment = workers.db_now()
+    wait_for(
+        lambda: lease_renewed_after(workers, run_id, token, moment),
+        LEASE_SECONDS * 3,
+        "w0 to renew its claim on a new session",
+    )
+    assert set(workers.backends(0)).isdisjoint(killed)
+    assert [w for w, _ in workers.claim_history(run_id)] == ["w0"]
+    # 2. w0's sessions are terminated and its logins refused until its lease expired
+    workers.set_login(0, False)
+    try:
+        workers.terminate_backends(0)
+        wait_for(lambda: not workers.backends(0), 10, "w0's sessions to end")
+        holder = taken_over(workers, run_id, "w0")
+        before = journal_state(workers, run_id)
+    finally:
+        workers.set_login(0, True)
+    workers.gate.touch()  # the shell on w0 ends: w0 has a result to commit, on new sessions
+    wait_for(lambda: shell_finished(workers, 0), 60, "the shell on w0 to finish")
+    wait_for(lambda: lost_claim_logged(workers, 0, run_id), 90, "w0 to log the lost claim")
+    wait_for(lambda: workers.settled(0), 60, "w0's writes to settle")
+    assert journal_state(workers, run_id) == before, "w0 wrote for a run it no longer holds"
+    assert_once_and_held(workers, run_id, "c", holder)
     assert workers.owner(run_id) == (holder, True)
