@@ -133,9 +133,15 @@ class Workers:
         return (None, False) if found is None else (found.worker_id, found.live)
 
     def claim_history(self, run_id: str) -> list[tuple[str, int]]:
-        """(worker, token) of each claim of the run, oldest first."""
+        """(worker, token) of each claim of the run, oldest first. Each claim names the one
+        it replaced: the history must be one unbroken chain (one owner at a time)."""
         events = [e.payload for e in self.journal.list_events(run_id=run_id) if e.type == "claim"]
-        return [(e["worker_id"], e["token"]) for e in events]
+        chain = [(e["worker_id"], e["token"]) for e in events]
+        for before, event in zip([None, *chain], events, strict=False):
+            previous = event["previous"]
+            named = None if previous is None else (previous["worker_id"], previous["token"])
+            assert before == named, f"a claim skipped its predecessor: {events}"
+        return chain
 
     def shell_calls(self, run_id: str) -> list[Call]:
         return [c for c in self.journal.list_calls(run_id) if c.name == "code_execution_tool"]
