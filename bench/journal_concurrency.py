@@ -5,8 +5,14 @@ Each run admits its input, then takes journaled steps: ``record_intent`` (one co
 to drive N runs at once:
 
 - ``asyncio``: N tasks on one event loop calling the async facade (``journal.aio``), as
-  the server's chats do; the facade runs each call in the loop's default thread pool;
+  the server's chats do (on SQLite the facade prepares each write on the loop and hands it
+  to the group-commit writer: no thread per call);
 - ``threads``: N threads calling the synchronous methods.
+
+Closed loop by default: every run starts its next step as soon as the last one ended, so
+at N runs the step latency is N over the steps/s (Little's law). ``--rate R`` paces the
+runs instead (open loop): together they start R steps per second, each run at its own
+fixed interval, and the latency is what a step costs at that load.
 
 Every level gets a new journal in the same temporary folder, and the floor (one single-row
 WAL + synchronous=FULL commit in a file of that folder) is sampled right before and after
@@ -16,8 +22,8 @@ from empty files instead. Goal (issue #13): at least 4,000 steps/s at 32 runs, p
 latency under 10x the floor.
 
     .venv/bin/python bench/journal_concurrency.py [--levels 1,8,32,128] [--steps N]
-        [--variants asyncio,threads] [--history constant|frozen|growing] [--workers N]
-        [--wal grown|fresh] [--dir PATH] [--json] [--smoke]
+        [--variants asyncio,threads] [--history constant|frozen|growing] [--rate R]
+        [--workers N] [--wal grown|fresh] [--dir PATH] [--json] [--smoke]
 
 Prints a table, then one JSON document (the last line of output).
 """
@@ -36,7 +42,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -91,11 +96,6 @@ def intent_args(seq: int) -> dict[str, Any]:
     }
 
 
-def default_workers() -> int:
-    """The size of asyncio's default thread pool (what ``asyncio.to_thread`` uses)."""
-    return min(32, (os.cpu_count() or 1) + 4)
-
-
 class Level(NamedTuple):
     """What one level measured."""
 
@@ -117,19 +117,27 @@ def ok_result(seq: int) -> Any:
     return {"ok": True}
 
 
+def pace(runs: int, rate: float | None) -> Callable[[int, int], float]:
+    """When run i starts step k (seconds after the release; 0: at once): open loop, each
+    run every runs/rate seconds, the runs spread evenly over that interval."""
+    if not rate:
+        return lambda i, k: 0.0
+    interval = runs / rate
+    return lambda i, k: (k + i / runs) * interval
+
+
 async def asyncio_level(
     journal: Journal,
     tag: str,
     runs: int,
     steps: int,
     history: str,
-    workers: int | None = None,
     result_for: Callable[[int], Any] = ok_result,
+    rate: float | None = None,
 ) -> Level:
     """N tasks on this loop: admit, wait for all, then steps through ``journal.aio``."""
-    loop = asyncio.get_running_loop()
-    if workers:
-        loop.set_default_executor(ThreadPoolExecutor(workers, thread_name_prefix="bench-aio"))
+    due = pace(runs, rate)
+    released = 0.0
     latencies: list[int] = []
     admitted = 0
     all_admitted = asyncio.Event()
@@ -147,6 +155,9 @@ async def asyncio_level(
             all_admitted.set()
         await go.wait()
         for seq in range(steps):
+            wait = released + due(i, seq) - time.perf_counter()
+            if wait > 0:
+                await asyncio.sleep(wait)
             data = checkpoint(seq, make(seq))
             start = time.perf_counter_ns()
             call = await journal.aio.record_intent(run_id, **intent_args(seq))
@@ -157,6 +168,7 @@ async def asyncio_level(
     await all_admitted.wait()
     batches = writer_transactions(journal)
     (cpu, switches), start = usage(), time.perf_counter_ns()
+    released = time.perf_counter()
     go.set()
     await asyncio.gather(*tasks)
     elapsed, (cpu_end, switches_end) = time.perf_counter_ns() - start, usage()
@@ -170,12 +182,16 @@ def threads_level(
     steps: int,
     history: str,
     result_for: Callable[[int], Any] = ok_result,
+    rate: float | None = None,
 ) -> Level:
     """The same with N threads calling the synchronous methods."""
+    due = pace(runs, rate)
     began: list[tuple[int | None, tuple[int, int], int]] = []
+    released: list[float] = []
 
     def release() -> None:  # run by one thread once all arrived, before any goes on
         began.append((writer_transactions(journal), usage(), time.perf_counter_ns()))
+        released.append(time.perf_counter())
 
     barrier = threading.Barrier(runs + 1, action=release)
     latencies: list[int] = []  # list.append is atomic under the GIL
@@ -192,6 +208,9 @@ def threads_level(
             raise
         barrier.wait()
         for seq in range(steps):
+            wait = released[0] + due(i, seq) - time.perf_counter()
+            if wait > 0:
+                time.sleep(wait)  # the pace of the open loop, not a synchronisation
             data = checkpoint(seq, make(seq))
             start = time.perf_counter_ns()
             call = journal.record_intent(run_id, **intent_args(seq))
@@ -229,8 +248,9 @@ class Options:
     total_steps: int  # per level, shared by its runs
     history: str = "constant"
     floor_samples: int = 100
-    workers: int | None = None  # asyncio: the thread pool's size (None: asyncio's default)
+    workers: int | None = None  # the journal's own pool (None: its default)
     wal: str = "grown"  # the journals' and the floor's WAL: pregrown or fresh
+    rate: float | None = None  # open loop: steps/s offered by all runs together
 
 
 def measure_level(
@@ -243,15 +263,18 @@ def measure_level(
     floor_ns = floor.samples(opts.floor_samples // 2)
     holder = _common.open_wal_holder(path, opts.wal)
     journal = Journal.open_sqlite(path)
+    if workers:
+        journal.async_workers = workers
     if holder is not None:
         holder.close()  # the journal's connections keep the WAL from here on
     try:
         if variant == "asyncio":
-            level = asyncio_level(journal, tag, runs, steps_per_run, history, workers)
+            level = asyncio_level(journal, tag, runs, steps_per_run, history, rate=opts.rate)
             latencies, elapsed_ns, before, cpu_ns, switches = asyncio.run(level)
         else:
             level_args = (journal, tag, runs, steps_per_run, history)
-            latencies, elapsed_ns, before, cpu_ns, switches = threads_level(*level_args)
+            level_run = threads_level(*level_args, rate=opts.rate)
+            latencies, elapsed_ns, before, cpu_ns, switches = level_run
         after = writer_transactions(journal)
     finally:
         journal.close()
@@ -278,10 +301,15 @@ def measure_level(
         "steps_per_s_over_floor_rate": steps_per_s / floor_rate if floor_rate else None,
         "p50_ratio_to_floor": step["median_us"] / floor_stats["median_us"],
         "p99_ratio_to_floor": step["p99_us"] / floor_stats["median_us"],
+        "p99_ratio_to_floor_p99": step["p99_us"] / floor_stats["p99_us"],
+        "offered_steps_per_s": opts.rate,
+        # Little's law: a closed loop's mean step latency is runs over steps/s
+        "closed_loop_latency_us": None if opts.rate else 1e6 * runs / steps_per_s,
         "transactions": commits,
         "writes": 2 * steps,
         "commits_per_batch": (2 * steps) / commits if commits else None,
-        "executor_workers": (workers or default_workers()) if variant == "asyncio" else runs,
+        "executor_workers": journal.async_workers if variant == "asyncio" else runs,
+        "native_async_writes": journal.writes_natively_async() if variant == "asyncio" else None,
     }
 
 
@@ -303,6 +331,7 @@ def run_bench(folder: Path, opts: Options) -> dict[str, Any]:
         "folder": str(folder),
         "history": opts.history,
         "wal": opts.wal,
+        "rate": opts.rate,
         "total_steps_per_level": opts.total_steps,
         "environment": _common.environment(),
         "results": results,
@@ -368,10 +397,10 @@ def table(result: dict[str, Any]) -> str:
         f"{goal['p99_ratio_to_floor']:g}x floor: {verdict}; history {result['history']}; "
         f"load average {env['load_average']}; {result['seconds']:.1f}s"
     )
+    pacing = f"open loop at {result['rate']:g} steps/s" if result["rate"] else "closed loop"
     lines.append(
         "x floor/s: steps/s over the floor's commits/s (a step is two commits: 0.5 without "
-        "group commit); asyncio uses a pool of "
-        f"{result['results'][0]['executor_workers'] if result['results'] else '-'} threads"
+        f"group commit); {pacing}"
     )
     return "\n".join(lines)
 
@@ -406,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
         "--variants", type=_variants, default=list(VARIANTS), help="asyncio,threads (default both)"
     )
     parser.add_argument(
-        "--steps", type=int, default=1600, help="steps per level, shared by its runs (default 1600)"
+        "--steps", type=int, default=4800, help="steps per level, shared by its runs (default 4800)"
     )
     parser.add_argument("--history", choices=HISTORIES, default="constant")
     parser.add_argument(
@@ -419,7 +448,13 @@ def main(argv: list[str] | None = None) -> int:
         "--workers",
         type=int,
         default=None,
-        help="asyncio: a thread pool of this size instead of the default",
+        help="the journal's own pool (the facade's reads) of this size instead of its default",
+    )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=None,
+        help="open loop: the runs together start this many steps per second",
     )
     parser.add_argument(
         "--wal",
@@ -445,6 +480,7 @@ def main(argv: list[str] | None = None) -> int:
             args.floor_samples,
             args.workers,
             args.wal,
+            args.rate,
         )
         result = run_bench(folder, opts)
     finally:

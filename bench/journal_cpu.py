@@ -82,13 +82,19 @@ def run_case(folder: Path, name: str, steps: int, profile: bool = False) -> dict
                 if index == 1:
                     start = time.process_time()
                 call = journal.record_intent(
-                    run.id, agent_no=0, seq=seq, kind="tool", name="noop", args={"n": seq},
+                    run.id,
+                    agent_no=0,
+                    seq=seq,
+                    kind="tool",
+                    name="noop",
+                    args={"n": seq},
                     policy="never",
-                )  # fmt: skip
+                )
                 journal.commit_result(
-                    call.id, {"ok": True},
+                    call.id,
+                    {"ok": True},
                     checkpoint=CheckpointData({"iteration": seq}, {"0": history}, seq),
-                )  # fmt: skip
+                )
                 seq += 1
             elapsed = time.process_time() - start
             journal.set_run_status(run.id, "completed")

@@ -77,9 +77,15 @@ def _close(tx: StoreTx, call: Call, state: str, now: float, result: object = Non
 
 
 def apply_decision(
-    tx: StoreTx, run_id: str, decision: str, version: int, actor: str, note: str | None,
-    call_id: str | None, now: float,
-) -> DecisionOutcome:  # fmt: skip
+    tx: StoreTx,
+    run_id: str,
+    decision: str,
+    version: int,
+    actor: str,
+    note: str | None,
+    call_id: str | None,
+    now: float,
+) -> DecisionOutcome:
     run = load_run(tx, run_id)
     prior = tx.decision_on_version(run_id, version)
     if prior is not None:
@@ -87,30 +93,40 @@ def apply_decision(
             return DecisionOutcome(prior, run, applied=False)
         raise StaleVersion(
             "the run changed since this decision was made",
-            run_id=run_id, version=version, current_version=run.version, status=run.status,
-        )  # fmt: skip
+            run_id=run_id,
+            version=version,
+            current_version=run.version,
+            status=run.status,
+        )
     if version != run.version:
         raise StaleVersion(
             "the run changed since this decision was made",
-            run_id=run_id, version=version, current_version=run.version, status=run.status,
-        )  # fmt: skip
+            run_id=run_id,
+            version=version,
+            current_version=run.version,
+            status=run.status,
+        )
     target: Call | None
     if decision == "stop":
         if run.status not in OPEN_RUN_STATUSES:
             raise InvalidTransition(
-                f"the run is already {run.status}", run_id=run_id, status=run.status,
+                f"the run is already {run.status}",
+                run_id=run_id,
+                status=run.status,
                 wanted="stopped",
-            )  # fmt: skip
+            )
         open_calls = tx.list_calls(run_id, ["open"])
         for call in open_calls:
             _close(tx, call, "abandoned", now)
         target = open_calls[-1] if open_calls else _damaged_call(tx, run)
-        updated = bump(tx, run, now, status="stopped", reason="stopped_by_decision",
-                       reason_detail=None)  # fmt: skip
+        updated = bump(
+            tx, run, now, status="stopped", reason="stopped_by_decision", reason_detail=None
+        )
     else:
         if run.status != "needs_attention":
-            raise RunNotHeld("the run is not waiting for a decision", run_id=run_id,
-                             status=run.status)  # fmt: skip
+            raise RunNotHeld(
+                "the run is not waiting for a decision", run_id=run_id, status=run.status
+            )
         target = _target_call(tx, run, call_id)
         if target is None and decision != "resume":
             raise NoOpenCall("the run has no uncertain call to decide on", run_id=run_id)
@@ -126,8 +142,14 @@ def apply_decision(
                 _close(tx, target, "not_completed", now)
         updated = bump(tx, run, now, status="active", reason=None, reason_detail=None)
     record = Decision(
-        id=0, run_id=run_id, call_id=target.id if target else None, decision=decision,
-        version=version, actor=actor, note=note, created_at=now,
-    )  # fmt: skip
+        id=0,
+        run_id=run_id,
+        call_id=target.id if target else None,
+        decision=decision,
+        version=version,
+        actor=actor,
+        note=note,
+        created_at=now,
+    )
     decision_id = tx.insert_decision(record)
     return DecisionOutcome(dataclasses.replace(record, id=decision_id), updated, applied=True)

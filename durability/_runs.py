@@ -42,8 +42,10 @@ def transition(
     if run.status == "needs_attention" and status == "active":
         raise InvalidTransition(
             "a held run becomes active again only through a decision",
-            run_id=run.id, status=run.status, wanted=status,
-        )  # fmt: skip
+            run_id=run.id,
+            status=run.status,
+            wanted=status,
+        )
     if status in TERMINAL_RUN_STATUSES:
         open_calls = tx.list_calls(run.id, ["open"])
         if open_calls:  # only the stop decision ends a run with open calls (abandoning them)

@@ -12,6 +12,7 @@ import json
 import marshal
 import operator
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,10 @@ from durability.store.base import CheckpointRow, StoreTx
 
 FORMAT_VERSION = 1
 MAX_CHAIN = 10_000_000
+#: Stored JSON is UTF-8 text: decoded as text, json.loads' encoding detection is skipped.
+_decode = json.JSONDecoder().decode
+#: History nodes an engine reads ahead in one query (the rest are read one by one).
+MAX_PREFETCH = 100_000
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -123,29 +128,45 @@ def _verified_blob(tx: StoreTx, row: CheckpointRow, blob_hash: str) -> bytes:
 
 
 def _resolve_hashes(tx: StoreTx, row: CheckpointRow, head: str | None) -> list[str]:
-    nodes: list[dict[str, Any]] = []
+    """The message hashes of the history whose chain starts at ``head``.
+
+    The engine prefetches the chain's nodes in one query where it can; every node is
+    verified against its hash here, and one the prefetch missed is read on its own."""
+    nodes: list[tuple[int, list[str]]] = []
+    prefetched = tx.history_chain(head, MAX_PREFETCH) if head is not None else {}
     current = head
     while current is not None:
         if len(nodes) > MAX_CHAIN:
             raise _corrupt(row, "history_chain_too_long")
+        data = prefetched.get(current)
+        if data is None:
+            data = _verified_blob(tx, row, current)
+        elif digest_bytes(data) != current:
+            raise _corrupt(row, "blob_digest_mismatch")
         try:
-            node = json.loads(_verified_blob(tx, row, current))
+            node = _decode(data.decode("utf-8"))
             base, keep, add = node["base"], int(node["keep"]), list(node["add"])
         except (ValueError, KeyError, TypeError):
             raise _corrupt(row, "undecodable_history_node") from None
-        nodes.append({"keep": keep, "add": add})
+        nodes.append((keep, add))
         current = base
     hashes: list[str] = []
-    for node in reversed(nodes):
-        hashes = hashes[: node["keep"]] + node["add"]
+    for keep, add in reversed(nodes):
+        del hashes[keep:]
+        hashes.extend(add)
     return hashes
 
 
-def load_checkpoint(tx: StoreTx, row: CheckpointRow) -> Checkpoint:
-    """Validate and rebuild a checkpoint; any damage raises CorruptCheckpoint."""
+def load_checkpoint(
+    tx: StoreTx, row: CheckpointRow, wanted: Callable[[str], bool] | None = None
+) -> Checkpoint:
+    """Validate and rebuild a checkpoint; any damage raises CorruptCheckpoint. With
+    ``wanted``, only the histories whose key it accepts are loaded (and returned)."""
     body = _decode_body(row)
     histories: dict[str, list[Any]] = {}
     for key, ref in body["histories"].items():
+        if wanted is not None and not wanted(key):
+            continue
         try:
             head, length = ref["head"], int(ref["length"])
         except (KeyError, TypeError, ValueError):
@@ -162,14 +183,20 @@ def load_checkpoint(tx: StoreTx, row: CheckpointRow) -> Checkpoint:
             if digest_bytes(data) != h:
                 raise _corrupt(row, "blob_digest_mismatch")
             try:
-                messages.append(json.loads(data))
+                messages.append(_decode(data.decode("utf-8")))
             except ValueError:
                 raise _corrupt(row, "undecodable_message") from None
         histories[key] = messages
     return Checkpoint(
-        id=row.id, run_id=row.run_id, context_id=row.context_id, seq=row.seq,
-        state=body["state"], histories=histories, digest=row.digest, created_at=row.created_at,
-    )  # fmt: skip
+        id=row.id,
+        run_id=row.run_id,
+        context_id=row.context_id,
+        seq=row.seq,
+        state=body["state"],
+        histories=histories,
+        digest=row.digest,
+        created_at=row.created_at,
+    )
 
 
 def _previous_heads(
@@ -315,26 +342,38 @@ def _store_history(
 
 
 def store_checkpoint(
-    tx: StoreTx, masker: Masker, cache: HistoryCache, run_id: str, context_id: str,
-    data: CheckpointData, now: float,
-) -> tuple[CheckpointRef, HistoryCacheEntry]:  # fmt: skip
+    tx: StoreTx,
+    masker: Masker,
+    cache: HistoryCache,
+    run_id: str,
+    context_id: str,
+    data: CheckpointData,
+    now: float,
+) -> tuple[CheckpointRef, HistoryCacheEntry]:
     """Write one checkpoint in ``tx``; return it and the cache entry to keep after commit."""
     previous = _previous_heads(tx, run_id, context_id, cache)
     heads: dict[str, _HistoryHead] = {}
     for key, messages in data.histories.items():
         heads[str(key)] = _store_history(tx, masker, list(messages), previous.get(str(key)), now)
     masked_state = masker.mask(dict(data.state))
-    body = canonical_json({
-        "v": FORMAT_VERSION,
-        "run_id": run_id,
-        "seq": data.seq,
-        "state": masked_state,
-        "histories": {k: {"head": h.head, "length": len(h.hashes)} for k, h in heads.items()},
-    })  # fmt: skip
+    body = canonical_json(
+        {
+            "v": FORMAT_VERSION,
+            "run_id": run_id,
+            "seq": data.seq,
+            "state": masked_state,
+            "histories": {k: {"head": h.head, "length": len(h.hashes)} for k, h in heads.items()},
+        }
+    )
     digest = digest_text(body)
     checkpoint_id = tx.insert_checkpoint(run_id, context_id, data.seq, body, digest, now)
     checkpoint = CheckpointRef(
-        id=checkpoint_id, run_id=run_id, context_id=context_id, seq=data.seq, digest=digest,
-        history_lengths={k: len(h.hashes) for k, h in heads.items()}, created_at=now,
-    )  # fmt: skip
+        id=checkpoint_id,
+        run_id=run_id,
+        context_id=context_id,
+        seq=data.seq,
+        digest=digest,
+        history_lengths={k: len(h.hashes) for k, h in heads.items()},
+        created_at=now,
+    )
     return checkpoint, HistoryCacheEntry(checkpoint_id, heads, run_id)

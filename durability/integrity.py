@@ -22,7 +22,6 @@ from typing import Any
 from durability.canonical import digest, fingerprint
 from durability.errors import CorruptCheckpoint, CorruptRecord, NotSerializable
 from durability.records import RESULT_STATES, Call, Event
-from durability.store._schedule_rows import ScheduleRows
 from durability.store.base import DocumentRow, StoreTx
 
 
@@ -245,7 +244,7 @@ def task_definition(body: str, body_digest: str) -> tuple[Any, str | None]:
 
 
 def _verify_tasks(tx: StoreTx, report: RecordsReport) -> None:
-    rows = ScheduleRows(tx).list()
+    rows = tx.list_tasks()
     report.checked["tasks"] = len(rows)
     for row in rows:
         _, damage = task_definition(row.body, row.digest)

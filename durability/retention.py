@@ -79,11 +79,8 @@ def expired_runs(
 
 
 def finished_runs(conn: sqlite3.Connection) -> list[FinishedRun]:
-    marks = ",".join("?" * len(TERMINAL_RUN_STATUSES))
-    rows = conn.execute(
-        f"SELECT id, updated_at FROM runs WHERE status IN ({marks})", TERMINAL_RUN_STATUSES
-    ).fetchall()
-    return [FinishedRun(str(r[0]), float(r[1])) for r in rows]
+    rows = sqlite_ops.runs_with_status(conn, TERMINAL_RUN_STATUSES)
+    return [FinishedRun(run_id, finished_at) for run_id, finished_at in rows]
 
 
 def apply_retention(
@@ -106,19 +103,13 @@ def apply_retention(
         if dry_run:
             report.run_ids = expired_runs(finished_runs(conn), keep_runs, keep_days, moment)
             return report
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with sqlite_ops.write_transaction(conn):
             report.run_ids = expired_runs(finished_runs(conn), keep_runs, keep_days, moment)
             chats = sqlite_ops.contexts_of_runs(conn, report.run_ids)
             report.runs_removed, report.blobs_removed = sqlite_ops.delete_runs_and_orphan_blobs(
                 conn, report.run_ids
             )
             report.chats_removed = sqlite_ops.delete_emptied_contexts(conn, chats)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
     finally:
         conn.close()
     return report

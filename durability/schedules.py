@@ -26,8 +26,7 @@ from typing import Any
 from durability import integrity
 from durability.canonical import canonical_json, digest
 from durability.errors import InvalidArgument, TaskConflict, TaskExists, TaskNotFound
-from durability.store._schedule_rows import ScheduleRows, TaskRow
-from durability.store.base import StoreTx
+from durability.store.base import StoreTx, TaskRow
 
 MAX_DEFINITION_BYTES = 64 * 1024
 MAX_SKIP_REASON = 64
@@ -61,21 +60,21 @@ def _task(row: TaskRow) -> ScheduledTask:
     value, damage = integrity.task_definition(row.body, row.digest)
     skip = integrity.load_json(row.last_skip)
     return ScheduledTask(
-        row.id,
-        row.revision,
-        value,
-        row.digest,
-        row.created_at,
-        row.created_by,
-        row.updated_at,
-        row.updated_by,
-        row.done_until,
-        row.last_slot,
-        row.last_input_id,
-        row.last_run_id,
-        row.last_fired_at,
-        skip if isinstance(skip, dict) else None,
-        damage,
+        id=row.id,
+        revision=row.revision,
+        definition=value,
+        digest=row.digest,
+        created_at=row.created_at,
+        created_by=row.created_by,
+        updated_at=row.updated_at,
+        updated_by=row.updated_by,
+        done_until=row.done_until,
+        last_slot=row.last_slot,
+        last_input_id=row.last_input_id,
+        last_run_id=row.last_run_id,
+        last_fired_at=row.last_fired_at,
+        last_skip=skip if isinstance(skip, dict) else None,
+        damage=damage,
     )
 
 
@@ -92,15 +91,24 @@ def prepare_definition(definition: Any, masked: Any) -> tuple[str, str]:
     return body, digest(masked)
 
 
+def _conflict(task_id: str, expected_revision: int, current_revision: int) -> TaskConflict:
+    return TaskConflict(
+        "the task changed since it was read",
+        task_id=task_id,
+        expected_revision=expected_revision,
+        current_revision=current_revision,
+    )
+
+
 def get_task(tx: StoreTx, task_id: str) -> ScheduledTask:
-    row = ScheduleRows(tx).get(task_id)
+    row = tx.get_task(task_id)
     if row is None:
         raise TaskNotFound("no such scheduled task", task_id=task_id)
     return _task(row)
 
 
 def list_tasks(tx: StoreTx) -> list[ScheduledTask]:
-    return [_task(row) for row in ScheduleRows(tx).list()]
+    return [_task(row) for row in tx.list_tasks()]
 
 
 def create_task(
@@ -112,9 +120,18 @@ def create_task(
     now: float,
     done_until: float,
 ) -> ScheduledTask:
-    rows = ScheduleRows(tx)
-    fresh = TaskRow(task_id, 1, body, body_digest, now, actor, now, actor, done_until)
-    if rows.insert(fresh):
+    fresh = TaskRow(
+        id=task_id,
+        revision=1,
+        body=body,
+        digest=body_digest,
+        created_at=now,
+        created_by=actor,
+        updated_at=now,
+        updated_by=actor,
+        done_until=done_until,
+    )
+    if tx.insert_task(fresh):
         return _task(fresh)
     existing = get_task(tx, task_id)
     if existing.damage is None and existing.digest == body_digest:
@@ -136,43 +153,27 @@ def update_task(
     if current.damage is None and current.digest == body_digest and done_until is None:
         return current  # the same definition again: nothing to do
     if current.revision != expected_revision:
-        raise TaskConflict(
-            "the task changed since it was read",
-            task_id=task_id,
-            expected_revision=expected_revision,
-            current_revision=current.revision,
-        )
-    rows = ScheduleRows(tx)
-    if not rows.replace_definition(
+        raise _conflict(task_id, expected_revision, current.revision)
+    if not tx.replace_task_definition(
         task_id, expected_revision, body, body_digest, now, actor, done_until
     ):
         latest = get_task(tx, task_id)  # changed between the read and the write
-        raise TaskConflict(
-            "the task changed since it was read",
-            task_id=task_id,
-            expected_revision=expected_revision,
-            current_revision=latest.revision,
-        )
+        raise _conflict(task_id, expected_revision, latest.revision)
     return get_task(tx, task_id)
 
 
 def delete_task(tx: StoreTx, task_id: str, expected_revision: int | None) -> None:
     current = get_task(tx, task_id)
     if expected_revision is not None and current.revision != expected_revision:
-        raise TaskConflict(
-            "the task changed since it was read",
-            task_id=task_id,
-            expected_revision=expected_revision,
-            current_revision=current.revision,
-        )
-    if not ScheduleRows(tx).delete(task_id, expected_revision):
+        raise _conflict(task_id, expected_revision, current.revision)
+    if not tx.delete_task(task_id, expected_revision):
         raise TaskConflict("the task changed since it was read", task_id=task_id)
 
 
 def record_firing(
     tx: StoreTx, task_id: str, slot: float | None, input_id: str, run_id: str | None, now: float
 ) -> ScheduledTask:
-    if not ScheduleRows(tx).record_firing(task_id, slot, input_id, run_id, now):
+    if not tx.record_task_firing(task_id, slot, input_id, run_id, now):
         raise TaskNotFound("no such scheduled task", task_id=task_id)
     return get_task(tx, task_id)
 
@@ -181,6 +182,6 @@ def record_skip(
     tx: StoreTx, task_id: str, slot: float, reason: str, detail: Any, now: float
 ) -> ScheduledTask:
     skip = {"slot": slot, "reason": reason, "at": now, "detail": detail}
-    if not ScheduleRows(tx).record_skip(task_id, slot, canonical_json(skip)):
+    if not tx.record_task_skip(task_id, slot, canonical_json(skip)):
         raise TaskNotFound("no such scheduled task", task_id=task_id)
     return get_task(tx, task_id)

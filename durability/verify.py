@@ -92,7 +92,7 @@ def _check(conn: sqlite3.Connection, report: VerifyReport) -> None:
         report.problems.append(Problem("integrity", line))
     for line in sqlite_ops.foreign_key_problems(conn):
         report.problems.append(Problem("foreign_key", line))
-    schema = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    schema = sqlite_ops.schema_version(conn)
     newest = max((number for number, _ in migrations()), default=0)
     if schema > newest:
         report.problems.append(

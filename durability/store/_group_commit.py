@@ -1,20 +1,31 @@
 """Group commit: the writes of concurrent callers share one transaction.
 
-There is no writer thread. A caller queues its write; if no transaction is in flight, the
-caller becomes the *leader*: it takes every queued write (its own included), runs them in
-one transaction on the store's single writer connection, commits, and answers each caller.
-Callers that queue while a leader commits wait; the next leader takes them all together.
-A lone caller therefore runs its own write in its own thread, with no hand-off.
+Writes queue; one *leader* at a time takes every queued write (up to MAX_BATCH), runs them
+in one transaction on the store's single writer connection, commits, and answers each
+caller. Who leads:
 
-With more than one write in a batch, each runs inside its own savepoint so a refusal rolls
-back only that caller's writes; a lone write needs no savepoint (a refusal rolls back the
-transaction, or commits it when the refusal keeps its writes). Callers are answered only
-after COMMIT returned (with synchronous=FULL, once the WAL is on disk); if COMMIT fails,
-every caller in the batch gets the error.
+- a thread calling ``submit`` with no batch in flight leads its own write in its own
+  thread (no queue, no thread switch);
+- a thread that queued behind a batch sleeps on a lock of its own and is woken exactly
+  once: with its answer, or to lead the next batch (which holds its write);
+- writes from an event loop (``submit_async``) never block the loop: when no leader is
+  running, the writer's own thread (started on first use) leads; answers go back to each
+  loop in one ``call_soon_threadsafe`` per batch.
+
+Only the callers whose batch finished are woken (no ``notify_all``).
+
+A batch first runs its writes one after another with no savepoints. If a write is refused
+(a ``DurabilityError`` that keeps no writes) or fails, the transaction is rolled back and
+the batch runs again with each write inside its own savepoint, so a refusal rolls back
+only that caller's writes (the writes are functions of the transaction, run again from the
+start as PostgreSQL's retries do). Callers are answered only after COMMIT returned (with
+synchronous=FULL, once the WAL is on disk); if COMMIT fails, every caller in the batch gets
+the error.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
@@ -24,31 +35,28 @@ from durability.failpoints import failpoint
 
 T = TypeVar("T")
 MAX_BATCH = 256
+_WRITER = -1  # the leader token of the writer's own thread
 
 
-class _Outcome:
-    """One caller's answer (lighter than a Future: the writer's condition guards it)."""
+class _Slot:
+    """One queued write and its answer (the writer's lock guards the fields)."""
 
-    __slots__ = ("done", "error", "value")
+    __slots__ = ("done", "error", "fn", "future", "lead", "loop", "value", "wake")
 
-    def __init__(self) -> None:
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
         self.done = False
+        self.lead = False  # handed the leadership while queued
         self.value: Any = None
         self.error: BaseException | None = None
-
-    def set_result(self, value: Any) -> None:
-        self.value, self.done = value, True
-
-    def set_exception(self, error: BaseException) -> None:
-        self.error, self.done = error, True
+        self.wake: Any = None  # a held lock the waiting thread blocks on (sync callers)
+        self.loop: asyncio.AbstractEventLoop | None = None  # async callers
+        self.future: asyncio.Future[Any] | None = None
 
     def result(self) -> Any:
         if self.error is not None:
             raise self.error
         return self.value
-
-
-_Item = tuple[Callable[[Any], Any], _Outcome]
 
 
 class TransactionControl(Protocol):
@@ -60,6 +68,18 @@ class TransactionControl(Protocol):
     def rollback_to_savepoint(self) -> None: ...
     def commit(self) -> None: ...
     def rollback(self) -> None: ...
+
+
+def _resolve(slots: list[_Slot]) -> None:
+    """On the caller's loop: hand each awaiting task its answer."""
+    for slot in slots:
+        future = slot.future
+        if future is None or future.done():  # the awaiting task was cancelled
+            continue
+        if slot.error is not None:
+            future.set_exception(slot.error)
+        else:
+            future.set_result(slot.value)
 
 
 class GroupCommitWriter:
@@ -74,66 +94,165 @@ class GroupCommitWriter:
         self._control = control
         self._tx = tx
         self._translate = translate
-        self._pending: list[_Item] = []
-        self._cond = threading.Condition()
-        self._leader: int | None = None  # thread id of the caller running a batch
+        self._pending: list[_Slot] = []
+        self._lock = threading.Lock()
+        self._writer_turn = threading.Condition(self._lock)  # the writer thread waits here
+        self._idle = threading.Condition(self._lock)  # close() waits here
+        self._leader: int | None = None  # leader token: a caller's slot id, or _WRITER
+        self._running: int | None = None  # thread id of the thread running a batch
+        self._thread: threading.Thread | None = None
         self._closed = False
         self.batches = 0  # committed transactions, for tests and measurements
+        self.retried_batches = 0  # batches run again with savepoints after a refusal
+        self.wakeups = 0  # waiting threads woken (each queued caller once), for tests
 
     @property
     def pending(self) -> int:
         """Writes queued behind the batch in flight."""
-        with self._cond:
+        with self._lock:
             return len(self._pending)
 
+    # submitting
     def submit(self, fn: Callable[[Any], T]) -> T:
         """Run ``fn(tx)`` in a transaction; return once that transaction is durable."""
-        future = _Outcome()
-        with self._cond:
-            if self._leader == threading.get_ident():
+        slot = _Slot(fn)
+        with self._lock:
+            if self._running == threading.get_ident():
                 raise RuntimeError("a journal write may not start another write")
             if self._closed:
                 raise JournalClosed("the journal is closed")
-            self._pending.append((fn, future))
+            self._pending.append(slot)
+            lead = self._leader is None
+            if lead:
+                self._leader = id(slot)
+            else:
+                slot.wake = threading.Lock()
+                slot.wake.acquire()
+        if not lead:
+            slot.wake.acquire()  # released once: answered, or handed the leadership
+            if slot.done:
+                return slot.result()  # type: ignore[no-any-return]
+        self._lead(slot)
+        return slot.result()  # type: ignore[no-any-return]
+
+    async def submit_async(self, fn: Callable[[Any], T]) -> T:
+        """The same from an event loop: the loop never waits for the disk."""
+        loop = asyncio.get_running_loop()
+        slot = _Slot(fn)
+        slot.loop = loop
+        future = slot.future = loop.create_future()
+        with self._lock:
+            if self._closed:
+                raise JournalClosed("the journal is closed")
+            self._pending.append(slot)
+            if self._leader is None:
+                self._leader = _WRITER
+                self._start_writer_thread()
+                self._writer_turn.notify()
+        return await future  # type: ignore[no-any-return]
+
+    # leading
+    def _lead(self, own: _Slot | None) -> None:
+        """Run batches until ``own`` is answered (the writer thread: until none is queued),
+        then pass the leadership on."""
         while True:
-            with self._cond:
-                while not future.done and self._leader is not None:
-                    self._cond.wait()
-                if future.done:
-                    return future.result()  # type: ignore[no-any-return]
-                self._leader = threading.get_ident()
+            with self._lock:
                 batch = self._pending[:MAX_BATCH]
                 del self._pending[:MAX_BATCH]
-            try:
-                self._commit_batch(batch)
-            finally:
-                with self._cond:
-                    self._leader = None
-                    self._cond.notify_all()
+                self._running = threading.get_ident()
+            self._commit_batch(batch)  # answers every slot; raises nothing
+            with self._lock:
+                self._running = None
+                by_loop = self._wake_threads(batch, own)
+                done = own.done if own is not None else not self._pending
+                if done:
+                    self._pass_leadership()
+            for loop, slots in by_loop.items():
+                try:
+                    loop.call_soon_threadsafe(_resolve, slots)
+                except RuntimeError:  # the loop was closed meanwhile: nobody waits any more
+                    pass
+            if done:
+                return
+
+    def _wake_threads(
+        self, batch: list[_Slot], own: _Slot | None
+    ) -> dict[asyncio.AbstractEventLoop, list[_Slot]]:
+        """Under the lock: wake each answered thread once; the loops' slots, to answer."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[_Slot]] = {}
+        woken = 0
+        for slot in batch:
+            slot.done = True
+            if slot.loop is not None:
+                by_loop.setdefault(slot.loop, []).append(slot)
+            elif slot is not own:
+                slot.wake.release()
+                woken += 1
+        self.wakeups += woken
+        return by_loop
+
+    def _pass_leadership(self) -> None:
+        """Under the lock: the first queued thread leads next, else the writer thread."""
+        for slot in self._pending:
+            if slot.wake is not None:
+                self._leader = id(slot)
+                slot.lead = True
+                slot.wake.release()
+                self.wakeups += 1
+                return
+        if self._pending:
+            self._leader = _WRITER
+            self._start_writer_thread()
+            self._writer_turn.notify()
+            self.wakeups += 1
+            return
+        self._leader = None
+        self._idle.notify_all()
+
+    def _start_writer_thread(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._writer_loop, name=self.name, daemon=True)
+            self._thread.start()
+
+    def _writer_loop(self) -> None:
+        while True:
+            with self._lock:
+                while self._leader != _WRITER and not (self._closed and self._leader is None):
+                    self._writer_turn.wait()
+                if self._leader != _WRITER:
+                    return  # closed and idle
+            self._lead(None)
 
     def close(self) -> None:
         """Refuse new writes; wait until every queued write is answered."""
-        with self._cond:
+        with self._lock:
             self._closed = True
             while self._leader is not None or self._pending:
-                self._cond.wait()
+                self._idle.wait()
+            self._writer_turn.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=10)
 
-    def _fail_all(self, batch: list[_Item], exc: BaseException) -> None:
+    # one transaction
+    def _fail_all(self, batch: list[_Slot], exc: BaseException) -> None:
         error = self._translate(exc)
-        for _, future in batch:
-            future.set_exception(error)
+        for slot in batch:
+            slot.value, slot.error = None, error
 
-    def _commit_batch(self, batch: list[_Item]) -> None:
+    def _commit_batch(self, batch: list[_Slot]) -> None:
         try:
             self._control.begin()
         except BaseException as exc:  # the database refused to start a transaction
             self._fail_all(batch, exc)
             return
         try:
-            if len(batch) == 1:
-                outcomes = [self._run_alone(batch[0][0])]
-            else:
-                outcomes = [self._run_one(fn) for fn, _ in batch]
+            outcomes = self._run_plain(batch)
+            if outcomes is None:  # a write was refused: again, each in its savepoint
+                self._control.rollback()
+                self.retried_batches += 1
+                self._control.begin()
+                outcomes = [self._run_one(slot.fn) for slot in batch]
             if any(keep for _, _, keep in outcomes):
                 failpoint("journal.batch_before_commit")
                 self._control.commit()
@@ -148,20 +267,30 @@ class GroupCommitWriter:
                 pass
             self._fail_all(batch, exc)
             return
-        for (_, future), (ok, value, _) in zip(batch, outcomes, strict=True):
+        for slot, (ok, value, _) in zip(batch, outcomes, strict=True):
             if ok:
-                future.set_result(value)
+                slot.value = value
             else:
-                future.set_exception(value)
+                slot.error = value
 
-    def _run_alone(self, fn: Callable[[Any], Any]) -> tuple[bool, Any, bool]:
-        """A lone write: the transaction itself is its savepoint."""
-        try:
-            return True, fn(self._tx), True
-        except DurabilityError as exc:
-            return False, exc, exc.keeps_writes
-        except BaseException as exc:
-            return False, self._translate(exc), False
+    def _run_plain(self, batch: list[_Slot]) -> list[tuple[bool, Any, bool]] | None:
+        """Every write in the open transaction, no savepoints; None when one was refused
+        (the transaction must then be rolled back). A lone write is its own savepoint: its
+        refusal is final."""
+        outcomes: list[tuple[bool, Any, bool]] = []
+        alone = len(batch) == 1
+        for slot in batch:
+            try:
+                outcomes.append((True, slot.fn(self._tx), True))
+            except DurabilityError as exc:
+                if not exc.keeps_writes and not alone:
+                    return None
+                outcomes.append((False, exc, exc.keeps_writes))
+            except BaseException as exc:
+                if not alone:
+                    return None
+                outcomes.append((False, self._translate(exc), False))
+        return outcomes
 
     def _run_one(self, fn: Callable[[Any], Any]) -> tuple[bool, Any, bool]:
         self._control.savepoint()

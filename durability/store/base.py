@@ -9,6 +9,7 @@ error ``keeps_writes``) and is re-raised to the caller after the commit.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -50,6 +51,26 @@ class DocumentRow:
     digest: str
     updated_at: float
     updated_by: str
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    """A scheduled task as stored (durability/schedules.py gives it meaning)."""
+
+    id: str
+    revision: int
+    body: str
+    digest: str
+    created_at: float
+    created_by: str
+    updated_at: float
+    updated_by: str
+    done_until: float
+    last_slot: float | None = None
+    last_input_id: str | None = None
+    last_run_id: str | None = None
+    last_fired_at: float | None = None
+    last_skip: str | None = None
 
 
 class StoreTx(ABC):
@@ -135,9 +156,14 @@ class StoreTx(ABC):
         return True
 
     def close_open_call(
-        self, call_id: str, state: str, result: Any, result_json: str, result_digest: str,
+        self,
+        call_id: str,
+        state: str,
+        result: Any,
+        result_json: str,
+        result_digest: str,
         now: float,
-    ) -> tuple[Call, str] | None:  # fmt: skip
+    ) -> tuple[Call, str] | None:
         """Store the result of an open call of an active run and bump the run; the closed
         call and the run's context id, or None (nothing written)."""
         call = self.get_call(call_id)
@@ -163,6 +189,12 @@ class StoreTx(ABC):
 
     @abstractmethod
     def get_blobs(self, hashes: Iterable[str]) -> dict[str, bytes]: ...
+
+    def history_chain(self, head: str, limit: int) -> dict[str, bytes]:
+        """Read ahead: the blobs of a history chain from ``head`` (each node's ``base``
+        names the next), at most ``limit``, unverified; the caller verifies each and reads
+        any that is missing on its own. By default nothing is read ahead."""
+        return {}
 
     # checkpoints
     @abstractmethod
@@ -250,6 +282,46 @@ class StoreTx(ABC):
         self, context_id: str | None, run_id: str | None, after_id: int, limit: int
     ) -> list[Event]: ...
 
+    # scheduled tasks (durability/schedules.py): a write that must not lose a race is one
+    # conditional statement, so it returns False (nothing written) instead of raising
+    @abstractmethod
+    def get_task(self, task_id: str) -> TaskRow | None: ...
+
+    @abstractmethod
+    def list_tasks(self) -> list[TaskRow]:
+        """Every task, oldest first."""
+
+    @abstractmethod
+    def insert_task(self, row: TaskRow) -> bool:
+        """Insert a new task; False when the id is taken."""
+
+    @abstractmethod
+    def replace_task_definition(
+        self,
+        task_id: str,
+        expected_revision: int,
+        body: str,
+        digest: str,
+        now: float,
+        actor: str,
+        done_until: float | None,
+    ) -> bool:
+        """A new definition at revision + 1 when the task is at ``expected_revision``
+        (``done_until``, when given, only moves forward)."""
+
+    @abstractmethod
+    def delete_task(self, task_id: str, expected_revision: int | None) -> bool: ...
+
+    @abstractmethod
+    def record_task_firing(
+        self, task_id: str, slot: float | None, input_id: str, run_id: str | None, now: float
+    ) -> bool:
+        """The latest firing; a slot also moves ``done_until`` forward (never back)."""
+
+    @abstractmethod
+    def record_task_skip(self, task_id: str, slot: float, skip_json: str) -> bool:
+        """A slot handled without a firing: ``done_until`` moves past it."""
+
     # claims (shared workers, durability/cluster.py): only engines with claims implement these
     def lock_fence(
         self, run_id: str | None = None, call_id: str | None = None
@@ -267,10 +339,21 @@ class Store(ABC):
     """A journal backend: transactions, integrity checks, lifecycle."""
 
     engine: str = "abstract"
+    #: True when ``write_async`` hands the transaction to the engine without a thread per
+    #: call (the journal's async facade then prepares writes on the event loop).
+    native_async_writes: bool = False
 
     @abstractmethod
     def write(self, fn: Callable[[StoreTx], T]) -> T:
-        """Run ``fn`` in a write transaction; return once it is durable (group commit)."""
+        """Run ``fn`` in a write transaction; return once it is durable (group commit).
+
+        ``fn`` may be run more than once (a backend runs it again from the start after a
+        conflict, or to isolate a refused write of a batch): it reads and writes only
+        through its ``tx`` and resets whatever it collects."""
+
+    async def write_async(self, fn: Callable[[StoreTx], T]) -> T:
+        """``write`` for code on an event loop (by default in a worker thread)."""
+        return await asyncio.to_thread(self.write, fn)
 
     @abstractmethod
     def read(self, fn: Callable[[StoreTx], T]) -> T:

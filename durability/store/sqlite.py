@@ -97,6 +97,7 @@ class _SqliteControl:
 
 class SqliteStore(Store):
     engine = "sqlite"
+    native_async_writes = True
 
     def __init__(self, path: str | os.PathLike[str], *, quick_check: bool = True) -> None:
         self.path = Path(path)
@@ -131,9 +132,11 @@ class SqliteStore(Store):
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False,
+            self.path,
+            isolation_level=None,
+            check_same_thread=False,
             timeout=BUSY_TIMEOUT_MS / 1000,
-        )  # fmt: skip
+        )
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA secure_delete=ON")
         conn.execute("PRAGMA foreign_keys=ON")
@@ -155,8 +158,9 @@ class SqliteStore(Store):
         if current > newest:
             raise SchemaTooNew(
                 "the journal was written by a newer version of this program",
-                schema_version=current, supported=newest,
-            )  # fmt: skip
+                schema_version=current,
+                supported=newest,
+            )
         for number, path in known:
             if number <= current:
                 continue
@@ -181,6 +185,9 @@ class SqliteStore(Store):
 
     def write(self, fn: Callable[[StoreTx], T]) -> T:
         return self._writer.submit(fn)
+
+    async def write_async(self, fn: Callable[[StoreTx], T]) -> T:
+        return await self._writer.submit_async(fn)
 
     def _acquire_reader(self) -> sqlite3.Connection:
         if self._closed:

@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,34 @@ def readonly(path: Path) -> Iterator[sqlite3.Connection]:
         yield conn
     finally:
         conn.close()
+
+
+@contextlib.contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK when the block raises)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The journal schema's version (SQLite's user_version)."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def runs_with_status(conn: sqlite3.Connection, statuses: Iterable[str]) -> list[tuple[str, float]]:
+    """(id, updated_at) of every run in one of ``statuses``."""
+    wanted = list(statuses)
+    marks = ",".join("?" * len(wanted))
+    rows = conn.execute(
+        f"SELECT id, updated_at FROM runs WHERE status IN ({marks})", wanted
+    ).fetchall()
+    return [(str(r[0]), float(r[1])) for r in rows]
 
 
 def has_sqlite_header(path: Path) -> bool:

@@ -9,6 +9,7 @@ import pytest
 from psycopg import sql
 
 from durability import CheckpointData, FencingLost, digest
+from durability.journal._plan import run_write
 from durability.store import _postgres_claims
 from tests.postgres.conftest import sha, wait_for
 
@@ -185,7 +186,7 @@ def test_a_takeover_waits_for_a_write_in_flight_which_commits_first(
         assert go_on.wait(30)
         tx.insert_event("chat", run.id, "slow", {}, 0.0, digest({}))
 
-    writer = threading.Thread(target=lambda: w1._write_run(slow_write, run_id=run.id))
+    writer = threading.Thread(target=lambda: w1.execute(run_write(slow_write, run_id=run.id)))
     writer.start()
     assert inside.wait(30)
     w2 = open_journal("w2")

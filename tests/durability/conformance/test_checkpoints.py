@@ -161,3 +161,67 @@ def test_unserialisable_history_writes_nothing(journal, run):
         journal.commit_result(call.id, "answer", checkpoint=bad)
     assert journal.get_call(call.id).state == "open"  # nothing half-written
     assert journal.commit_result(call.id, "answer").state == "completed"
+
+
+def test_only_the_wanted_histories_are_loaded(journal, run):
+    histories = {"agent:0": [msg(1)], "log": [msg(2)], "resume:agent:0": [msg(3)]}
+    journal.write_checkpoint(run.id, CheckpointData(state={"s": 1}, histories=histories))
+    current = journal.latest_context_checkpoint(
+        "chat-1", histories=lambda key: not key.startswith("resume:")
+    )
+    assert current.histories == {"agent:0": [msg(1)], "log": [msg(2)]}
+    assert current.state == {"s": 1}
+    assert journal.latest_checkpoint(run.id, histories=["log"]).histories == {"log": [msg(2)]}
+    assert journal.latest_checkpoint(run.id, histories=()).histories == {}
+    assert journal.latest_checkpoint(run.id).histories == histories
+    with pytest.raises(InvalidArgument):
+        journal.latest_checkpoint(run.id, histories="log")
+
+
+def _chain_nodes(journal, run_id, key):
+    """The history chain's node hashes, head first (read through the journal's blobs)."""
+    row = journal.store.read(lambda tx: tx.latest_checkpoint(run_id=run_id))
+    node = json.loads(row.body)["histories"][key]["head"]
+    nodes = []
+    while node is not None:
+        nodes.append(node)
+        node = json.loads(journal.get_blob(node))["base"]
+    return nodes
+
+
+def _grow(journal, run_id, steps):
+    history = []
+    for i in range(steps):
+        history.append(msg(i))
+        journal.write_checkpoint(run_id, CheckpointData(state={}, histories={"0": list(history)}))
+    return history
+
+
+def test_a_long_history_chain_reads_back(journal, run):
+    history = _grow(journal, run.id, 60)
+    assert len(_chain_nodes(journal, run.id, "0")) == 60
+    assert journal.latest_checkpoint(run.id).histories["0"] == history
+    journal.set_masker(journal.masker)  # no cache: the next write reads the chain back too
+    history.append(msg(99))
+    journal.write_checkpoint(run.id, CheckpointData(state={}, histories={"0": history}))
+    assert journal.latest_context_checkpoint("chat-1").histories["0"] == history
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (b"not json", "blob_digest_mismatch"),
+        (b'{"add":[],"base":null,"keep":0}', "blob_digest_mismatch"),
+        (None, "blob_missing"),
+    ],
+)
+def test_a_damaged_node_in_the_middle_of_a_chain_is_corrupt(journal, backend, run, damage, reason):
+    _grow(journal, run.id, 30)
+    middle = _chain_nodes(journal, run.id, "0")[15]
+    if damage is None:  # the node is gone: its row now answers to another hash
+        backend.overwrite("blobs", "hash", "0" * 64, "hash", middle)
+    else:
+        backend.corrupt_blob(middle, damage)
+    with pytest.raises(CorruptCheckpoint) as info:
+        journal.latest_checkpoint(run.id)
+    assert info.value.reason == reason

@@ -1,0 +1,180 @@
+"""Calls: an intent journaled before the effect, its result committed after (optionally
+with a checkpoint in the same transaction)."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from durability import integrity
+from durability._runs import bump, load_run, require_active
+from durability.canonical import canonical_json, digest_text, fingerprint_from_json
+from durability.errors import (
+    CallNotFound,
+    IntentMissing,
+    InvalidArgument,
+    ReplayDivergence,
+    ResultConflict,
+)
+from durability.journal._checkpoints import apply_cache, checkpoint_op
+from durability.journal._plan import Plan, read, run_write
+from durability.journal._validation import mask_only, require_int, require_text
+from durability.records import CALL_KINDS, Call, CheckpointData
+from durability.store.base import StoreTx
+
+if TYPE_CHECKING:  # pragma: no cover
+    from durability.journal._core import Journal
+
+
+def record_intent(
+    journal: Journal,
+    run_id: str,
+    agent_no: int,
+    seq: int,
+    kind: str,
+    name: str,
+    args: Any,
+    policy: str,
+) -> Plan[Call]:
+    require_text("run_id", run_id)
+    require_int("agent_no", agent_no)
+    require_int("seq", seq)
+    if kind not in CALL_KINDS:
+        raise InvalidArgument(f"kind must be one of {', '.join(CALL_KINDS)}", field="kind")
+    require_text("name", name)
+    require_text("policy", policy, max_length=64)
+    masked_args = mask_only(journal.masker, args)
+    args_json = canonical_json(masked_args)  # refuses what cannot be stored
+    fp = fingerprint_from_json(kind, name, args_json, policy)
+    now = journal.clock()
+    fresh = Call(
+        id=uuid.uuid4().hex,
+        run_id=run_id,
+        agent_no=agent_no,
+        seq=seq,
+        attempt=1,
+        kind=kind,
+        name=name,
+        args=masked_args,
+        policy=policy,
+        fingerprint=fp,
+        state="open",
+        result=None,
+        result_digest=None,
+        created_at=now,
+        closed_at=None,
+    )
+
+    def op(tx: StoreTx) -> Call:
+        if tx.insert_call_if_free(fresh, args_json):  # the common case: a new position
+            return fresh
+        run = load_run(tx, run_id)
+        require_active(run)
+        latest = tx.latest_call_at(run_id, agent_no, seq)
+        if latest is not None and latest.fingerprint != fp:
+            detail = {
+                "agent_no": agent_no,
+                "seq": seq,
+                "attempt": latest.attempt,
+                "recorded": latest.fingerprint,
+                "requested": fp,
+            }
+            bump(
+                tx,
+                run,
+                now,
+                status="needs_attention",
+                reason="replay_divergence",
+                reason_detail=detail,
+            )
+            raise ReplayDivergence(
+                f"the call at agent {agent_no}, sequence {seq} differs from the journal",
+                run_id=run_id,
+                **detail,
+            )
+        if latest is not None and latest.state not in ("superseded", "not_completed"):
+            damage = integrity.result_damage(latest)
+            if damage is not None:  # a damaged result is never reused: hold the run
+                held = {"status": "needs_attention", "reason": "corrupt_record"}
+                bump(tx, run, now, **held, reason_detail=damage.to_dict())
+                raise damage.error()
+            # the arguments handed back are the caller's, proven equal by the fingerprint
+            return dataclasses.replace(latest, args=masked_args)
+        call = dataclasses.replace(fresh, attempt=(latest.attempt + 1) if latest else 1)
+        tx.insert_call(call)
+        bump(tx, run, now)
+        return call
+
+    return run_write(op, run_id=run_id)
+
+
+def commit_result(
+    journal: Journal, call_id: str, result: Any, failed: bool, checkpoint: CheckpointData | None
+) -> Plan[Call]:
+    require_text("call_id", call_id)
+    if checkpoint is not None and not isinstance(checkpoint, CheckpointData):
+        raise InvalidArgument("checkpoint must be a CheckpointData", field="checkpoint")
+    masked = mask_only(journal.masker, result)
+    result_json = canonical_json(masked)  # refuses what cannot be stored
+    result_digest = digest_text(result_json)
+    state = "failed" if failed else "completed"
+    now = journal.clock()
+    cache_update: list[Any] = []
+
+    def op(tx: StoreTx) -> Call:
+        cache_update.clear()  # a backend may run op again (e.g. after a conflict)
+        closed = tx.close_open_call(call_id, state, masked, result_json, result_digest, now)
+        if closed is not None:  # the common case: an open call of an active run
+            done, context_id = closed
+            if checkpoint is not None:
+                cache_update.append(
+                    checkpoint_op(journal, tx, done.run_id, context_id, checkpoint, now)
+                )
+            return done
+        call = tx.get_call(call_id)
+        if call is None:
+            raise IntentMissing("no intent was journaled for this call", call_id=call_id)
+        if call.state in ("completed", "failed"):
+            if call.result_digest == result_digest and call.state == state:
+                return call
+            raise ResultConflict(
+                "the call already has a different committed result",
+                call_id=call_id,
+                recorded_digest=call.result_digest,
+                new_digest=result_digest,
+            )
+        if call.state != "open":
+            raise ResultConflict(
+                f"the call was closed as {call.state}", call_id=call_id, state=call.state
+            )
+        run = load_run(tx, call.run_id)
+        require_active(run)
+        done = dataclasses.replace(
+            call, state=state, result=masked, result_digest=result_digest, closed_at=now
+        )
+        tx.update_call(done)
+        bump(tx, run, now)
+        if checkpoint is not None:
+            cache_update.append(checkpoint_op(journal, tx, run.id, run.context_id, checkpoint, now))
+        return done
+
+    def after(call: Call) -> Call:
+        apply_cache(journal, cache_update)
+        return call
+
+    return run_write(op, call_id=call_id, after=after)
+
+
+def get_call(call_id: str) -> Plan[Call]:
+    def op(tx: StoreTx) -> Call:
+        call = tx.get_call(call_id)
+        if call is None:
+            raise CallNotFound("no such call", call_id=call_id)
+        return call
+
+    return read(op)
+
+
+def list_calls(run_id: str, states: list[str] | None = None) -> Plan[list[Call]]:
+    return read(lambda tx: tx.list_calls(run_id, states))

@@ -1,0 +1,46 @@
+"""The events table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from durability.records import Event
+from durability.store._postgres.base import PostgresBase
+from durability.store._rows import EVENTS, dump, event_record
+
+
+class EventRows(PostgresBase):
+    def insert_event(
+        self,
+        context_id: str,
+        run_id: str | None,
+        type: str,
+        payload: object,
+        now: float,
+        digest: str,
+    ) -> int:
+        return int(
+            self.scalar(
+                "INSERT INTO events (context_id, run_id, type, payload, created_at, digest)"
+                " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+                (context_id, run_id, type, dump(payload), now, digest),
+            )
+        )
+
+    def list_events(
+        self, context_id: str | None, run_id: str | None, after_id: int, limit: int
+    ) -> list[Event]:
+        where: list[str] = ["id > %s"]
+        args: list[Any] = [after_id]
+        if context_id is not None:
+            where.append("context_id = %s")
+            args.append(context_id)
+        if run_id is not None:
+            where.append("run_id = %s")
+            args.append(run_id)
+        rows = self.all(
+            EVENTS,
+            f"SELECT {EVENTS.select} FROM events WHERE {' AND '.join(where)} ORDER BY id LIMIT %s",
+            [*args, limit],
+        )
+        return [event_record(r) for r in rows]

@@ -1,0 +1,45 @@
+"""The events table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from durability.records import Event
+from durability.store._rows import EVENTS, dump, event_record
+from durability.store._sqlite.base import SqliteBase
+
+
+class EventRows(SqliteBase):
+    def insert_event(
+        self,
+        context_id: str,
+        run_id: str | None,
+        type: str,
+        payload: object,
+        now: float,
+        digest: str,
+    ) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO events (context_id, run_id, type, payload, created_at, digest)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (context_id, run_id, type, dump(payload), now, digest),
+        )
+        return int(cur.lastrowid or 0)
+
+    def list_events(
+        self, context_id: str | None, run_id: str | None, after_id: int, limit: int
+    ) -> list[Event]:
+        where: list[str] = ["id > ?"]
+        args: list[Any] = [after_id]
+        if context_id is not None:
+            where.append("context_id = ?")
+            args.append(context_id)
+        if run_id is not None:
+            where.append("run_id = ?")
+            args.append(run_id)
+        rows = self.all(
+            EVENTS,
+            f"SELECT {EVENTS.select} FROM events WHERE {' AND '.join(where)} ORDER BY id LIMIT ?",
+            [*args, limit],
+        )
+        return [event_record(r) for r in rows]
