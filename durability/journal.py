@@ -79,6 +79,12 @@ MAX_ID_LENGTH = 200
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f]")
 
 
+def _write_name(op: Callable[..., Any]) -> str:
+    """The journal method a run's write belongs to (``Journal.commit_result.<locals>.op``
+    gives ``commit_result``), for the line that says it was refused."""
+    return op.__qualname__.split(".<locals>", 1)[0].rsplit(".", 1)[-1]
+
+
 def _require_text(field: str, value: object, max_length: int = MAX_ID_LENGTH) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > max_length:
         raise InvalidArgument(f"{field} must be a non-empty string", field=field)
@@ -196,8 +202,7 @@ class Journal:
         try:
             return self.store.write(fenced)
         except FencingLost as exc:
-            if exc.reason == "superseded":
-                cluster.lose(exc.run_id, "a newer claim superseded this worker's token")
+            cluster.refused(exc, _write_name(op), call_id)
             raise
 
     # lifecycle
