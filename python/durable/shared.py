@@ -348,6 +348,7 @@ class SharedWorker:
         )
         session = session_of(context)
         if plan.action != "resume":
+            self._held.add(claim.run_id)  # a decision may come before the next tick sees it
             takeover.warn_held(context, plan.run)
             logger.info("run %s taken over and held (%s)", claim.run_id, plan.run.reason)
             return
