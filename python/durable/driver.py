@@ -78,7 +78,8 @@ async def drive(
     try:
         return await _drive(session, agent, resume=resume, first=first)
     except FencingLost as exc:  # a write outside the seams (the run's end) was refused
-        claim_lost(session, ClaimLost(run_id, str(exc.fields.get("reason") or "fencing_lost")))
+        reason = str(exc.fields.get("reason") or "fencing_lost")
+        claim_lost(session, ClaimLost(run_id, f"write refused: {reason}"))
         return ""
     finally:
         session.run = None  # the run is over (or held): no journaling outside it

@@ -39,6 +39,7 @@ class Workers:
         tmp: Path,
         count: int = 3,
         own_roles: tuple[int, ...] = (),
+        own_env: dict[int, dict[str, str]] | None = None,
     ) -> None:
         self.network = network
         self.postgres = postgres
@@ -58,7 +59,7 @@ class Workers:
         }
         self.servers = []
         for i in range(count):
-            own = {"A0_WORKER_ID": f"w{i}"}
+            own = {"A0_WORKER_ID": f"w{i}", **(own_env or {}).get(i, {})}
             if i in own_roles:
                 own["A0_DURABILITY_POSTGRES_DSN"] = self.create_role(i)
             node = network.add_node()

@@ -4,7 +4,9 @@ system, then blocks; the tests break the worker that runs it in three ways: (a) 
 (b) its link down, (c) its database sessions terminated. Each time a peer claims the run
 once the lease expired and holds it (the shell receipt stays on the first worker), the old
 worker writes nothing more for the run and starts no effect, and the effect happened
-once."""
+once. In (b) and (c) the old worker's heartbeat is held where it would learn of the loss
+(``HOLD_HEARTBEAT``), so its late result write is what reaches PostgreSQL, and the fence
+refuses it (``FencingLost``, logged with the run, the call and both tokens)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.multihost._workers import LEASE_SECONDS, Workers
+from tests.postgres._workers import HOLD_HEARTBEAT
 from tests.support.model_server import ScriptedModel
 from tests.support.netns import wait_for
 
@@ -29,8 +32,11 @@ pytestmark = [
 @pytest.fixture
 def workers(network, bridge_postgres, tmp_path) -> Iterator[Workers]:
     model = ScriptedModel(host=network.host_address).start()
-    # w0, the worker every test breaks, logs in as a database role of its own (test c)
-    group = Workers(network, bridge_postgres, model, tmp_path, own_roles=(0,))
+    # w0, the worker every test breaks, logs in as a database role of its own (test c),
+    # and its heartbeat stops where it would learn that its claim was lost (tests b, c)
+    group = Workers(
+        network, bridge_postgres, model, tmp_path, own_roles=(0,), own_env={0: HOLD_HEARTBEAT}
+    )
     try:
         group.start()
         yield group
@@ -101,10 +107,30 @@ def shell_finished(workers: Workers, index: int) -> bool:
     return any(receipts.glob("*.exit"))
 
 
-def lost_claim_logged(workers: Workers, index: int, run_id: str) -> str | None:
-    lines = workers.servers[index].output().splitlines()
-    found = [line for line in lines if run_id in line and "claim lost" in line]
-    return "\n".join(found) or None
+def refused_write(workers: Workers, run_id: str) -> str:
+    """The line w0 must log when the fence refuses its late result of the shell call: the
+    run, the call, the token w0 held and the one the peer's claim carries."""
+    (call,) = workers.shell_calls(run_id)
+    (_, held), (_, current) = workers.claim_history(run_id)
+    return (
+        f"fenced write refused (superseded): worker w0's commit_result for run {run_id}"
+        f" (call {call.id}) under token {held}; the run's token is {current}: nothing of it"
+        " committed, and the worker starts no new effect for that run"
+    )
+
+
+def refusal_logged(workers: Workers, expected: str) -> bool:
+    return expected in workers.servers[0].output()
+
+
+def assert_write_found_out(workers: Workers, run_id: str) -> None:
+    """Only the refused write told w0 (its heartbeat is held), and it stopped the run."""
+    output = workers.servers[0].output()
+    assert "heartbeat's renewal found" not in output
+    assert f"run {run_id} stopped on this worker: claim lost (write refused: superseded)" in (
+        output
+    )
+    assert workers.postgres.password not in output
 
 
 def test_b_link_down_until_the_lease_expires_late_writes_are_fenced(workers):
@@ -114,13 +140,15 @@ def test_b_link_down_until_the_lease_expires_late_writes_are_fenced(workers):
     try:
         holder = taken_over(workers, run_id, "w0")
         before = journal_state(workers, run_id)
+        expected = refused_write(workers, run_id)
         workers.gate.touch()  # the shell on w0 ends: w0 now has a result to commit
         wait_for(lambda: shell_finished(workers, 0), 60, "the shell on w0 to finish")
     finally:
         w0.node.link_up()
-    # w0 finds out (its heartbeat's renewal, or its result's write, is refused) and says so
-    wait_for(lambda: lost_claim_logged(workers, 0, run_id), 90, "w0 to log the lost claim")
+    # the pending result write reaches PostgreSQL under w0's old token: refused, and said
+    wait_for(lambda: refusal_logged(workers, expected), 60, "w0's late write to be refused")
     wait_for(lambda: workers.settled(0), 60, "w0's writes to settle")
+    assert_write_found_out(workers, run_id)
     assert journal_state(workers, run_id) == before, "w0 wrote for a run it no longer holds"
     assert_once_and_held(workers, run_id, "b", holder)
     assert workers.owner(run_id) == (holder, True)
@@ -156,12 +184,14 @@ def test_c_sessions_terminated_mid_call_the_worker_reconnects_or_is_fenced(worke
         wait_for(lambda: not workers.terminate_backends(0), 10, "w0's sessions to end")
         holder = taken_over(workers, run_id, "w0")
         before = journal_state(workers, run_id)
+        expected = refused_write(workers, run_id)
     finally:
         workers.set_login(0, True)
     workers.gate.touch()  # the shell on w0 ends: w0 has a result to commit, on new sessions
     wait_for(lambda: shell_finished(workers, 0), 60, "the shell on w0 to finish")
-    wait_for(lambda: lost_claim_logged(workers, 0, run_id), 90, "w0 to log the lost claim")
+    wait_for(lambda: refusal_logged(workers, expected), 60, "w0's late write to be refused")
     wait_for(lambda: workers.settled(0), 60, "w0's writes to settle")
+    assert_write_found_out(workers, run_id)
     assert journal_state(workers, run_id) == before, "w0 wrote for a run it no longer holds"
     assert_once_and_held(workers, run_id, "c", holder)
     assert workers.owner(run_id) == (holder, True)

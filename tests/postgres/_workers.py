@@ -22,6 +22,13 @@ if TYPE_CHECKING:
 
 LEASE = "2"
 HEARTBEAT = "0.4"
+#: A worker whose heartbeat stops where it would learn that a claim was lost (failpoint
+#: cluster.renewal_lost, freeze): its late write is what finds out, refused by the fence.
+HOLD_HEARTBEAT = {
+    "A0_CRASH_AT": "cluster.renewal_lost",
+    "A0_CRASH_MODE": "freeze",
+    "A0_CRASH_FREEZE_SECONDS": "300",
+}
 
 
 class Workers:

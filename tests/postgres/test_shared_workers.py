@@ -11,8 +11,17 @@ from typing import Any
 
 import pytest
 
+from durability import Journal
+from durability.cluster import Claim
 from tests.integration._helpers import chat_log, log_text, request_text, wait_until
-from tests.postgres._workers import in_background, post, run_of, wait_status, workers
+from tests.postgres._workers import (
+    HOLD_HEARTBEAT,
+    in_background,
+    post,
+    run_of,
+    wait_status,
+    workers,
+)
 from tests.support.model_server import ScriptedFailure, model_server
 from tests.support.ui_server import SLOW_START, UiServer
 
@@ -208,3 +217,49 @@ def test_a_frozen_worker_that_lost_its_claim_commits_nothing_and_starts_nothing(
     assert workers.claimers(run_id) == ["worker-a", "worker-b"]  # A did not claim it back
     assert workers.side_effects() == []
     assert model_server.calls == 2
+
+
+def test_a_result_written_under_a_superseded_token_is_refused_and_logged(workers, model_server):
+    """A's claim is superseded while its shell command runs (the test ends the lease early
+    and claims the run itself). A's heartbeat is held where it would learn of it, so the
+    command's result write is what finds out: the fence refuses it, A logs the run, the
+    call and both tokens (never the DSN), commits nothing and starts nothing more."""
+    gate = workers.tmp / "gate"
+    code = f"echo shell >> {workers.effects}; while [ ! -e {gate} ]; do sleep 0.05; done"
+    model_server.tool("code_execution_tool", {"runtime": "terminal", "session": 0, "code": code})
+    model_server.tool("response", {"text": "never reached"})
+    a = workers.start("worker-a", **HOLD_HEARTBEAT)
+    in_background(lambda: a.api_message("run it", input_id="s1"))
+    wait_until(lambda: workers.side_effects() == ["shell"], timeout=60, what="the command")
+    [(run_id, _context_id, _)] = workers.runs()
+    [(held,)] = workers.sql("SELECT token FROM claims WHERE run_id = %s", run_id)
+    thief = Journal.open_postgres(
+        workers.postgres.dsn, namespace=workers.namespace, worker_id="thief", pool_size=1
+    )
+    try:
+
+        def supersede() -> Claim | None:  # A's heartbeat may renew in between: again
+            workers.sql("UPDATE claims SET expires_at = 0 WHERE run_id = %s RETURNING 1", run_id)
+            return thief.cluster.claim(run_id)
+
+        taken = wait_until(supersede, timeout=30, what="the test to claim the run")
+        [call] = [c for c in thief.list_calls(run_id) if c.name == "code_execution_tool"]
+        before = (thief.get_run(run_id), thief.list_calls(run_id))
+        gate.touch()  # the command ends: A has a result to commit under its old token
+        refused = (
+            f"fenced write refused (superseded): worker worker-a's commit_result for run"
+            f" {run_id} (call {call.id}) under token {held}; the run's token is {taken.token}:"
+            " nothing of it committed"
+        )
+        wait_until(lambda: refused in a.output(), timeout=30, what="A's write to be refused")
+        stopped = f"run {run_id} stopped on this worker: claim lost (write refused: superseded)"
+        wait_until(lambda: stopped in a.output(), timeout=30, what="A to stop the run")
+        assert (thief.get_run(run_id), thief.list_calls(run_id)) == before  # nothing committed
+        assert thief.get_call(call.id).state == "open"
+    finally:
+        thief.close()
+    assert "heartbeat's renewal found" not in a.output()  # the write found out, not the beat
+    assert model_server.calls == 1  # nothing further started for the run
+    assert workers.side_effects() == ["shell"]
+    assert workers.postgres.password not in a.output()
+    a.kill()  # its heartbeat thread is frozen: no graceful stop
