@@ -1,4 +1,4 @@
-"""The agent loop: chats (AgentContext), agents, their configuration and the monologue.
+"""The agent loop: a chat's agents (AgentContext) and the monologue (Agent).
 
 Every chat has a durable session (``context.session``), made with the chat by the factory
 it is given (python/durable builds them; agent.py never imports it). The session owns the
@@ -7,99 +7,51 @@ journal only through it: ``Agent.call_model`` (every model call) and
 ``Agent.execute_tool`` (every tool execution) each make one call into the session, and
 every iteration ends with ``session.iteration_end`` (the checkpoint). Nothing else calls
 a model or runs a tool.
+
+What is not the loop lives one layer below and is re-exported here, so upstream's import
+paths (``from agent import AgentConfig, UserMessage, ...``) keep working: the chat's state,
+registry and controls (python/helpers/chat_context.py), the configuration
+(python/helpers/agent_config.py) and the loop's exceptions (python/helpers/errors.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import secrets
-import string
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from enum import Enum
-from pathlib import Path
 from typing import Any
 
-from python.helpers import files, mcp_client
+from python.helpers import mcp_client
 from python.helpers import secrets as secret_store
-from python.helpers.chat_session import ChatSession, SessionFactory, StreamCallback
+from python.helpers.agent_config import AgentConfig
+from python.helpers.chat_context import (
+    AgentContextType,
+    ChatContext,
+    UserMessage,
+    new_context_id,
+)
+from python.helpers.chat_session import SessionFactory, StreamCallback
 from python.helpers.errors import HandledException, InterventionException, RepairableException
 from python.helpers.extensions import call_extensions, call_extensions_sync
 from python.helpers.history import History, Message
 from python.helpers.log import Log
-from python.helpers.models import ChatModel, ModelConfig, ModelResult
+from python.helpers.models import ChatModel, ModelResult
 from python.helpers.reply_stream import ReplyStream
-from python.helpers.shell import ShellSessions
 from python.helpers.tool import Response, Tool, find_tool_class, tool_names
 from python.helpers.tool_request import parse_tool_request
 
-
-class AgentContextType(Enum):
-    USER = "user"
-    TASK = "task"
-    BACKGROUND = "background"
-
-
-@dataclass
-class UserMessage:
-    message: str
-    attachments: list[str] = field(default_factory=list)
-    system_message: list[str] = field(default_factory=list)
-    id: str | None = None
-
-
-@dataclass
-class AgentConfig:
-    """Per-agent configuration: profile, model settings and extra values."""
-
-    profile: str = "agent0"
-    settings: dict[str, Any] = field(default_factory=dict)
-    workdir: str = ""
-    additional: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_settings(cls, settings: dict[str, Any], profile: str | None = None) -> AgentConfig:
-        return cls(
-            profile=profile or str(settings.get("agent_profile") or "agent0"),
-            settings=dict(settings),
-            workdir=str(settings.get("workdir") or ""),
-        )
-
-    @property
-    def prompts_dirs(self) -> list[Path]:
-        from python.helpers import prompts
-
-        return prompts.prompt_dirs(self.profile)
-
-    def model_config(self, kind: str) -> ModelConfig:
-        prefix = "util_model" if kind == "utility" else "chat_model"
-        return ModelConfig.from_settings(self.settings, prefix)
-
-    @property
-    def chat_model(self) -> ModelConfig:
-        return self.model_config("chat")
-
-    @property
-    def utility_model(self) -> ModelConfig:
-        return self.model_config("utility")
-
-    def history_token_limit(self) -> int:
-        ctx = int(self.settings.get("chat_model_ctx_length") or 0)
-        share = float(self.settings.get("chat_model_ctx_history") or 0.7)
-        return int(ctx * share)
-
-    def workdir_path(self) -> Path:
-        return Path(self.workdir) if self.workdir else files.usr_dir() / "workdir"
-
-    def tool_dirs(self) -> list[Path]:
-        p = self.profile
-        return [
-            files.usr_dir() / "agents" / p / "tools",
-            files.BASE_DIR / "agents" / p / "tools",
-            files.BASE_DIR / "python" / "tools",
-        ]
+__all__ = [
+    "Agent",
+    "AgentConfig",
+    "AgentContext",
+    "AgentContextType",
+    "HandledException",
+    "InterventionException",
+    "LoopData",
+    "RepairableException",
+    "UserMessage",
+    "new_context_id",
+]
 
 
 @dataclass
@@ -116,17 +68,8 @@ class LoopData:
     current_tool: Tool | None = None
 
 
-def new_context_id() -> str:
-    """A fresh chat id: 8 letters and digits (upstream's format)."""
-    alphabet = string.ascii_letters + string.digits
-    return "".join(secrets.choice(alphabet) for _ in range(8))
-
-
-class AgentContext:
-    """One chat: its agents, log, shell sessions and durable session."""
-
-    _contexts: dict[str, AgentContext] = {}
-    _counter = 0
+class AgentContext(ChatContext):
+    """One chat: its state (python/helpers/chat_context.py) and its agents."""
 
     def __init__(
         self,
@@ -137,62 +80,10 @@ class AgentContext:
         *,
         session: SessionFactory,
     ) -> None:
-        self.id = id or new_context_id()
-        self.name = name
-        self.config = config
-        self.type = type
-        self.log = Log()
-        self._resume = asyncio.Event()
-        self._resume.set()
+        super().__init__(config, id, name, type, session=session)
         self.streaming_agent: Agent | None = None
-        self.created_at = datetime.now(UTC)
-        self.last_message = self.created_at
-        AgentContext._counter += 1
-        self.no = AgentContext._counter
-        self.data: dict[str, Any] = {}
-        self.output_data: dict[str, Any] = {}
-        self.shells = ShellSessions(config.workdir_path())
-        self.session: ChatSession = session(self)  # no chat exists without its session
         self.agent0 = Agent(0, config, self)
-        AgentContext._contexts[self.id] = self
-
-    # -- registry -------------------------------------------------------------
-    @classmethod
-    def get(cls, id: str) -> AgentContext | None:
-        return cls._contexts.get(id)
-
-    @classmethod
-    def all(cls) -> list[AgentContext]:
-        return list(cls._contexts.values())
-
-    @classmethod
-    def remove(cls, id: str) -> AgentContext | None:
-        """Delete a chat: its session stops it and journals that it is gone."""
-        ctx = cls._contexts.pop(id, None)
-        if ctx is not None:
-            ctx.session.remove()
-        return ctx
-
-    @classmethod
-    def unregister(cls, id: str, context: AgentContext) -> None:
-        """Forget ``context`` without deleting it (its process is stopping)."""
-        if cls._contexts.get(id) is context:
-            del cls._contexts[id]
-
-    # -- state ----------------------------------------------------------------
-    @property
-    def paused(self) -> bool:
-        return not self._resume.is_set()
-
-    @paused.setter
-    def paused(self, value: bool) -> None:
-        if value:
-            self._resume.clear()
-        else:
-            self._resume.set()
-
-    async def wait_if_paused(self) -> None:
-        await self._resume.wait()
+        self._register()
 
     def get_agent(self) -> Agent:
         return self.streaming_agent or self.agent0
@@ -206,31 +97,6 @@ class AgentContext:
             agent = agent.data.get("_subordinate")
         return chain
 
-    @property
-    def task(self) -> asyncio.Task[str] | None:
-        """The chat's one task (the session creates it)."""
-        return self.session.task
-
-    def is_running(self) -> bool:
-        task = self.session.task
-        return task is not None and not task.done()
-
-    # -- control: the session owns the chat's life -----------------------------------
-    def communicate(self, msg: UserMessage) -> asyncio.Task[str]:
-        """Admit `msg` and run it, or hand it to the working agent as an intervention."""
-        return self.session.communicate(msg)
-
-    def nudge(self) -> asyncio.Task[str]:
-        """Stop the run and continue on the working agent with a nudge message."""
-        return self.session.nudge()
-
-    def kill_process(self) -> None:
-        self.session.stop()
-
-    def reset(self) -> None:
-        """Stop work and start the chat over (log, agents, shells)."""
-        self.session.reset()
-
     def clear(self) -> None:
         """A fresh log, agent 0 and shells (``reset`` through the session)."""
         self.close_shells()
@@ -238,11 +104,6 @@ class AgentContext:
         self.paused = False
         self.streaming_agent = None
         self.agent0 = Agent(0, self.config, self)
-
-    def close_shells(self) -> None:
-        shells, self.shells = self.shells, ShellSessions(self.config.workdir_path())
-        with contextlib.suppress(RuntimeError):  # no running loop: nothing was started
-            asyncio.get_running_loop().create_task(shells.close_all())
 
     async def chain(self, agent: Agent, *, resume: bool = False) -> str:
         """Run ``agent``'s monologue (its message is already in history), then hand the
@@ -259,22 +120,6 @@ class AgentContext:
             response = await self.chain(superior)
         await call_extensions("process_chain_end", agent, data={"response": response})
         return response
-
-    def output(self) -> dict[str, Any]:
-        """The chat's row in the poll snapshot."""
-        return {
-            "id": self.id,
-            "name": self.name,
-            "created_at": self.created_at.isoformat(),
-            "no": self.no,
-            "log_guid": self.log.guid,
-            "log_version": self.log.version,
-            "log_length": len(self.log.output()),
-            "paused": self.paused,
-            "last_message": self.last_message.isoformat(),
-            "type": self.type.value,
-            "running": self.is_running(),
-        }
 
 
 class Agent:

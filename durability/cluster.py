@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from durability import failpoints
 from durability.errors import DurabilityError, FencingLost, InvalidArgument
 from durability.store.base import StoreTx
 
@@ -88,6 +89,7 @@ class Cluster:
         self.lease_seconds = float(lease_seconds)
         self._monotonic = monotonic
         self._book: dict[str, Claim] = {}
+        self._lost: dict[str, int] = {}  # run id -> the token of a claim this worker lost
         self._lock = threading.Lock()
         #: Called with each claim this worker takes (the journal forgets cached state).
         self.on_claim: Callable[[Claim], None] | None = None
@@ -126,6 +128,7 @@ class Cluster:
         )
         with self._lock:
             self._book[claim.run_id] = claim
+            self._lost.pop(claim.run_id, None)
         if claim.previous_worker is not None and claim.previous_worker != self.worker_id:
             logger.info(
                 "claim: worker %s took run %s over from %s (token %d)",
@@ -138,18 +141,42 @@ class Cluster:
             self.on_claim(claim)
         return claim
 
-    def lose(self, run_id: str, reason: str) -> None:
-        """Forget a claim this worker no longer holds, and say so in the log."""
+    def lose(self, run_id: str, reason: str, *, quiet: bool = False) -> None:
+        """Forget a claim this worker no longer holds, and say so in the log (``quiet``:
+        the caller's own line says it)."""
         with self._lock:
             claim = self._book.pop(run_id, None)
-        if claim is not None:
+            if claim is not None:
+                self._lost[run_id] = claim.token
+        if claim is not None and not quiet:
             logger.warning(
-                "claim lost: worker %s no longer holds run %s (%s); it starts no new effect"
-                " and writes nothing more for that run",
+                "claim lost: worker %s no longer holds run %s (token %d): %s; it starts no"
+                " new effect and writes nothing more for that run",
                 self.worker_id,
                 run_id,
+                claim.token,
                 reason,
             )
+
+    def refused(self, exc: FencingLost, write: str, call_id: str | None = None) -> None:
+        """A write of this worker was refused by the fence (``check_fence``): one line
+        naming the write, the run, the call and the tokens; the claim is forgotten."""
+        run_id = str(exc.fields.get("run_id") or "")
+        held = exc.fields.get("held_token", exc.fields.get("lost_token"))
+        logger.warning(
+            "fenced write refused (%s): worker %s's %s for run %s (call %s) under token %s;"
+            " the run's token is %s: nothing of it committed, and the worker starts no new"
+            " effect for that run",
+            exc.fields.get("reason", "fencing_lost"),
+            self.worker_id,
+            write,
+            run_id,
+            call_id or "none",
+            "none" if held is None else held,
+            exc.fields.get("current_token", "unknown"),
+        )
+        if exc.fields.get("reason") == "superseded":
+            self.lose(run_id, "a newer claim superseded this worker's token", quiet=True)
 
     # claiming
     def claim(self, run_id: str) -> Claim | None:
@@ -201,6 +228,8 @@ class Cluster:
         renewed_at = self.store.run(
             "claims", lambda conn: sql.renew(conn, self.worker_id, self.lease_seconds, held)
         )
+        if set(held) - set(renewed_at):  # a claim was lost: a test may hold the heartbeat here
+            failpoints.failpoint("cluster.renewal_lost")
         renewed, lost = [], []
         for run_id, token in held.items():
             if run_id in renewed_at:
@@ -217,7 +246,7 @@ class Cluster:
                     renewed.append(current)
             else:
                 lost.append(run_id)
-                self.lose(run_id, "taken over or released while this worker held it")
+                self.lose(run_id, "its heartbeat's renewal found the run taken over or released")
         return Renewal(renewed, lost)
 
     def release(self, run_id: str) -> bool:
@@ -261,11 +290,15 @@ class Cluster:
         rid, current = found
         held = self.token(rid)
         if held is None:
+            with self._lock:
+                lost = self._lost.get(rid)
             raise FencingLost(
                 "this worker holds no claim on the run",
                 run_id=rid,
                 worker_id=self.worker_id,
                 reason="not_claimed",
+                current_token=current,
+                **({} if lost is None else {"lost_token": lost}),
             )
         if current != held:
             raise FencingLost(

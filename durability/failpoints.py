@@ -2,7 +2,8 @@
 
 ``A0_CRASH_AT=<point>`` makes the process SIGKILL itself when it reaches that point. A
 point is one of the agent loop's durable boundaries (``BOUNDARIES``: every journaled call
-passes them) or one of the journal's own (``JOURNAL_POINTS``, inside the group commit).
+passes them), one of the journal's own (``JOURNAL_POINTS``, inside the group commit) or
+one of a shared worker's claims (``CLUSTER_POINTS``).
 
 - ``A0_CRASH_AT=<point>@<n>``: the n-th time the point is reached in this process, not the
   first.
@@ -44,6 +45,13 @@ BOUNDARIES = ("before_intent", "after_intent", "after_effect", "after_result", "
 JOURNAL_POINTS = (
     "journal.batch_before_commit",  # a batch's writes are done, COMMIT not yet issued
     "journal.batch_after_commit",  # COMMIT returned, no caller acknowledged yet
+)
+
+#: Points of a shared worker's claims (durability/cluster.py). With ``A0_CRASH_MODE=freeze``
+#: the heartbeat thread stops where it would learn that a claim was lost, so the worker's
+#: next write for the run is what finds out (the multi-host tests use this).
+CLUSTER_POINTS = (
+    "cluster.renewal_lost",  # a renewal found a claim taken over, before it is forgotten
 )
 
 

@@ -36,7 +36,7 @@ from durability.journal import (
     _tasks,
 )
 from durability.journal._checkpoints import HistoryKeys
-from durability.journal._plan import Plan
+from durability.journal._plan import Plan, operation_name
 from durability.masking import Masker
 from durability.records import (
     OPEN_RUN_STATUSES,
@@ -164,8 +164,7 @@ class Journal:
         try:
             return self.store.write(fenced)
         except FencingLost as exc:
-            if exc.reason == "superseded":
-                cluster.lose(exc.run_id, "a newer claim superseded this worker's token")
+            cluster.refused(exc, operation_name(op), call_id)
             raise
 
     def writes_natively_async(self) -> bool:

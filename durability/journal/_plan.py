@@ -35,6 +35,12 @@ class Plan(Generic[T]):
     after: Callable[[T], T] | None = None
 
 
+def operation_name(op: Callable[..., object]) -> str:
+    """The journal operation a transaction belongs to (``commit_result.<locals>.op`` gives
+    ``commit_result``), for the line that says a fenced write was refused."""
+    return op.__qualname__.split(".<locals>", 1)[0].rsplit(".", 1)[-1]
+
+
 def read(op: Callable[[StoreTx], T], after: Callable[[T], T] | None = None) -> Plan[T]:
     return Plan(op, write=False, after=after)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import hashlib
+import os
 import re
 import secrets
 from pathlib import Path
@@ -44,9 +46,15 @@ def safe_filename(name: str) -> str:
 
 
 def _write_upload(folder: Path, name: str, data: bytes) -> str:
+    """Save an upload under a name made of its content's digest and its safe name: a
+    retried request (same input id) names the same file, so its content digest matches
+    and admission finds the recorded run instead of an ``input_conflict``. Written to a
+    private temporary file first, then renamed: concurrent copies never see half a file."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{secrets.token_hex(4)}_{safe_filename(name)}"
-    path.write_bytes(data)
+    path = folder / f"{hashlib.sha256(data).hexdigest()[:16]}_{safe_filename(name)}"
+    partial = folder / f".{secrets.token_hex(8)}.part"
+    partial.write_bytes(data)
+    os.replace(partial, path)
     return str(path)
 
 

@@ -57,6 +57,9 @@ async def run_admitted(session: DurableSession, run: Run, msg: UserMessage, agen
 
     async def base_checkpoint() -> None:
         await checkpoint.write(session.context, state, session.journal)
+        shared = session.chats.shared
+        if shared is not None and msg.attachments:  # for a worker that may take it over
+            await shared.store_attachments(session, run.id, list(msg.attachments))
 
     return await drive(session, agent, resume=False, first=base_checkpoint)
 
@@ -75,7 +78,8 @@ async def drive(
     try:
         return await _drive(session, agent, resume=resume, first=first)
     except FencingLost as exc:  # a write outside the seams (the run's end) was refused
-        claim_lost(session, ClaimLost(run_id, str(exc.fields.get("reason") or "fencing_lost")))
+        reason = str(exc.fields.get("reason") or "fencing_lost")
+        claim_lost(session, ClaimLost(run_id, f"write refused: {reason}"))
         return ""
     finally:
         session.run = None  # the run is over (or held): no journaling outside it

@@ -319,13 +319,16 @@ class DurableSession:
 
     @contextlib.contextmanager
     def _fenced(self) -> Iterator[None]:
-        """A shared worker's write refused (FencingLost): the run is no longer this
-        worker's; unwind the chain as a signal no tool or extension swallows."""
+        """A shared worker's write refused, or an effect not started, with FencingLost
+        (durability/cluster.py and the shared worker's gate log which): the run is no
+        longer this worker's; unwind the chain as a signal no tool or extension swallows."""
         try:
             yield
         except FencingLost as exc:
             run_id = str(exc.fields.get("run_id") or (self.run.run_id if self.run else ""))
-            raise ClaimLost(run_id, str(exc.fields.get("reason") or "fencing_lost")) from None
+            reason = str(exc.fields.get("reason") or "fencing_lost")
+            refused = "effect not started" if "effect" in exc.fields else "write refused"
+            raise ClaimLost(run_id, f"{refused}: {reason}") from None
 
     async def before_effect(self, call: Call) -> None:
         """Called right before an effect starts, after its intent is durable: the place

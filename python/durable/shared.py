@@ -91,7 +91,7 @@ class SharedWorker:
 
         def lost(run_ids: list[str]) -> None:  # the heartbeat thread
             for run_id in run_ids:
-                loop.call_soon_threadsafe(self.claim_lost, run_id, "taken over")
+                loop.call_soon_threadsafe(self.claim_lost, run_id, "heartbeat: taken over")
 
         self._heartbeat = self.cluster.start_heartbeat(self.config.heartbeat_seconds, lost)
         self._loop_task = loop.create_task(self._run(), name=f"shared-worker:{self.worker_id}")
@@ -124,11 +124,21 @@ class SharedWorker:
         if self.cluster.is_live(call.run_id):
             return
         reason = "not_claimed" if self.cluster.get(call.run_id) is None else "lease_expired"
+        logger.warning(
+            "effect not started (%s): worker %s's claim on run %s is not live; %s (call %s)"
+            " does not start",
+            reason,
+            self.worker_id,
+            call.run_id,
+            call.name,
+            call.id,
+        )
         raise FencingLost(
             "this worker's claim on the run is not live: the effect does not start",
             run_id=call.run_id,
             worker_id=self.worker_id,
             reason=reason,
+            effect=call.name,
         )
 
     def keeps_open(self, run_id: str) -> bool:
@@ -208,6 +218,13 @@ class SharedWorker:
         if context is not None and claim.previous_worker not in (None, self.worker_id):
             await takeover.restore_resources(self, session_of(context), claim)
         return True
+
+    async def store_attachments(
+        self, session: DurableSession, run_id: str, paths: list[str]
+    ) -> None:
+        """A new run's attachments, stored encrypted for a worker that may take it over."""
+        if self.resources is not None:
+            await takeover.store_attachments(self, session, run_id, paths)
 
     async def after_iteration(self, session: DurableSession, run_id: str) -> None:
         """After each checkpoint: store the work folder for a worker that may take over."""
@@ -331,6 +348,7 @@ class SharedWorker:
         )
         session = session_of(context)
         if plan.action != "resume":
+            self._held.add(claim.run_id)  # a decision may come before the next tick sees it
             takeover.warn_held(context, plan.run)
             logger.info("run %s taken over and held (%s)", claim.run_id, plan.run.reason)
             return

@@ -145,6 +145,52 @@ async def restore_resources(worker: SharedWorker, session: DurableSession, claim
         logger.info("run %s: resources restored into %s", claim.run_id, ", ".join(restored))
 
 
+def _attachment_files(paths: list[str]) -> dict[str, bytes]:
+    """name -> bytes of a message's attachment files (a second file of one name gets a
+    numbered name; a file that cannot be read is left out)."""
+    files: dict[str, bytes] = {}
+    for path in paths:
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            continue
+        name, n = Path(path).name, 1
+        while name in files:
+            n += 1
+            name = f"{n}-{Path(path).name}"
+        files[name] = data
+    return files
+
+
+async def store_attachments(
+    worker: SharedWorker, session: DurableSession, run_id: str, paths: list[str]
+) -> None:
+    """Store a new run's attachments, encrypted, for the worker that may continue it; a
+    refusal (a hostile name, over the size limit) is logged and never stops the run."""
+    resources = worker.resources
+    if resources is None or not paths:
+        return
+    context = session.context
+
+    def store() -> int:
+        files = _attachment_files(paths)
+        if files:
+            resources.store_attachments(context.id, run_id, files)
+        return len(files)
+
+    try:
+        stored = await asyncio.to_thread(store)
+    except DurabilityError as exc:
+        logger.warning("run %s: attachments not stored (%s)", run_id, exc.code)
+        context.log.log(
+            type="warning",
+            content=f"The attachments were not stored for other workers ({exc.code}).",
+            kvps={"run_id": run_id, "code": exc.code},
+        )
+        return
+    logger.info("run %s: %d attachment(s) stored for other workers", run_id, stored)
+
+
 async def snapshot_workdir(worker: SharedWorker, session: DurableSession, run_id: str) -> None:
     """Store the chat's work folder (only changed files) for the worker that may continue
     the run; a failure is logged and never stops the run."""

@@ -33,6 +33,10 @@ def agent_env(model: ScriptedModel) -> dict[str, str]:
     return env
 
 
+#: What the session measured; printed at the end of the run (tests/docker/conftest.py).
+METRICS: dict[str, str] = {}
+
+
 @dataclass
 class DockerSetup:
     """The session's engine and the project image built on it (tests/docker/conftest.py)."""
@@ -41,6 +45,15 @@ class DockerSetup:
     image: str
     timings: dict[str, float] = field(default_factory=dict)
     image_bytes: int = 0
+
+
+@dataclass
+class SharedImages:
+    """What docker/compose.yml's `shared` profile runs: A0_SHARED_IMAGE, A0_POSTGRES_IMAGE."""
+
+    worker: str
+    postgres: str
+    worker_bytes: int
 
 
 class AgentContainer:

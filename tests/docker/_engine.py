@@ -207,6 +207,8 @@ class Engine:
                 ids = self.docker("ps", "-aq", check=False).stdout.split()
                 if ids:
                     self.docker("rm", "-f", "-v", *ids, check=False, timeout=120)
+                # networks made by Compose have bridges of their own on the host
+                self.docker("network", "prune", "-f", check=False, timeout=60)
                 lap("containers")
                 self.process.send_signal(signal.SIGTERM)
                 try:
@@ -308,9 +310,13 @@ class Engine:
         if imported.returncode != 0 or tar.returncode != 0:
             raise EngineError(f"docker import failed:\n{imported.stderr[-3000:]}")
 
-    def build_project_image(self, tag: str, workdir: Path) -> None:
+    def build_project_image(
+        self, tag: str, workdir: Path, build_args: dict[str, str] | None = None
+    ) -> None:
         """docker/Dockerfile on the repository; the host's extra CAs as the build secret."""
         args = ["build", "--network", "host", "-f", str(REPO / "docker/Dockerfile"), "-t", tag]
+        for name, value in (build_args or {}).items():
+            args += ["--build-arg", f"{name}={value}"]
         extra = sorted(Path("/usr/local/share/ca-certificates").glob("**/*.crt"))
         if extra:
             ca = workdir / "build-ca.pem"
@@ -320,6 +326,13 @@ class Engine:
             self.docker(*args, str(REPO), timeout=1200)
         finally:
             (workdir / "build-ca.pem").unlink(missing_ok=True)
+
+    def build_image(self, tag: str, context: Path) -> None:
+        """The Dockerfile in ``context`` (apt only: no build secret needed)."""
+        self.docker("build", "--network", "host", "-t", tag, str(context), timeout=1200)
+
+    def image_bytes(self, tag: str) -> int:
+        return int(self.docker("image", "inspect", "-f", "{{.Size}}", tag).stdout)
 
     # helpers --------------------------------------------------------------------------
     @staticmethod

@@ -1,8 +1,10 @@
 """The container tests' session: one private engine, one base image, one project image.
 
 They run in a pytest session of their own (scripts/test.sh), one process: the image is
-built once for all of them. Without root, dockerd or debootstrap they skip, except under
-CI=true, where a missing prerequisite fails.
+built once for all of them. The shared profile's images (the project with the `postgres`
+extra, and a PostgreSQL server) are built on first use and kept for the session too.
+Without root, dockerd or debootstrap they skip, except under CI=true, where a missing
+prerequisite fails.
 """
 
 from __future__ import annotations
@@ -10,16 +12,17 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.docker._agent import DockerSetup
+from tests.docker._agent import METRICS, DockerSetup, SharedImages
 from tests.docker._engine import Engine, missing_prerequisites
 
 IMAGE = "agent-zero-durable:test"
-
-#: What the session measured; printed at the end of the run (pytest_terminal_summary).
-METRICS: dict[str, str] = {}
+SHARED_IMAGE = "agent-zero-durable:postgres-test"
+POSTGRES_IMAGE = "a0-test-postgres:15"
+POSTGRES_CONTEXT = Path(__file__).parent / "postgres"
 
 
 def _timed(timings: dict[str, float], name: str, fn, *args) -> None:
@@ -56,6 +59,32 @@ def docker_setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerSet
         engine.stop()
         laps = ", ".join(f"{k} {v:.1f} s" for k, v in engine.stop_timings.items())
         METRICS["clean-up"] = f"{time.monotonic() - start:.1f} s ({laps})"
+
+
+@pytest.fixture(scope="session")
+def shared_images(docker_setup: DockerSetup) -> SharedImages:
+    engine = docker_setup.engine
+    work = engine.root / "work"
+    build_args = {"A0_EXTRAS": "postgres"}
+    _timed(
+        docker_setup.timings,
+        "image build (postgres extra)",
+        engine.build_project_image,
+        SHARED_IMAGE,
+        work,
+        build_args,
+    )
+    worker_bytes = engine.image_bytes(SHARED_IMAGE)
+    METRICS["image size (postgres extra)"] = f"{worker_bytes / 1e6:.0f} MB"
+    _timed(
+        docker_setup.timings,
+        "postgres image build",
+        engine.build_image,
+        POSTGRES_IMAGE,
+        POSTGRES_CONTEXT,
+    )
+    METRICS["postgres image size"] = f"{engine.image_bytes(POSTGRES_IMAGE) / 1e6:.0f} MB"
+    return SharedImages(SHARED_IMAGE, POSTGRES_IMAGE, worker_bytes)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:

@@ -1,13 +1,10 @@
 """docker/compose.yml validates with the Compose implementation Debian ships (the plugin when
 present, else docker-compose), for the default service and for the `shared` profile.
 
-Only `config` runs here: the shared profile's workers need the PostgreSQL backend and an
-image of PostgreSQL; running them is a later test (docs/docker.md)."""
+Only `config` runs here; test_compose_shared.py runs the shared profile."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -15,26 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.docker._compose import COMPOSE_FILE, clean_environ, compose_command
 from tests.support.ui_server import REPO
 
 pytestmark = pytest.mark.docker
-
-COMPOSE_FILE = REPO / "docker" / "compose.yml"
-
-
-def compose_command() -> list[str]:
-    client = "/usr/bin/docker"
-    if os.access(client, os.X_OK):
-        plugin = subprocess.run([client, "compose", "version"], capture_output=True, text=True)
-        if plugin.returncode == 0:
-            return [client, "compose"]
-    legacy = shutil.which("docker-compose")
-    if legacy:
-        return [legacy]
-    message = "no Compose implementation (Debian package docker-compose; bash scripts/test.sh)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
 
 
 def config(env_file: Path, *extra: str) -> dict[str, Any]:
@@ -46,7 +27,7 @@ def config(env_file: Path, *extra: str) -> dict[str, Any]:
         capture_output=True,
         text=True,
         timeout=120,
-        env={k: v for k, v in os.environ.items() if not k.startswith(("A0_", "API_KEY_"))},
+        env=clean_environ(),
     )
     assert done.returncode == 0, done.stderr
     return yaml.safe_load(done.stdout)

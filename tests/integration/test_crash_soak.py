@@ -9,8 +9,10 @@ import json
 import os
 import random
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -130,11 +132,16 @@ class Soak:
         return wait_until(ended, timeout=120, what=f"job {self.jobs[-1]} to complete")
 
 
+def _python() -> Path:
+    """The project's venv python, else this one (a worktree without its own .venv)."""
+    return VENV_PYTHON if VENV_PYTHON.exists() else Path(sys.executable)
+
+
 def exported_calls(crashable: Crashable, run_id: str) -> dict[str, dict[str, Any]]:
     """The run's calls as ``python -m durability export`` reads them from the file."""
     db = crashable.usr / "durability" / "journal.sqlite"
     done = subprocess.run(
-        [str(VENV_PYTHON), "-m", "durability", "export", run_id, "--db", str(db)],
+        [str(_python()), "-m", "durability", "export", run_id, "--db", str(db)],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -112,8 +112,17 @@ def test_an_expired_lease_is_taken_over_and_the_late_write_commits_nothing(open_
         w1.write_checkpoint(run.id, CheckpointData({"late": True}, {}))
     assert w2.get_run(run.id).version == version
     assert w2.list_calls(run.id) == calls and w2.latest_checkpoint(run.id) is None
-    assert w1.cluster.get(run.id) is None  # forgotten, and said so in the log
-    assert "claim lost: worker w1 no longer holds run" in caplog.text
+    assert w1.cluster.get(run.id) is None  # forgotten, and said so in the log, once a write
+    refusals = [r.getMessage() for r in caplog.records if "fenced write refused" in r.message]
+    assert refusals == [
+        f"fenced write refused (superseded): worker w1's commit_result for run {run.id}"
+        f" (call {call.id}) under token {old.token}; the run's token is {taken.token}:"
+        " nothing of it committed, and the worker starts no new effect for that run",
+        f"fenced write refused (not_claimed): worker w1's write_checkpoint for run {run.id}"
+        f" (call none) under token {old.token}; the run's token is {taken.token}:"
+        " nothing of it committed, and the worker starts no new effect for that run",
+    ]
+    assert "claim lost" not in caplog.text  # the refusal is the line that says it
     assert w1.cluster.renew().renewed == []
     assert w2.commit_result(call.id, "recovered").state == "completed"
     assert claim_events(w2, run.id) == [
@@ -126,13 +135,19 @@ def test_an_expired_lease_is_taken_over_and_the_late_write_commits_nothing(open_
     ]
 
 
-def test_renewal_reports_a_claim_taken_over_meanwhile(open_journal):
+def test_renewal_reports_a_claim_taken_over_meanwhile(open_journal, caplog):
+    caplog.set_level(logging.INFO, logger="a0.durability.cluster")
     w1, w2 = open_journal("w1", lease_seconds=0.3), open_journal("w2")
     lost: list[list[str]] = []
     run = w1.admit("chat", "in-1", sha("x")).run
+    token = w1.cluster.token(run.id)
     wait_for(lambda: w2.cluster.claim(run.id), what="the lease to expire")
     renewal = w1.cluster.renew()
     assert renewal.lost == [run.id] and renewal.renewed == []
+    assert (  # the heartbeat's line, distinct from a refused write's
+        f"claim lost: worker w1 no longer holds run {run.id} (token {token}): its heartbeat's"
+        " renewal found the run taken over or released" in caplog.text
+    )
     heartbeat = w2.cluster.start_heartbeat(0.05, on_lost=lost.append)
     try:
         wait_for(lambda: heartbeat.beats >= 3, what="three heartbeats")

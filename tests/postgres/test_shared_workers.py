@@ -4,122 +4,30 @@ The side-effect log is a file outside both workers."""
 
 from __future__ import annotations
 
-import json
+import base64
 import signal
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.integration._durable_system import KEY, PROVIDER_KEY, install_side_effect_tool
+from durability import Journal
+from durability.cluster import Claim
 from tests.integration._helpers import chat_log, log_text, request_text, wait_until
-from tests.support.model_server import ScriptedFailure, ScriptedModel, model_server
-from tests.support.ui_server import SLOW_START, UiServer, ui_env_for
+from tests.postgres._workers import (
+    HOLD_HEARTBEAT,
+    in_background,
+    post,
+    run_of,
+    wait_status,
+    workers,
+)
+from tests.support.model_server import ScriptedFailure, model_server
+from tests.support.ui_server import SLOW_START, UiServer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.integration, pytest.mark.slow]
 
-__all__ = ["model_server"]  # the fixture
-
-LEASE = "2"
-HEARTBEAT = "0.4"
-
-
-class Workers:
-    """run_ui.py workers of one shared journal (one namespace of the test's cluster)."""
-
-    def __init__(self, tmp: Path, model: ScriptedModel, postgres: Any, namespace: str) -> None:
-        from durability.crypto import generate_key
-
-        self.tmp = tmp
-        self.postgres = postgres
-        self.namespace = namespace
-        self.effects = tmp / "side_effects.log"
-        self.env = {
-            **ui_env_for(model),
-            "API_KEY_OTHER": PROVIDER_KEY,
-            "A0_DURABILITY_POSTGRES_DSN": postgres.dsn,
-            "A0_DURABILITY_POSTGRES_NAMESPACE": namespace,
-            "A0_DURABILITY_RESOURCE_KEY": generate_key(),
-            "A0_DURABILITY_LEASE_SECONDS": LEASE,
-            "A0_DURABILITY_HEARTBEAT_SECONDS": HEARTBEAT,
-            "A0_DURABILITY_POSTGRES_POOL_SIZE": "4",
-            "A0_TEST_SIDE_EFFECT_LOG": str(self.effects),
-        }
-        self.servers: list[UiServer] = []
-
-    def start(self, name: str, **env: str) -> UiServer:
-        usr = self.tmp / name
-        install_side_effect_tool(usr)
-        server = UiServer(usr, env={**self.env, "A0_WORKER_ID": name, **env})
-        server.start(timeout=SLOW_START)
-        self.servers.append(server)
-        return server
-
-    def side_effects(self) -> list[str]:
-        if not self.effects.exists():
-            return []
-        return self.effects.read_text(encoding="utf-8").splitlines()
-
-    def sql(self, query: str, *params: Any) -> list[tuple[Any, ...]]:
-        with self.postgres.connect() as conn:
-            conn.execute(f'SET search_path TO "{self.namespace}"')
-            return conn.execute(query, params).fetchall()
-
-    def claimers(self, run_id: str) -> list[str]:
-        rows = self.sql(
-            "SELECT payload FROM events WHERE run_id = %s AND type = 'claim' ORDER BY id", run_id
-        )
-        return [
-            json.loads(p)["worker_id"] if isinstance(p, str) else p["worker_id"] for (p,) in rows
-        ]
-
-    def runs(self) -> list[tuple[str, str, str]]:
-        return [(r, c, s) for r, c, s in self.sql("SELECT id, context_id, status FROM runs")]
-
-    def stop_all(self) -> None:
-        for server in self.servers:
-            server.kill() if server.process and server.process.poll() is None else server.stop()
-
-
-@pytest.fixture
-def workers(tmp_path, model_server, postgres_server, pg_namespace) -> Iterator[Workers]:
-    group = Workers(tmp_path, model_server, postgres_server, pg_namespace)
-    yield group
-    for server in group.servers:
-        server.stop()
-
-
-def post(server: UiServer, name: str, body: dict[str, Any]) -> httpx.Response:
-    return httpx.post(f"{server.url}/api/{name}", json=body, headers=KEY, timeout=120)
-
-
-def run_of(server: UiServer, run_id: str) -> dict[str, Any]:
-    response = post(server, "durable_run", {"run_id": run_id})
-    assert response.status_code == 200, response.text
-    return response.json()["run"]
-
-
-def wait_status(server: UiServer, run_id: str, status: str, timeout: float = 60) -> dict:
-    def reached() -> dict[str, Any] | None:
-        row = run_of(server, run_id)
-        return row if row["status"] == status else None
-
-    return wait_until(reached, timeout=timeout, what=f"run {run_id} to be {status}")
-
-
-def in_background(fn: Callable[[], Any]) -> threading.Thread:
-    def quiet() -> None:
-        try:
-            fn()
-        except httpx.HTTPError:
-            pass  # the worker died mid-request
-
-    thread = threading.Thread(target=quiet, daemon=True)
-    thread.start()
-    return thread
+__all__ = ["model_server", "workers"]  # the fixtures
 
 
 def test_a_run_of_a_killed_worker_is_taken_over_and_each_effect_happens_once(workers, model_server):
@@ -135,12 +43,14 @@ def test_a_run_of_a_killed_worker_is_taken_over_and_each_effect_happens_once(wor
     (a_workdir / "notes.txt").write_text("kept across workers\n", encoding="utf-8")
     a = workers.start("worker-a", **crash)
     b = workers.start("worker-b")
-    in_background(lambda: a.api_message("pay the bills", input_id="pay"))
+    invoice = base64.b64encode(b"invoice 4711: planted plaintext\n").decode()
+    attachment = [{"filename": "invoice.txt", "base64": invoice}]
+    in_background(lambda: a.api_message("pay the bills", input_id="pay", attachments=attachment))
     assert a.process is not None
     assert a.process.wait(120) == -signal.SIGKILL, a.output()[-3000:]
     assert workers.side_effects() == ["pay-1", "pay-2"]
 
-    [(run_id, context_id, _status)] = workers.runs()
+    [(run_id, _context_id, _status)] = workers.runs()
     done = wait_status(b, run_id, "completed")
     assert workers.side_effects() == ["pay-1", "pay-2"]  # reused, never run again
     assert model_server.calls == 3  # two replies reused; one call after the takeover
@@ -148,8 +58,6 @@ def test_a_run_of_a_killed_worker_is_taken_over_and_each_effect_happens_once(wor
     assert "taken over by worker-b" in b.output()
     names = [c["name"] for c in done["calls"]]
     assert names == ["model", "side_effect", "model", "side_effect", "model", "response"]
-    again = b.api_message("pay the bills", input_id="pay", context_id=context_id)
-    assert again.json()["response"] == "paid twice"
     owner = workers.sql("SELECT worker_id FROM claims WHERE run_id = %s", run_id)
     assert owner == [(None,)]  # released when the run completed
 
@@ -157,11 +65,16 @@ def test_a_run_of_a_killed_worker_is_taken_over_and_each_effect_happens_once(wor
     assert len(restored) == 1, restored
     assert (restored[0] / "notes.txt").read_text(encoding="utf-8") == "kept across workers\n"
     assert restored[0].stat().st_mode & 0o777 == 0o700
+    [attached] = list((workers.tmp / "worker-b" / "shared").glob("attachments-*/attachments"))
+    [invoice_file] = attached.glob("*_invoice.txt")  # the upload's name on worker A
+    assert invoice_file.read_bytes() == b"invoice 4711: planted plaintext\n"
+    assert attached.stat().st_mode & 0o777 == 0o700
+    assert "resources restored into workdir, attachments" in b.output()
     stored = workers.sql(
-        "SELECT count(*), count(*) FILTER (WHERE position('kept across'::bytea in data) > 0)"
-        " FROM resource_files"
+        "SELECT count(*), count(*) FILTER (WHERE position('kept across'::bytea in data) > 0"
+        " OR position('planted plaintext'::bytea in data) > 0) FROM resource_files"
     )
-    assert stored[0][0] >= 1 and stored[0][1] == 0  # stored, and encrypted
+    assert stored[0][0] >= 2 and stored[0][1] == 0  # both stored, and encrypted
     for server in (a, b):
         assert workers.postgres.password not in server.output()
 
@@ -203,6 +116,15 @@ def test_a_message_sent_through_another_worker_reaches_the_running_agent(workers
     assert polled.status_code == 200, polled.text
     assert context_id in [c["id"] for c in polled.json()["contexts"]]
     assert "heard b" in log_text(chat_log(b, context_id))
+    # the DSN's password shows nowhere: not in the UI's answers, not in the logs
+    password = workers.postgres.password
+    assert password
+    with b.ui_client() as client:
+        shown = [client.post(f"/api/{name}", json={}).text for name in ("settings_get", "health")]
+        shown.append(client.post("/api/poll", json={"context": context_id}).text)
+        shown.append(client.post("/api/durable_runs", json={}).text)
+    for text in [*shown, a.output(), b.output()]:
+        assert password not in text
 
 
 def test_a_decision_made_through_another_worker_is_carried_out_by_the_owner(workers, model_server):
@@ -244,8 +166,12 @@ def test_a_frozen_worker_that_lost_its_claim_commits_nothing_and_starts_nothing(
     that its claim is gone: its late result does not commit, the tool the reply asks for
     never starts, and A says so in its log."""
     release = threading.Event()
+    asked: list[int] = []
 
     def respond(body: dict) -> dict:
+        asked.append(1)
+        if len(asked) > 1:  # asked again after the decision, on worker B
+            return {"tool_name": "response", "tool_args": {"text": "decided"}, "thoughts": []}
         release.wait(60)
         return {"tool_name": "side_effect", "tool_args": {"label": "late"}, "thoughts": []}
 
@@ -277,6 +203,63 @@ def test_a_frozen_worker_that_lost_its_claim_commits_nothing_and_starts_nothing(
     calls = workers.sql("SELECT kind, state FROM calls WHERE run_id = %s", run_id)
     assert calls == [("model", "open")]  # A's late reply was never committed
     assert workers.side_effects() == []  # and the tool it asked for never started
-    assert run_of(b, run_id)["status"] == "needs_attention"
+    held = run_of(a, run_id)  # A still serves the run's reads
+    assert held["status"] == "needs_attention"
     assert workers.claimers(run_id) == ["worker-a", "worker-b"]
     assert model_server.calls == 1
+
+    # a decision made through A (which lost the run) is carried out by B, which holds it
+    body = {"run_id": run_id, "decision": "new_attempt", "expected_version": held["version"]}
+    decided = post(a, "durable_decide", body)
+    assert decided.status_code == 200, decided.text
+    wait_status(b, run_id, "completed")
+    assert "active again (a decision): resuming it here" in b.output()
+    assert workers.claimers(run_id) == ["worker-a", "worker-b"]  # A did not claim it back
+    assert workers.side_effects() == []
+    assert model_server.calls == 2
+
+
+def test_a_result_written_under_a_superseded_token_is_refused_and_logged(workers, model_server):
+    """A's claim is superseded while its shell command runs (the test ends the lease early
+    and claims the run itself). A's heartbeat is held where it would learn of it, so the
+    command's result write is what finds out: the fence refuses it, A logs the run, the
+    call and both tokens (never the DSN), commits nothing and starts nothing more."""
+    gate = workers.tmp / "gate"
+    code = f"echo shell >> {workers.effects}; while [ ! -e {gate} ]; do sleep 0.05; done"
+    model_server.tool("code_execution_tool", {"runtime": "terminal", "session": 0, "code": code})
+    model_server.tool("response", {"text": "never reached"})
+    a = workers.start("worker-a", **HOLD_HEARTBEAT)
+    in_background(lambda: a.api_message("run it", input_id="s1"))
+    wait_until(lambda: workers.side_effects() == ["shell"], timeout=60, what="the command")
+    [(run_id, _context_id, _)] = workers.runs()
+    [(held,)] = workers.sql("SELECT token FROM claims WHERE run_id = %s", run_id)
+    thief = Journal.open_postgres(
+        workers.postgres.dsn, namespace=workers.namespace, worker_id="thief", pool_size=1
+    )
+    try:
+
+        def supersede() -> Claim | None:  # A's heartbeat may renew in between: again
+            workers.sql("UPDATE claims SET expires_at = 0 WHERE run_id = %s RETURNING 1", run_id)
+            return thief.cluster.claim(run_id)
+
+        taken = wait_until(supersede, timeout=30, what="the test to claim the run")
+        [call] = [c for c in thief.list_calls(run_id) if c.name == "code_execution_tool"]
+        before = (thief.get_run(run_id), thief.list_calls(run_id))
+        gate.touch()  # the command ends: A has a result to commit under its old token
+        refused = (
+            f"fenced write refused (superseded): worker worker-a's commit_result for run"
+            f" {run_id} (call {call.id}) under token {held}; the run's token is {taken.token}:"
+            " nothing of it committed"
+        )
+        wait_until(lambda: refused in a.output(), timeout=30, what="A's write to be refused")
+        stopped = f"run {run_id} stopped on this worker: claim lost (write refused: superseded)"
+        wait_until(lambda: stopped in a.output(), timeout=30, what="A to stop the run")
+        assert (thief.get_run(run_id), thief.list_calls(run_id)) == before  # nothing committed
+        assert thief.get_call(call.id).state == "open"
+    finally:
+        thief.close()
+    assert "heartbeat's renewal found" not in a.output()  # the write found out, not the beat
+    assert model_server.calls == 1  # nothing further started for the run
+    assert workers.side_effects() == ["shell"]
+    assert workers.postgres.password not in a.output()
+    a.kill()  # its heartbeat thread is frozen: no graceful stop

@@ -5,6 +5,9 @@ must be allowed to create schemas). Otherwise :func:`start_cluster` runs ``initd
 ``pg_ctl`` from ``/usr/lib/postgresql/15/bin`` (``A0_TEST_POSTGRES_BIN`` moves it) in a new
 temporary folder, listening on 127.0.0.1 and a free port, with a generated password for
 TCP connections (so every test runs with a password in its DSN, as production does).
+``start_cluster(extra_addresses=[...])`` also listens on those addresses (the multi-host
+tests' bridge address in 198.18.0.0/15, tests/support/netns.py); clients from that range
+authenticate with the password like local ones.
 PostgreSQL refuses to run as root: as root the commands run as the ``postgres`` user.
 
 Each test gets its own schema (namespace), so tests never see each other's rows.
@@ -22,7 +25,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,6 +59,7 @@ class PostgresServer:
     data_dir: Path | None = None  # None: an external server (A0_TEST_POSTGRES_DSN)
     port: int | None = None
     settings: list[str] = field(default_factory=list)
+    addresses: list[str] = field(default_factory=lambda: ["127.0.0.1"])
 
     @property
     def own(self) -> bool:
@@ -84,6 +88,11 @@ class PostgresServer:
         params.update(changes)
         return make_conninfo(**params)  # type: ignore[arg-type]
 
+    def dsn_at(self, address: str) -> str:
+        """The DSN through another address the server listens on (``extra_addresses``)."""
+        assert address in self.addresses, f"the server does not listen on {address}"
+        return self.dsn_with(host=address)
+
     # lifecycle of an own cluster
     def _pg_ctl(self, *args: str, timeout: float = 60) -> None:
         assert self.data_dir is not None, "an external server cannot be stopped by the tests"
@@ -100,7 +109,7 @@ class PostgresServer:
             [
                 f"-p {self.port}",
                 f"-k {self.data_dir.parent}",
-                "-c listen_addresses=127.0.0.1",
+                "-c listen_addresses=" + ",".join(self.addresses),
                 *self.settings,
             ]
         )
@@ -118,8 +127,13 @@ class PostgresServer:
         shutil.rmtree(self.data_dir.parent, ignore_errors=True)
 
 
-def start_cluster(*, durable: bool = False) -> PostgresServer:
-    """initdb + start a private cluster; ``durable=False`` turns fsync off (tests only)."""
+#: Clients the test clusters accept besides loopback: the multi-host tests' namespaces.
+TEST_NETWORK = "198.18.0.0/15"
+
+
+def start_cluster(*, durable: bool = False, extra_addresses: Sequence[str] = ()) -> PostgresServer:
+    """initdb + start a private cluster; ``durable=False`` turns fsync off (tests only).
+    ``extra_addresses``: more local addresses to listen on (besides 127.0.0.1)."""
     if not (PG_BIN / "initdb").exists():
         raise PostgresUnavailable(
             f"no PostgreSQL binaries in {PG_BIN} (scripts/test.sh installs Debian's postgresql)"
@@ -161,6 +175,8 @@ def start_cluster(*, durable: bool = False) -> PostgresServer:
         shutil.rmtree(root, ignore_errors=True)
         raise PostgresUnavailable(f"initdb failed: {exc.stderr.decode(errors='replace')}") from None
     pwfile.unlink()
+    with (data / "pg_hba.conf").open("a") as hba:
+        hba.write(f"host all all {TEST_NETWORK} scram-sha-256\n")
     settings = ["-c max_connections=300", "-c shared_buffers=32MB"]
     if not durable:
         settings += ["-c fsync=off", "-c full_page_writes=off"]
@@ -173,6 +189,7 @@ def start_cluster(*, durable: bool = False) -> PostgresServer:
             data_dir=data,
             port=port,
             settings=settings,
+            addresses=["127.0.0.1", *extra_addresses],
         )
         try:
             server.start()

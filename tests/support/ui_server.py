@@ -60,6 +60,7 @@ class UiServer:
         self.usr_dir = Path(usr_dir)
         self.env = dict(env or {})
         self.extra_args = list(extra_args or [])
+        self.host = "127.0.0.1"
         self.port = 0
         self.url = ""
         self.process: subprocess.Popen[bytes] | None = None
@@ -78,8 +79,8 @@ class UiServer:
 
     def _start_once(self, timeout: float) -> str:
         self.usr_dir.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.port = self.pick_port()
+        self.url = f"http://{self.host}:{self.port}"
         env = {
             k: v
             for k, v in os.environ.items()
@@ -113,8 +114,11 @@ class UiServer:
         self.kill()
         raise RuntimeError(f"run_ui.py not healthy after {timeout}s:\n{self.output()}")
 
+    def pick_port(self) -> int:
+        return free_port()
+
     def command(self, python: Path) -> list[str]:
-        args = ["--host", "127.0.0.1", "--port", str(self.port), *self.extra_args]
+        args = ["--host", self.host, "--port", str(self.port), *self.extra_args]
         return [str(python), "run_ui.py", *args]
 
     def output(self) -> str:

@@ -416,6 +416,33 @@ def test_config_from_settings_reads_profile_models_and_budget(tmp_path):
     assert AgentConfig.from_settings(settings, profile="default").profile == "default"
 
 
+def test_upstream_names_still_import_from_agent():
+    """agent.py re-exports what moved below it (python/helpers), as the same objects."""
+    import agent
+    from python.helpers import agent_config, chat_context, errors
+
+    moved = {
+        "AgentConfig": agent_config,
+        "AgentContextType": chat_context,
+        "UserMessage": chat_context,
+        "new_context_id": chat_context,
+        "HandledException": errors,
+        "InterventionException": errors,
+        "RepairableException": errors,
+    }
+    for name, module in moved.items():
+        assert name in agent.__all__ and getattr(agent, name) is getattr(module, name), name
+    assert {"Agent", "AgentContext", "LoopData"} <= set(agent.__all__)
+    assert issubclass(agent.AgentContext, chat_context.ChatContext)
+
+
+async def test_remove_forgets_the_chat(make_context):
+    ctx = make_context()
+    assert AgentContext.remove(ctx.id) is ctx
+    assert AgentContext.get(ctx.id) is None and ctx not in AgentContext.all()
+    assert AgentContext.remove(ctx.id) is None
+
+
 async def test_secrets_are_masked_in_the_log(model_server, make_context, _private_usr_dir):
     secret = "supersecretvalue123"
     (_private_usr_dir / "secrets.env").write_text(f"MY_TOKEN={secret}\n")

@@ -176,6 +176,27 @@ def test_external_api(client, model_server):
     assert client.runtime.find_context(ctx) is None
 
 
+def test_a_retried_api_message_with_an_attachment_gets_the_recorded_answer(client, model_server):
+    """The retry of a request with an attachment (same input id, same bytes) is the same
+    input: the recorded run and answer come back, not ``input_conflict``."""
+    _answer_echo(model_server)
+    headers = {"X-API-KEY": "tok"}
+    encoded = base64.b64encode(b"report body").decode()
+    attachment = {"filename": "report.txt", "base64": encoded}
+    body = {"message": "read it", "input_id": "retry-1", "attachments": [attachment]}
+    first = client.post("/api/api_message", json=body, headers=headers)
+    again = client.post("/api/api_message", json=body, headers=headers)
+    assert first.status_code == 200 and again.status_code == 200, again.text
+    assert again.json()["run_id"] == first.json()["run_id"]
+    assert again.json()["response"] == first.json()["response"]
+    assert len(model_server.requests) == 1  # the retry called no model
+    other = {**body, "attachments": [{"filename": "report.txt", "base64": "b3RoZXI="}]}
+    conflict = client.post("/api/api_message", json=other, headers=headers)
+    assert conflict.status_code == 409 and conflict.json()["error"]["code"] == "input_conflict"
+    saved = list((client.runtime.usr / "uploads").iterdir())
+    assert sorted(p.read_bytes() for p in saved) == [b"other", b"report body"]
+
+
 def test_external_api_chats_expire_after_their_lifetime(client, model_server):
     _answer_echo(model_server)
     headers = {"X-API-KEY": "tok"}

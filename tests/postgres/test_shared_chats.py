@@ -1,0 +1,171 @@
+"""Any worker serves any chat (docs/shared-workers.md): real run_ui.py workers on one
+PostgreSQL journal. A plan written through one worker is what the run on another reads;
+a message for an idle chat starts its run on the worker it reached; a worker sweeping
+expired runs resumes at most two at once."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from tests.integration._helpers import request_text, wait_until
+from tests.postgres._workers import post, run_of, wait_status, workers
+from tests.support.model_server import ScriptedFailure, model_server
+
+pytestmark = [pytest.mark.postgres, pytest.mark.integration, pytest.mark.slow]
+
+__all__ = ["model_server", "workers"]  # the fixtures
+
+
+def reply(tool: str, **args: Any) -> dict[str, Any]:
+    return {"tool_name": tool, "tool_args": args, "thoughts": []}
+
+
+def test_a_plan_written_through_another_worker_is_what_the_running_agent_reads(
+    workers, model_server
+):
+    """The run works on A; a person replaces the chat's plan through B; A's agent reads it
+    with the durable_plan tool, replaces it, and B shows the agent's revision."""
+    plan_set = threading.Event()
+
+    def respond(body: dict) -> dict:
+        text = request_text(body)
+        if "plan from worker b" in text and "replaced" not in text:
+            step = {"id": "s1", "text": "written by the agent on a", "done": True}
+            plan = {"title": "plan from the agent", "items": [step]}
+            return reply("durable_plan", action="replace", expected_revision=1, plan=plan)
+        if "replaced" in text:
+            return reply("response", text="plan updated")
+        plan_set.wait(60)
+        return reply("durable_plan", action="read")
+
+    model_server.respond_with(respond)
+    a = workers.start("worker-a")
+    b = workers.start("worker-b")
+    answer: dict[str, Any] = {}
+    thread = threading.Thread(
+        target=lambda: answer.update(a.api_message("plan it", input_id="p1").json()),
+        daemon=True,
+    )
+    thread.start()
+    model_server.wait_for_calls(1, timeout=60)
+    [(run_id, context_id, _)] = workers.runs()
+    step = {"id": "s1", "text": "set by a person", "done": False}
+    plan = {"title": "plan from worker b", "items": [step]}
+    with b.ui_client() as client:
+        body = {"context_id": context_id, "expected_revision": 0, "plan": plan}
+        written = client.post("/api/durable_plan_set", json=body)
+        assert written.status_code == 200, written.text
+        assert written.json()["revision"] == 1
+        plan_set.set()
+        wait_status(a, run_id, "completed")
+        got = client.post("/api/durable_plan_get", json={"context_id": context_id})
+    assert got.status_code == 200, got.text
+    assert got.json()["revision"] == 2
+    assert got.json()["plan"]["title"] == "plan from the agent"
+    thread.join(60)
+    assert answer["response"] == "plan updated"
+    assert workers.claimers(run_id) == ["worker-a"]  # the run never left A
+    assert any("plan from worker b" in request_text(r) for r in model_server.requests)
+
+
+def test_a_message_for_an_idle_chat_starts_its_run_on_the_worker_it_reached(workers, model_server):
+    """A ran the chat's first run; the next message reaches B, which loads the chat from
+    the journal (A's history included), admits the new run, claims and runs it. The first
+    message sent again through B gets A's recorded answer and starts nothing."""
+    model_server.tool("response", {"text": "answer from a"})
+    model_server.tool("response", {"text": "answer from b"})
+    a = workers.start("worker-a")
+    b = workers.start("worker-b")
+    first = a.api_message("first question", input_id="q1")
+    assert first.json()["response"] == "answer from a", first.text
+    context_id, first_run = first.json()["context_id"], first.json()["run_id"]
+
+    second = b.api_message("second question", input_id="q2", context_id=context_id)
+    assert second.status_code == 200, second.text
+    assert second.json()["response"] == "answer from b"
+    assert second.json()["context_id"] == context_id
+    second_run = second.json()["run_id"]
+    assert second_run != first_run
+    assert workers.claimers(second_run) == ["worker-b"]
+    # B's model call carried the chat as A left it
+    last = request_text(model_server.requests[-1])
+    assert "first question" in last and "answer from a" in last and "second question" in last
+
+    again = b.api_message("first question", input_id="q1", context_id=context_id)
+    assert again.json()["run_id"] == first_run
+    assert again.json()["response"] == "answer from a"
+    assert model_server.calls == 2  # nothing started for the repeat
+    released = workers.sql("SELECT worker_id FROM claims ORDER BY run_id")
+    assert released == [(None,), (None,)]
+
+
+def test_a_sweeping_worker_resumes_at_most_two_runs_at_once(workers, model_server):
+    """Three runs held on A (the model failed) keep A's claims; A dies. Retry grants made
+    through B make them active, but A's long lease still holds them; when it runs out B
+    sweeps them, and while two resumed runs wait in their model calls the third stays
+    unclaimed: B resumes at most two at once, and the third once one of them ended."""
+    lock = threading.Lock()
+    state = {"failing": True, "in_flight": 0, "most": 0, "started": 0}
+    release = threading.Event()
+
+    def respond(body: dict) -> dict | ScriptedFailure:
+        if state["failing"]:
+            return ScriptedFailure(500, "provider exploded")
+        with lock:
+            state["in_flight"] += 1
+            state["started"] += 1
+            state["most"] = max(state["most"], state["in_flight"])
+        try:
+            release.wait(120)
+        finally:
+            with lock:
+                state["in_flight"] -= 1
+        return reply("response", text="resumed")
+
+    model_server.respond_with(respond)
+    a = workers.start("worker-a", A0_DURABILITY_LEASE_SECONDS="30")
+    b = workers.start("worker-b")
+    run_ids = []
+    for n in range(3):
+        held = a.api_message(f"task {n}", input_id=f"t{n}")
+        assert held.json()["status"] == "needs_attention", held.text
+        run_ids.append(held.json()["run_id"])
+    state["failing"] = False
+    a.kill()
+
+    for run_id in run_ids:  # A's claims are still live: B records the grant, A would resume
+        granted = post(b, "durable_retry_grant", {"run_id": run_id, "attempts": 1})
+        assert granted.status_code == 200, granted.text
+    assert [run_of(b, r)["status"] for r in run_ids] == ["active"] * 3
+
+    wait_until(lambda: state["started"] >= 2, timeout=90, what="B to resume two runs")
+
+    def b_claims() -> list[tuple[str, float]]:
+        rows = workers.sql("SELECT run_id, expires_at FROM claims WHERE worker_id = 'worker-b'")
+        return [(r, e) for r, e in rows]
+
+    # let B renew its claims three times (its loop sweeps as often): the third stays A's
+    renewed = [max(e for _r, e in b_claims())]
+    for _ in range(3):
+        wait_until(
+            lambda: max(e for _r, e in b_claims()) > renewed[-1], timeout=30, what="a renewal"
+        )
+        renewed.append(max(e for _r, e in b_claims()))
+    assert len(b_claims()) == 2
+    assert state["started"] == 2 and state["in_flight"] == 2
+    waiting = [r for r in run_ids if r not in {r for r, _e in b_claims()}]
+    assert len(waiting) == 1
+    assert workers.claimers(waiting[0]) == ["worker-a"]
+
+    release.set()
+    for run_id in run_ids:
+        wait_status(b, run_id, "completed", timeout=90)
+        assert workers.claimers(run_id) == ["worker-a", "worker-b"]
+    assert state["most"] == 2
+    assert state["started"] == 3
+    log = b.output()
+    assert log.count("taken over by worker-b: resuming") == 3, json.dumps(log[-2000:])
