@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from durability import documents, integrity, schedules
@@ -141,8 +141,10 @@ class AsyncJournal:
     async def get_call(self, call_id: str) -> Call:
         return await self._execute(_calls.get_call(call_id))
 
-    async def list_calls(self, run_id: str) -> list[Call]:
-        return await self._execute(_calls.list_calls(run_id))
+    async def list_calls(
+        self, run_id: str, *, from_seq: Mapping[int, int] | None = None
+    ) -> list[Call]:
+        return await self._execute(_calls.list_calls(run_id, None, from_seq))
 
     async def open_intents(self, run_id: str) -> list[Call]:
         return await self._execute(_calls.list_calls(run_id, ["open"]))

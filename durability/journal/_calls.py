@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from durability import integrity
@@ -176,5 +177,7 @@ def get_call(call_id: str) -> Plan[Call]:
     return read(op)
 
 
-def list_calls(run_id: str, states: list[str] | None = None) -> Plan[list[Call]]:
-    return read(lambda tx: tx.list_calls(run_id, states))
+def list_calls(
+    run_id: str, states: list[str] | None = None, from_seq: Mapping[int, int] | None = None
+) -> Plan[list[Call]]:
+    return read(lambda tx: tx.list_calls(run_id, states, from_seq))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -276,8 +276,10 @@ class Journal:
     def get_call(self, call_id: str) -> Call:
         return self.execute(_calls.get_call(call_id))
 
-    def list_calls(self, run_id: str) -> list[Call]:
-        return self.execute(_calls.list_calls(run_id))
+    def list_calls(self, run_id: str, *, from_seq: Mapping[int, int] | None = None) -> list[Call]:
+        """The run's calls in journal order; with ``from_seq`` ({agent_no: seq}), only those
+        at or past their agent's sequence number (every call of an agent not named)."""
+        return self.execute(_calls.list_calls(run_id, None, from_seq))
 
     def open_intents(self, run_id: str) -> list[Call]:
         """Calls of the run whose intent is on disk without a result, oldest first."""

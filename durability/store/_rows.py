@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from durability.canonical import canonical_json
@@ -327,3 +327,17 @@ def result_is_large(result_json: str) -> bool:
     return len(result_json) * 4 > RESULT_SPILL_BYTES and (
         len(result_json.encode("utf-8")) > RESULT_SPILL_BYTES
     )
+
+
+def seq_filter(from_seq: Mapping[int, int], mark: str) -> tuple[str, list[Any]]:
+    """`` AND (...)``: calls at or past their agent's sequence number in ``from_seq``, and
+    every call of an agent it does not name (with the engine's parameter marker)."""
+    if not from_seq:
+        return "", []
+    agents = sorted(from_seq)
+    named = ", ".join(mark for _ in agents)
+    past = " OR ".join(f"(agent_no = {mark} AND seq >= {mark})" for _ in agents)
+    args: list[Any] = list(agents)
+    for agent in agents:
+        args.extend((agent, from_seq[agent]))
+    return f" AND (agent_no NOT IN ({named}) OR {past})", args

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -180,7 +180,14 @@ class StoreTx(ABC):
         return done, run.context_id
 
     @abstractmethod
-    def list_calls(self, run_id: str, states: Sequence[str] | None = None) -> list[Call]: ...
+    def list_calls(
+        self,
+        run_id: str,
+        states: Sequence[str] | None = None,
+        from_seq: Mapping[int, int] | None = None,
+    ) -> list[Call]:
+        """The run's calls in journal order; with ``from_seq`` ({agent_no: seq}) only those
+        at or past their agent's sequence number (any seq for an agent not named)."""
 
     # blobs
     @abstractmethod

@@ -32,6 +32,12 @@ RESUME_PREFIX = "resume:"
 LOG_KEY = "log"
 
 
+def current_chains(key: str) -> bool:
+    """The history chains that rebuild a chat as it is now (a run's resume base, under
+    ``RESUME_PREFIX``, is read only to resume that run): about half of a checkpoint."""
+    return not key.startswith(RESUME_PREFIX)
+
+
 def flatten_history(history: History, journal: Journal | None = None) -> list[Any]:
     """Bulks, then each topic as a header entry followed by its messages (append-friendly).
 

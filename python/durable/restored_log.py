@@ -40,7 +40,7 @@ def calls_after(journal: Journal, latest: Checkpoint) -> list[Call]:
     state = latest.state.get("current") or {}
     counters = state.get("seq") if isinstance(state, dict) else None
     seq = {int(k): int(v) for k, v in (counters or {}).items()}
-    calls = journal.list_calls(latest.run_id)
+    calls = journal.list_calls(latest.run_id, from_seq=seq)  # the journal skips the others
     return [c for c in calls if c.seq >= seq.get(c.agent_no, 0) and c.state in SHOWN_STATES]
 
 

@@ -67,7 +67,7 @@ def _restore_one(chats: DurableChats, context_id: str, events: list[Event]) -> A
     journal = chats.journal
     context = chats.get(context_id) or chats.create(context_id)
     try:
-        latest = journal.latest_context_checkpoint(context_id)
+        latest = journal.latest_context_checkpoint(context_id, histories=checkpoint.current_chains)
     except CorruptCheckpoint as exc:
         latest = None
         text = "The chat's latest checkpoint failed validation; it could not be rebuilt."
@@ -228,7 +228,9 @@ async def _restart_from_input(
 ) -> tuple[Agent, bool]:
     """Admitted but no checkpoint yet: the chat's last state plus the journaled input."""
     journal, context = session.journal, session.context
-    previous = await journal.aio.latest_context_checkpoint(context.id)
+    previous = await journal.aio.latest_context_checkpoint(
+        context.id, histories=checkpoint.current_chains
+    )
     if previous is not None:
         current = previous.state.get("current") or {}
         checkpoint.restore_chain(context, current, previous.histories)

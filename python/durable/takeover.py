@@ -34,7 +34,7 @@ CHAT_EVENTS = ("context_removed", "context_reset")
 def _chat_state(chats: DurableChats, context_id: str) -> tuple[Checkpoint | None, bool]:
     """(the chat's latest checkpoint, whether the chat was removed after its last run)."""
     journal = chats.journal
-    latest = journal.latest_context_checkpoint(context_id)
+    latest = journal.latest_context_checkpoint(context_id, histories=checkpoint.current_chains)
     events = journal.list_events(context_id=context_id, limit=100_000, verify=False)
     runs = journal.list_runs(context_id=context_id, limit=1)
     newest = max((r.created_at for r in runs), default=-1.0)
@@ -83,7 +83,9 @@ async def refresh_chat(chats: DurableChats, session: DurableSession) -> None:
     """Bring an idle chat up to its latest checkpoint when another worker wrote it."""
     if session.is_running() or session.run is not None or session.admitting:
         return
-    latest = await chats.journal.aio.latest_context_checkpoint(session.context.id)
+    latest = await chats.journal.aio.latest_context_checkpoint(
+        session.context.id, histories=checkpoint.current_chains
+    )
     if latest is None or latest.id == session.synced_checkpoint:
         return
     if latest.run_id == session.last_run_id:  # this process wrote it: nothing new

@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 import httpx
-import openai
 import yaml
 
 from python.helpers import files
 from python.helpers.rate_limiter import RateLimiter, approx_tokens
-
-if TYPE_CHECKING:  # pragma: no cover
-    from openai.types.chat import ChatCompletionChunk
 
 PROVIDERS_FILE = "conf/model_providers.yaml"
 RETRY_STATUSES = frozenset({408, 429}) | frozenset(range(500, 600))
@@ -268,42 +265,79 @@ class ChatModel:
     async def _stream_once(
         self, base: str, key: str, messages: list[dict], kwargs: dict, stream: _Stream
     ) -> None:
+        header = str(self.provider.get("key_header") or "")
+        headers = {"Authorization": f"Bearer {key}", "Accept": "text/event-stream"}
+        if header:
+            headers[header] = key
+        body = {**kwargs, "model": self.config.name, "messages": messages, "stream": True}
         try:
-            header = str(self.provider.get("key_header") or "")
-            async with openai.AsyncOpenAI(
-                base_url=base,
-                api_key=key,
-                max_retries=0,
-                timeout=openai.Timeout(600.0, connect=15.0),
-                default_headers={header: key} if header else None,
-            ) as client:
-                created = await client.chat.completions.create(
-                    model=self.config.name, messages=cast(Any, messages), stream=True, **kwargs
-                )
-                response = cast("openai.AsyncStream[ChatCompletionChunk]", created)
-                async with response:
-                    async for chunk in response:
-                        await stream.chunk(chunk)
+            async with (
+                httpx.AsyncClient(timeout=_TIMEOUT) as client,
+                client.stream(
+                    "POST", base.rstrip("/") + "/chat/completions", json=body, headers=headers
+                ) as response,
+            ):
+                if response.status_code >= 400:
+                    text = (await response.aread()).decode("utf-8", "replace")
+                    status = response.status_code
+                    raise ModelError(
+                        self._mask(f"model call failed (HTTP {status}): {_error_text(text)}"),
+                        status,
+                    )
+                async for data in _sse_data(response):
+                    await stream.chunk(data)
                 await stream.finish()
-        except openai.APIStatusError as exc:
-            raise ModelError(
-                self._mask(f"model call failed (HTTP {exc.status_code}): {_error_text(exc)}"),
-                exc.status_code,
-            ) from None
-        except (openai.APIError, httpx.HTTPError, OSError) as exc:
+        except ModelError as error:
+            raise ModelError(self._mask(error.message), error.status) from None
+        except (httpx.HTTPError, OSError, ValueError) as exc:
             where = "after the stream began" if stream.received else "before any reply"
             raise ModelError(
                 self._mask(f"model call failed {where}: {type(exc).__name__}: {exc}")
             ) from None
 
 
-def _error_text(exc: openai.APIStatusError) -> str:
-    body = exc.body
+_TIMEOUT = httpx.Timeout(600.0, connect=15.0)
+
+
+async def _sse_data(response: httpx.Response) -> Any:
+    """The JSON payload of each server-sent event until ``[DONE]`` (an event's ``data:``
+    lines joined; the last event may lack its blank line); an ``error`` object in the
+    stream raises ModelError. The body is read to its end, so the connection closes cleanly."""
+    lines: list[str] = []
+    done = False
+    async for line in response.aiter_lines():
+        if line.startswith("data:"):
+            lines.append(line[5:].removeprefix(" "))
+        elif not line and lines:  # a blank line ends the event
+            data, lines = "\n".join(lines), []
+            done = done or data.startswith("[DONE]")
+            if not done:
+                yield _event(data)
+        # anything else: comments, event names, ids, what follows [DONE]
+    if lines and not done:
+        yield _event("\n".join(lines))
+
+
+def _event(data: str) -> Any:
+    payload = json.loads(data)
+    if isinstance(payload, dict) and payload.get("error"):
+        raise ModelError(f"model call failed in the stream: {_error_text(data)}")
+    return payload
+
+
+def _error_text(text: str) -> str:
+    """The message of an OpenAI-style error body (``{"error": {"message": ...}}``), else the
+    body itself, shortened."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text.strip()[:500] or "no error body"
     if isinstance(body, dict):
-        message = body.get("message") or (body.get("error") or {}).get("message")
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else inner
         if message:
             return str(message)
-    return str(exc.message)
+    return text.strip()[:500]
 
 
 class _Stream:
@@ -318,13 +352,16 @@ class _Stream:
         self.received = False
 
     async def chunk(self, chunk: Any) -> None:
-        if not chunk.choices:
+        choices = chunk.get("choices") if isinstance(chunk, dict) else None
+        if not choices or not isinstance(choices[0], dict):
             return
-        delta = chunk.choices[0].delta
-        if delta is None:
+        delta = choices[0].get("delta")
+        if not isinstance(delta, dict):
             return
-        native = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
-        content = delta.content or ""
+        native = delta.get("reasoning_content") or delta.get("reasoning")
+        content = delta.get("content") or ""
+        if not isinstance(content, str):
+            content = ""
         if native or content:
             self.received = True
         if isinstance(native, str) and native:

@@ -155,3 +155,10 @@ async def test_restored_marks_survive_the_next_checkpoint(harness, monkeypatch):
     after = [(i["heading"], i.get("restored"), i.get("call_id")) for i in _items(harness, ctx_id)]
     assert [a for a in after if a[1]] == [b for b in before if b[1]]
     assert any(a[1] == "journal" for a in after)
+
+
+def test_a_rebuild_reads_the_current_chains_not_a_runs_resume_base():
+    from python.durable import checkpoint
+
+    assert checkpoint.current_chains("agent:0") and checkpoint.current_chains("log")
+    assert not checkpoint.current_chains(checkpoint.RESUME_PREFIX + "agent:0")

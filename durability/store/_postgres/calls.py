@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from durability.canonical import digest_text
@@ -17,6 +17,7 @@ from durability.store._rows import (
     dump,
     load,
     result_is_large,
+    seq_filter,
     spilled_result,
 )
 
@@ -127,10 +128,19 @@ class CallRows(PostgresBase):
             return None
         return call_record(row, result), str(row["context_id"])
 
-    def list_calls(self, run_id: str, states: Sequence[str] | None = None) -> list[Call]:
+    def list_calls(
+        self,
+        run_id: str,
+        states: Sequence[str] | None = None,
+        from_seq: Mapping[int, int] | None = None,
+    ) -> list[Call]:
         sql = f"SELECT {CALLS.select} FROM calls WHERE run_id = %s"
         args: list[Any] = [run_id]
         if states is not None:
             sql += " AND state = ANY(%s)"
             args.append(list(states))
+        if from_seq:
+            where, more = seq_filter(from_seq, "%s")
+            sql += where
+            args.extend(more)
         return [self._call(r) for r in self.all(CALLS, sql + " ORDER BY no", args)]

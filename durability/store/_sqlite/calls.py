@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from durability.canonical import digest_text
@@ -15,6 +15,7 @@ from durability.store._rows import (
     dump,
     load,
     result_is_large,
+    seq_filter,
     spilled_result,
 )
 from durability.store._sqlite.base import SqliteBase, placeholders
@@ -112,10 +113,19 @@ class CallRows(SqliteBase):
         context_id = self.bump_active_run(row["run_id"], now)
         return call_record(row, result), str(context_id)
 
-    def list_calls(self, run_id: str, states: Sequence[str] | None = None) -> list[Call]:
+    def list_calls(
+        self,
+        run_id: str,
+        states: Sequence[str] | None = None,
+        from_seq: Mapping[int, int] | None = None,
+    ) -> list[Call]:
         sql = f"SELECT {CALLS.select} FROM calls WHERE run_id = ?"
         args: list[Any] = [run_id]
         if states is not None:
             sql += f" AND state IN ({placeholders(len(states))})"
             args.extend(states)
+        if from_seq:
+            where, more = seq_filter(from_seq, "?")
+            sql += where
+            args.extend(more)
         return [self._call(r) for r in self.all(CALLS, sql + " ORDER BY rowid", args)]

@@ -254,3 +254,24 @@ def test_subordinate_calls_share_the_run(journal, run):
     detail = journal.read_run(run.id)
     assert [c.id for c in detail.calls] == [parent.id, child.id]
     assert all(c.state == "completed" for c in detail.calls)
+
+
+def test_list_calls_from_seq_keeps_each_agents_later_calls_in_journal_order(journal, run):
+    made = []
+    for agent_no, seq in [(0, 1), (1, 1), (0, 2), (1, 2), (2, 1), (0, 3), (1, 3)]:
+        call = intent(journal, run, seq=seq, agent_no=agent_no)
+        journal.commit_result(call.id, {"seq": seq})
+        made.append(call)
+    picked = journal.list_calls(run.id, from_seq={0: 2, 1: 3})
+    # agent 0 from seq 2, agent 1 from seq 3, agent 2 (not named) whole
+    assert [(c.agent_no, c.seq) for c in picked] == [(0, 2), (2, 1), (0, 3), (1, 3)]
+    assert journal.list_calls(run.id, from_seq={}) == journal.list_calls(run.id)
+    assert journal.list_calls(run.id, from_seq={0: 99, 1: 99, 2: 99}) == []
+    assert [c.id for c in journal.list_calls(run.id)] == [c.id for c in made]
+
+
+async def test_list_calls_from_seq_through_the_async_facade(journal, run):
+    for seq in (1, 2, 3):
+        intent(journal, run, seq=seq)
+    picked = await journal.aio.list_calls(run.id, from_seq={0: 3})
+    assert [c.seq for c in picked] == [3]
