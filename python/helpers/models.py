@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import yaml
+from httpx_sse import EventSource, SSEError
 
 from python.helpers import files
 from python.helpers.rate_limiter import RateLimiter, approx_tokens
@@ -289,7 +290,7 @@ class ChatModel:
                 await stream.finish()
         except ModelError as error:
             raise ModelError(self._mask(error.message), error.status) from None
-        except (httpx.HTTPError, OSError, ValueError) as exc:
+        except (httpx.HTTPError, SSEError, OSError, ValueError) as exc:
             where = "after the stream began" if stream.received else "before any reply"
             raise ModelError(
                 self._mask(f"model call failed {where}: {type(exc).__name__}: {exc}")
@@ -300,22 +301,15 @@ _TIMEOUT = httpx.Timeout(600.0, connect=15.0)
 
 
 async def _sse_data(response: httpx.Response) -> Any:
-    """The JSON payload of each server-sent event until ``[DONE]`` (an event's ``data:``
-    lines joined; the last event may lack its blank line); an ``error`` object in the
-    stream raises ModelError. The body is read to its end, so the connection closes cleanly."""
-    lines: list[str] = []
-    done = False
-    async for line in response.aiter_lines():
-        if line.startswith("data:"):
-            lines.append(line[5:].removeprefix(" "))
-        elif not line and lines:  # a blank line ends the event
-            data, lines = "\n".join(lines), []
-            done = done or data.startswith("[DONE]")
-            if not done:
-                yield _event(data)
-        # anything else: comments, event names, ids, what follows [DONE]
-    if lines and not done:
-        yield _event("\n".join(lines))
+    """The JSON payload of each server-sent event until ``[DONE]`` (httpx-sse parses the
+    stream: comments, multi-line data, event names); an ``error`` object in the stream
+    raises ModelError. Nothing after ``[DONE]`` is read as an event."""
+    async for event in EventSource(response).aiter_sse():
+        if not event.data:
+            continue
+        if event.data.startswith("[DONE]"):
+            return
+        yield _event(event.data)
 
 
 def _event(data: str) -> Any:

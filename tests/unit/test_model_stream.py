@@ -1,5 +1,5 @@
-"""The transport's own reading of a server-sent event stream, against a real HTTP server
-that answers with a fixed body (what the scripted model server never sends)."""
+"""The transport's reading of a server-sent event stream (httpx + httpx-sse), against a
+real HTTP server that answers with a fixed body (what the scripted model server never sends)."""
 
 from __future__ import annotations
 
@@ -75,14 +75,15 @@ def model(server: FixedServer) -> ChatModel:
     return chat
 
 
-async def test_events_with_comments_multiline_data_and_no_final_blank_line(fixed):
+async def test_events_with_comments_and_multiline_data(fixed):
     fixed.body = (
         ": keep-alive comment\n\n"
         f"event: message\ndata: {chunk(reasoning_content='why ')}\n\n"
         f"data: {chunk(content='<think>more</think>Hel')}\n\n"
         'data: {"choices": [{"index": 0,\ndata: "delta": {"content": "lo"}}]}\n\n'
         'data: {"choices": []}\n\n'
-        f"data: {chunk(content='!')}"  # the stream ends without its blank line
+        f"data: {chunk(content='!')}\n\n"
+        f"data: {chunk(content='unfinished')}"  # no blank line: never dispatched (SSE spec)
     ).encode()
     result = await model(fixed).call(MESSAGES)
     assert (result.response, result.reasoning) == ("Hello!", "why more")
