@@ -3,19 +3,10 @@
 // itself to the dialog and refreshes from /api/mcp_servers_status while the dialog is open.
 
 import { callApi } from "./api.js";
+import { el } from "./dom.js";
 
 const REFRESH_MS = 2000;
 let timer = null;
-
-function el(tag, props = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "testid") node.setAttribute("data-testid", value);
-    else node[key] = value;
-  }
-  node.append(...children);
-  return node;
-}
 
 function buildSection() {
   return el(

@@ -2,20 +2,10 @@
 // and conflicts (a refused write) shown side by side to keep, take or merge.
 
 import { ApiCallError, callApi } from "./api.js";
+import { el } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
 const state = { context: null, revision: 0, plan: null, conflicts: [], merging: null };
-
-function el(tag, props = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "testid") node.setAttribute("data-testid", value);
-    else if (key === "text") node.textContent = value;
-    else node[key] = value;
-  }
-  node.append(...children);
-  return node;
-}
 
 function notice(text) {
   $("plan-message").textContent = text || "";

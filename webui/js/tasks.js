@@ -3,6 +3,7 @@
 // revision loaded), delete, run now.
 
 import { ApiCallError, callApi } from "./api.js";
+import { el } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
 const CRON = ["minute", "hour", "day", "month", "weekday"];
@@ -15,17 +16,6 @@ const STATES = {
 };
 const SKIPS = { run_held: "skipped: the chat's run waited for a decision" };
 const state = { tasks: [], editing: null, timer: null, openChat: () => {} };
-
-function el(tag, props = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "testid") node.setAttribute("data-testid", value);
-    else if (key === "text") node.textContent = value;
-    else node[key] = value;
-  }
-  node.append(...children);
-  return node;
-}
 
 function notice(text) {
   $("tasks-message").textContent = text || "";

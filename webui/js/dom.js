@@ -1,0 +1,14 @@
+// Small DOM helpers the panels share.
+
+// An element with properties ("testid" sets data-testid, "text" the text content, any
+// other key the property of that name) and children.
+export function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (key === "testid") node.setAttribute("data-testid", value);
+    else if (key === "text") node.textContent = value;
+    else node[key] = value;
+  }
+  node.append(...children);
+  return node;
+}
