@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import secrets
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -183,6 +184,11 @@ class _Server(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, runtime: Runtime) -> None:
         super().__init__(config)
         self.runtime = runtime
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started:  # answering requests: the idle chats are rebuilt from now on
+            self.runtime.serving()
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         super().handle_exit(sig, frame)

@@ -39,6 +39,7 @@ PHASES = (
     ("journal open", r"journal open:"),
     ("startup complete", r"Application startup complete"),
     ("listening", r"Uvicorn running on"),
+    ("idle chats rebuilt", r"idle chats rebuilt:"),  # in the background, after serving
 )
 
 

@@ -42,7 +42,7 @@ def parse_chat(raw: Any) -> dict[str, Any]:
 def restore_chat(runtime: Runtime, chat: dict[str, Any]) -> AgentContext:
     """Create a chat from an exported one (its id when free) and refill its log and history."""
     wanted = chat.get("id") if isinstance(chat.get("id"), str) else None
-    if wanted and runtime.find_context(wanted) is not None:
+    if wanted and runtime.known_context(wanted):
         wanted = None
     name = chat.get("name") if isinstance(chat.get("name"), str) else None
     ctx = runtime.create_context(wanted, name=name)

@@ -48,11 +48,16 @@ def not_found(path: str) -> ApiError:
     return ApiError("file_not_found", f"'{path}' does not exist in the work folder.", 404)
 
 
-def work_root(runtime: Runtime, input: dict[str, Any]) -> Path:
-    """The work folder of the chat named by ``context`` (or of new chats), created if missing."""
+async def work_root(runtime: Runtime, input: dict[str, Any]) -> Path:
+    """The work folder of the chat named by ``context`` (or of new chats), created if missing
+    (404 ``context_not_found`` for an unknown chat)."""
     ctx_id = context_id_of(input, "context", "context_id", "ctxid")
-    config = runtime.get_context(ctx_id).config if ctx_id else runtime.agent_config()
-    root = Path(config.workdir_path()).expanduser()
+    config = (await runtime.chat(ctx_id)).config if ctx_id else runtime.agent_config()
+    return await asyncio.to_thread(_make_root, Path(config.workdir_path()))
+
+
+def _make_root(folder: Path) -> Path:
+    root = folder.expanduser()
     root.mkdir(parents=True, exist_ok=True)
     return root.resolve()
 

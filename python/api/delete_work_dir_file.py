@@ -23,7 +23,7 @@ def _delete(target: WorkPath) -> None:
 
 class DeleteWorkDirFile(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        root = await asyncio.to_thread(work_root, self.runtime, input)
+        root = await work_root(self.runtime, input)
         target = resolve(root, require_path(input), link_itself=True)
         if not target.rel:
             raise bad_request("the work folder itself cannot be deleted", field="path")

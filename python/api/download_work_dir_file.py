@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from starlette.responses import FileResponse
@@ -15,7 +14,7 @@ class DownloadWorkDirFile(ApiHandler):
     methods = ("GET", "POST")
 
     async def process(self, input: dict[str, Any], request) -> FileResponse:
-        root = await asyncio.to_thread(work_root, self.runtime, input)
+        root = await work_root(self.runtime, input)
         target = resolve(root, require_path(input))
         if not target.real.exists():
             raise not_found(target.rel)

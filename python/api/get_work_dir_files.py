@@ -13,6 +13,6 @@ class GetWorkDirFiles(ApiHandler):
     methods = ("GET", "POST")
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        root = await asyncio.to_thread(work_root, self.runtime, input)
+        root = await work_root(self.runtime, input)
         target = resolve(root, get_str(input, "path"))
         return await asyncio.to_thread(listing, target)

@@ -18,7 +18,7 @@ class UploadWorkDirFiles(ApiHandler):
             raise bad_request("send the files as multipart field 'files'", field="files")
         if not files:
             raise bad_request("send the files as multipart field 'files'", field="files")
-        root = await asyncio.to_thread(work_root, self.runtime, input)
+        root = await work_root(self.runtime, input)
         folder = resolve(root, get_str(input, "path"))
         if folder.real.exists() and not folder.real.is_dir():
             raise ApiError("not_a_directory", f"'{folder.rel}' is a file, not a folder.", 400)

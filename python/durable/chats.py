@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 from agent import AgentConfig, AgentContext, AgentContextType, UserMessage, new_context_id
+from durability import failpoints
 from durability.errors import DurabilityError
-from python.durable import admission
+from python.durable import admission, rebuild
 from python.durable.admission import KeyedLocks, Submission
 from python.durable.policy import ReplayPolicy
 from python.durable.scheduler import Scheduler
@@ -33,6 +34,9 @@ if TYPE_CHECKING:  # pragma: no cover
 logger = logging.getLogger("a0.durable")
 
 MAX_PARALLEL_RESUMES = 2
+#: Holds the background rebuild of idle chats before its first chat (tests, with
+#: ``A0_CRASH_MODE=freeze``: durability/failpoints.py); requests still load them.
+REBUILD_FAILPOINT = "startup.idle_rebuild"
 ConfigFactory = Callable[[], AgentConfig]
 EffectGate = Callable[["Call"], Awaitable[None]]
 
@@ -71,6 +75,10 @@ class DurableChats:
         self._background: set[asyncio.Task[Any]] = set()
         self._resume_slots: asyncio.Semaphore | None = None
         self._input_locks = KeyedLocks()
+        #: Journaled chats not rebuilt yet (oldest first): ``load`` rebuilds each once.
+        self._later: dict[str, None] = {}
+        self._load_locks = KeyedLocks()
+        self._rebuilder: asyncio.Task[None] | None = None
         #: The process's task scheduler (python/durable/scheduler.py); the server starts
         #: its loop (``Runtime.start``), ``close`` stops it.
         self.scheduler = Scheduler(self)
@@ -104,7 +112,54 @@ class DurableChats:
         return session.context if session is not None else None
 
     def contexts(self) -> list[AgentContext]:
+        """The chats loaded here (a chat left for later appears once ``load`` rebuilt it)."""
         return [s.context for s in self._sessions.values()]
+
+    # chats rebuilt after start-up (python/durable/rebuild.py) ------------------------------
+    def defer(self, context_ids: Iterable[str]) -> None:
+        """Leave these journaled chats for ``load`` (start-up rebuilds only what recovery
+        needs before serving)."""
+        self._later.update(dict.fromkeys(context_ids))
+
+    @property
+    def deferred_count(self) -> int:
+        """How many journaled chats are not rebuilt yet."""
+        return len(self._later)
+
+    def is_deferred(self, context_id: str) -> bool:
+        return context_id in self._later
+
+    async def load(self, context_id: str) -> AgentContext | None:
+        """The chat ``context_id`` if loaded here; a journaled chat left for later is rebuilt
+        now, once: whoever comes meanwhile (a request, the background rebuild) waits for
+        that one rebuild. None when there is no such chat."""
+        if context_id not in self._later:
+            return self.get(context_id)
+        async with self._load_locks.hold(context_id):
+            if context_id in self._later and self.get(context_id) is None:
+                await rebuild.load_chat(self, context_id)  # cancelled: not built, kept for later
+            self._later.pop(context_id, None)
+        return self.get(context_id)
+
+    def rebuild_later(self) -> None:
+        """Start rebuilding the chats left for later in the background (the server calls
+        this once it answers requests)."""
+        if self._later and self._rebuilder is None and not self.stopping:
+            loop = asyncio.get_running_loop()
+            self._rebuilder = loop.create_task(self._rebuild_idle(), name="idle-chat-rebuild")
+
+    async def _rebuild_idle(self) -> None:
+        await asyncio.to_thread(failpoints.failpoint, REBUILD_FAILPOINT)
+        count = 0
+        for context_id in list(self._later):
+            if self.stopping:
+                return
+            try:
+                if await self.load(context_id) is not None:
+                    count += 1
+            except Exception as exc:  # left for its first request
+                logger.warning("chat %s not rebuilt: %s", context_id, type(exc).__name__)
+        logger.info("idle chats rebuilt: %d", count)
 
     # the entry point of a message ------------------------------------------------------
     async def admit(
@@ -125,25 +180,28 @@ class DurableChats:
         chat), else a new chat is opened, and it exists only once the journal took the
         input. Copies of one input are serialised here by input id, and
         the journal's admit decides between processes: every copy gets the first one's run.
-        The chat is None when a duplicate's run belongs to a chat not loaded here.
+        The chat is None when a duplicate's run belongs to a chat this process does not have
+        (removed since, or another worker's not loaded here).
         InputConflict, RunHeld, ... propagate and leave nothing behind."""
         input_id = admission.ensure_input_id(message)
         async with self._input_locks.hold(input_id):
             context = None
             if context_id and create is not None:
+                await self.load(context_id)
                 await self.forget_purged(context_id)
                 context = self.get(context_id)
             elif context_id:
                 context = await self.chat(context_id)
             elif follow_input:
                 known = await self.journal.aio.input_context(input_id)
-                context = self.get(known) if known else None
+                context = await self.load(known) if known else None
             if context is not None:
                 submission = await session_of(context).submit(message)
             else:
                 new_id = context_id or new_context_id()
                 submission = await self.submit_new_chat(new_id, message, name=create)
-            return self.get(submission.context_id), submission
+            owner = submission.context_id  # a duplicate's chat may be one left for later
+            return (await self.load(owner) if owner else None), submission
 
     async def submit_new_chat(
         self, context_id: str, msg: UserMessage, *, name: str | None = None
@@ -167,7 +225,10 @@ class DurableChats:
         """The chat a request names: 404 ``context_not_found`` when there is none, also
         when retention removed every run of it (a purged chat is gone, as after a restart).
         A shared worker loads a chat another worker created, and brings an idle chat up to
-        the journal first (python/durable/takeover.py)."""
+        the journal first (python/durable/takeover.py). A chat start-up left for later is
+        rebuilt here on its first request (``load``)."""
+        if context_id:
+            await self.load(context_id)
         await self.forget_purged(context_id)
         context = self.get(context_id) if context_id else None
         if self.shared is not None and context_id:
@@ -248,6 +309,8 @@ class DurableChats:
         writes, then close the journal: no acknowledged write is lost on a clean stop."""
         await self.scheduler.stop()  # first: a firing it admits now is stopped below too
         self.begin_shutdown()
+        if self._rebuilder is not None:  # it stops before its next chat
+            await asyncio.wait([self._rebuilder], timeout=timeout)
         pending = self.tasks()
         if pending:
             await asyncio.wait(pending, timeout=timeout)

@@ -52,6 +52,12 @@ def append_after_checkpoint(context: AgentContext, journal: Journal, latest: Che
     except Exception as exc:
         logger.warning("chat %s: steps after the checkpoint not shown: %s", context.id, exc)
         return 0
+    return append_calls(context, calls)
+
+
+def append_calls(context: AgentContext, calls: list[Call]) -> int:
+    """Add the log items of ``calls`` (``calls_after``, read before); how many were added.
+    Never raises: a step that cannot be shown is left out (the journal keeps it)."""
     agents = {a.number: a for a in context.agents()}
     added = 0
     for call in calls:

@@ -1,7 +1,6 @@
-"""Start-up: rebuild the chats from the journal, recover their runs, resume a run.
+"""Start-up: recover the runs of the rebuilt chats, resume a run.
 
-``restore_contexts(chats)`` rebuilds one chat per journaled context from its latest
-checkpoint and the calls journaled after it; ``await recover(chats, adapters=...)``
+The chats are rebuilt first (python/durable/rebuild.py); ``await recover(chats, adapters=...)``
 classifies every open run (durability/recovery.py), holds what it cannot prove and resumes
 the rest through ``resume_run`` (two at a time), which is also how a decision continues a
 held run.
@@ -17,108 +16,23 @@ from typing import TYPE_CHECKING, Any
 from agent import AgentContext, UserMessage
 from durability import integrity, recovery
 from durability.errors import CorruptCheckpoint, CorruptRecord, DurabilityError
-from python.durable import checkpoint, restored_log
+from python.durable import checkpoint
 from python.durable.driver import HELD, drive, held_text, stopped
+from python.durable.rebuild import hold_open_run
 from python.durable.run import DurableRun
 from python.durable.session import DurableSession, session_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent import Agent
-    from durability import Journal
-    from durability.records import Event, Run
+    from durability.records import Run
     from python.durable.chats import DurableChats
 
 logger = logging.getLogger("a0.durable")
-CHAT_EVENTS = ("context_removed", "context_reset")
 
 
 def _warn(context: AgentContext | None, heading: str, content: str, **kvps: Any) -> None:
     if context is not None:
         context.log.log(type="warning", heading=heading, content=content, kvps=kvps)
-
-
-def restore_contexts(chats: DurableChats) -> list[AgentContext]:
-    """One chat per journaled context, rebuilt from its latest checkpoint (oldest chat
-    first) plus the log items of the calls journaled after it (python/durable/
-    restored_log.py); a chat deleted after its newest run is not rebuilt."""
-    journal = chats.journal
-    newest_run: dict[str, float] = {}
-    for run in reversed(journal.list_runs(limit=1_000_000)):  # oldest chat first
-        newest_run[run.context_id] = run.created_at
-    events = {cid: _chat_events(journal, cid) for cid in newest_run}
-    context_ids = [
-        cid for cid, at in newest_run.items() if _last(events[cid], "context_removed") < at
-    ]
-    restored = []
-    for context_id in context_ids:
-        try:
-            context = _restore_one(chats, context_id, events[context_id])
-        except Exception as exc:  # one chat that cannot be rebuilt never stops the others
-            failed = _restore_failed(chats, context_id, exc)
-            if failed is None:
-                continue
-            context = failed
-        session_of(context).journaled = True
-        restored.append(context)
-    return restored
-
-
-def _restore_one(chats: DurableChats, context_id: str, events: list[Event]) -> AgentContext:
-    journal = chats.journal
-    context = chats.get(context_id) or chats.create(context_id)
-    try:
-        latest = journal.latest_context_checkpoint(context_id, histories=checkpoint.current_chains)
-    except CorruptCheckpoint as exc:
-        latest = None
-        text = "The chat's latest checkpoint failed validation; it could not be rebuilt."
-        _warn(context, "Checkpoint damaged", text, reason=exc.fields.get("reason"))
-    if latest is not None and _last(events, "context_reset") < latest.created_at:
-        state = latest.state.get("current") or {}
-        checkpoint.restore_chain(context, state, latest.histories)
-        restored_log.append_after_checkpoint(context, journal, latest)
-    return context
-
-
-def _restore_failed(chats: DurableChats, context_id: str, exc: Exception) -> AgentContext | None:
-    """The chat could not be rebuilt: hold its open run (recovery_error) and show the chat
-    empty, with a warning, so a person can decide."""
-    detail = recovery.error_detail(exc, "restore")
-    logger.warning("chat %s could not be rebuilt: %s", context_id, detail["type"])
-    run_id = _hold_open_run(chats.journal, context_id, "recovery_error", detail)
-    try:
-        context = chats.get(context_id) or chats.create(context_id)
-    except Exception as again:
-        logger.warning("chat %s left out: %s", context_id, type(again).__name__)
-        return None
-    text = f"This chat could not be rebuilt from the journal ({detail['type']}); " + (
-        "its run waits for a person's decision." if run_id else "it is shown empty."
-    )
-    _warn(context, "Chat not rebuilt", text, run_id=run_id, reason="recovery_error")
-    return context
-
-
-def _hold_open_run(journal: Journal, context_id: str, reason: str, detail: Any) -> str | None:
-    """Hold the chat's active run (if any) for a person; never raises."""
-    try:
-        run = journal.active_run(context_id)
-        if run is None:
-            return None
-        if run.status == "active":
-            journal.mark_needs_attention(run.id, reason, detail)
-        return run.id
-    except Exception as exc:
-        logger.warning("run of chat %s could not be held: %s", context_id, type(exc).__name__)
-        return None
-
-
-def _chat_events(journal: Journal, context_id: str) -> list[Event]:
-    events = journal.list_events(context_id=context_id, limit=1_000_000, verify=False)
-    return [e for e in events if e.type in CHAT_EVENTS]  # their time only
-
-
-def _last(events: list[Event], event_type: str) -> float:
-    """When the chat last had this event (-1 when never)."""
-    return max((e.created_at for e in events if e.type == event_type), default=-1.0)
 
 
 async def recover(
@@ -142,7 +56,7 @@ async def recover(
         except Exception as exc:  # one run that cannot be resumed never stops the others
             detail = recovery.error_detail(exc, "resume")
             held = (journal, plan.run.context_id, "recovery_error", detail)
-            await asyncio.to_thread(_hold_open_run, *held)
+            await asyncio.to_thread(hold_open_run, *held)
     return plans
 
 

@@ -112,8 +112,12 @@ class Runtime:
     def find_context(self, ctx_id: str) -> AgentContext | None:
         return self.chats.get(ctx_id) if ctx_id else None
 
+    def known_context(self, ctx_id: str) -> bool:
+        """The chat is loaded here, or journaled and not rebuilt yet (``DurableChats.load``)."""
+        return self.find_context(ctx_id) is not None or self.chats.is_deferred(ctx_id)
+
     def create_context(self, ctx_id: str | None = None, name: str | None = None) -> AgentContext:
-        if ctx_id and self.find_context(ctx_id) is not None:
+        if ctx_id and self.known_context(ctx_id):
             raise ApiError("context_exists", f"Chat '{ctx_id}' already exists.", 409)
         return self.chats.create(ctx_id or None, name=name)
 
@@ -139,9 +143,9 @@ class Runtime:
     async def shared_chat(self, ctx_id: str) -> AgentContext | None:
         """The chat a poll shows: with shared workers, a chat another worker created is
         loaded and an idle chat is brought up to the journal (at most once a second);
-        with SQLite simply the loaded chat."""
+        with SQLite the loaded chat (one start-up left for later is rebuilt now)."""
         if self.shared is None:
-            return self.find_context(ctx_id)
+            return await self.chats.load(ctx_id)
         return await self.shared.chat_for_poll(ctx_id)
 
     async def forget_purged_chats(self) -> list[str]:
@@ -219,6 +223,12 @@ class Runtime:
         # a slot's input id (sched:<task>:<slot>) lets the journal take it once.
         self._chats.scheduler.start()
         self._sweeper = asyncio.create_task(self._sweep_api_chats(), name="api-chat-sweeper")
+
+    def serving(self) -> None:
+        """The server answers requests: rebuild the idle chats start-up left for later, in
+        the background (a request naming one rebuilds it first)."""
+        if self._chats is not None and not self._stopping:
+            self._chats.rebuild_later()
 
     async def _start_shared(self, masker: Any) -> DurableChats:
         """Open the shared journal as this worker's and start claiming and sweeping."""

@@ -1,8 +1,9 @@
 """The server's journal: open it at start-up, rebuild and recover the chats; close it.
 
 ``Runtime.start`` calls :func:`open_chats`: apply retention, open usr/durability/
-journal.sqlite, hash the replay pins, register the shell receipts adapter, rebuild every
-chat, recover open runs, prune receipts nobody needs. ``Runtime.shutdown`` calls
+journal.sqlite, hash the replay pins, register the shell receipts adapter, rebuild the chats
+with an open run (the idle ones are rebuilt later: python/durable/rebuild.py), recover open
+runs, prune receipts nobody needs. ``Runtime.shutdown`` calls
 ``DurableChats.close`` (background journal writes are flushed before the journal closes).
 """
 
@@ -23,7 +24,8 @@ from durability.recovery import RecoveryPlan
 from durability.retention import DEFAULT_RETENTION_DAYS, DEFAULT_RETENTION_RUNS, apply_retention
 from python.durable.chats import ConfigFactory, DurableChats
 from python.durable.policy import ReplayPolicy
-from python.durable.resume import recover, restore_contexts
+from python.durable.rebuild import restore_contexts
+from python.durable.resume import recover
 
 if TYPE_CHECKING:  # pragma: no cover
     from durability.config import SharedConfig
@@ -82,10 +84,13 @@ def _open(usr: Path, masker: Masker, config: ConfigFactory) -> DurableChats:
 async def open_chats(
     usr: Path, settings: Mapping[str, Any], masker: Masker, config: ConfigFactory
 ) -> tuple[DurableChats, list[RecoveryPlan]]:
-    """Open the journal, rebuild every chat, recover open runs; the chats and the plans."""
+    """Open the journal, rebuild the chats with an open run, recover those runs; the chats
+    and the plans. The idle chats are left to ``DurableChats.load``."""
     await asyncio.to_thread(retain, usr, settings)
     chats = await asyncio.to_thread(_open, usr, masker, config)
-    contexts = await asyncio.to_thread(restore_contexts, chats)
+    # only the chats recovery needs before serving; the idle ones on first access or in
+    # the background once the server answers (DurableChats.load, rebuild_later)
+    contexts = await asyncio.to_thread(restore_contexts, chats, idle_later=True)
     receipts = chats.receipts
     adapters = {SHELL_POLICY: receipts.classify} if receipts is not None else {}
     try:  # each run is held on its own failure; this guards what all runs share
@@ -101,7 +106,11 @@ async def open_chats(
     held = [p for p in plans if p.action in ("hold", "skip")]
     resumed = len(plans) - len(held)
     logger.info(
-        "journal open: %d chats, %d runs recovered, %d held", len(contexts), resumed, len(held)
+        "journal open: %d chats, %d idle ones later, %d runs recovered, %d held",
+        len(contexts),
+        chats.deferred_count,
+        resumed,
+        len(held),
     )
     return chats, plans
 

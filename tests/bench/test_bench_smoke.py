@@ -105,7 +105,12 @@ def test_recovery_bench_smoke(tmp_path: Path) -> None:
     seeded = result["seeded"]
     (empty,), (full,) = seeded["empty"]["runs"], seeded["seeded"]["runs"]
     assert empty["journal_line"].startswith("journal open: 0 chats")
-    assert full["journal_line"].startswith("journal open: 4 chats, 0 runs recovered, 0 held")
+    # no open run: every chat is rebuilt after serving, in the background
+    assert full["journal_line"].startswith(
+        "journal open: 0 chats, 4 idle ones later, 0 runs recovered, 0 held"
+    )
+    assert 0 < full["to_health_s"] < full["all_chats_s"]
+    assert empty["all_chats_s"] is None
     assert empty["idle_rss_mib"] > 10 and full["idle_rss_mib"] > 10
     assert set(seeded["ratios"]) == {"to_health_s", "restore_s", "idle_rss_mib"}
     assert full["restore_s"] > 0

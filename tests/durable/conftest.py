@@ -14,7 +14,8 @@ import pytest
 from agent import AgentConfig, AgentContext, UserMessage
 from durability import Journal, failpoints
 from python.durable import DurableChats
-from python.durable.resume import recover, restore_contexts
+from python.durable.rebuild import restore_contexts
+from python.durable.resume import recover
 from python.helpers import files
 from python.helpers import settings as settings_mod
 from tests.support.model_server import ScriptedModel

@@ -16,7 +16,8 @@ import sys
 from agent import AgentConfig, UserMessage
 from durability import Journal
 from python.durable import DurableChats
-from python.durable.resume import recover, restore_contexts
+from python.durable.rebuild import restore_contexts
+from python.durable.resume import recover
 from python.helpers import files
 from tests.durable.conftest import install_side_effect_tool, make_settings
 
