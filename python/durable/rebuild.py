@@ -20,6 +20,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from agent import AgentContext
@@ -49,6 +50,7 @@ class ChatRead:
     damaged: bool = False  # the latest checkpoint failed validation
     damaged_reason: Any = None
     error: Exception | None = None  # the read failed: the chat is shown empty
+    created: float | None = None  # its first run's time: the chat list's order
 
 
 def journaled_chats(journal: Journal) -> tuple[dict[str, float], set[str]]:
@@ -106,12 +108,12 @@ def read_chat(journal: Journal, context_id: str, newest_run: float | None = None
     read = ChatRead(context_id)
     try:
         events = _chat_events(journal, context_id)
-        if newest_run is None:
-            runs = journal.list_runs(context_id=context_id, limit=1)
-            if not runs:
-                read.gone = True
-                return read
-            newest_run = runs[0].created_at
+        runs = journal.list_runs(context_id=context_id, limit=1_000_000)  # newest first
+        if not runs:
+            read.gone = True
+            return read
+        newest_run = runs[0].created_at if newest_run is None else newest_run
+        read.created = runs[-1].created_at
         if _last(events, "context_removed") >= newest_run:
             read.gone = True
             return read
@@ -141,6 +143,8 @@ def build_chat(chats: DurableChats, read: ChatRead, hold: Hold) -> AgentContext 
         if read.error is not None:
             raise read.error
         context = chats.get(context_id) or chats.create(context_id)
+        if read.created is not None:  # rebuilt late or early, the list keeps its order
+            context.created_at = datetime.fromtimestamp(read.created, UTC)
         if read.damaged:
             text = "The chat's latest checkpoint failed validation; it could not be rebuilt."
             _warn(context, "Checkpoint damaged", text, reason=read.damaged_reason)

@@ -105,6 +105,11 @@ def test_idle_chats_are_served_on_first_access_and_all_listed_after_the_backgrou
         gone.text
     )
     assert _listed(crashable) == set(chats[:4]), "only the chats asked for are loaded yet"
+    # rebuilt late or out of order, the list keeps the chats' own order (newest first)
+    for context_id in (chats[5], chats[4]):
+        assert _log(crashable, context_id).status_code == 200
+    order = [row["id"] for row in _poll(crashable)["contexts"]]
+    assert order == list(reversed(chats)), order
     crashable.kill()  # the frozen rebuild thread would hold up a clean stop
 
     # 2. a plain restart: the background rebuild brings every chat into poll, each once
