@@ -5,26 +5,13 @@ durability/store/_postgres/__init__.py for how the dialect differs from SQLite's
 
 from __future__ import annotations
 
-from durability.store import _tables as t
 from durability.store._postgres.base import PostgresBase
 from durability.store._postgres.calls import PostgresCallRows
 from durability.store._postgres.claims import ClaimRows
-from durability.store._tasks import TaskRows
+from durability.store._tables import Tables
 
 
-class PostgresTx(
-    PostgresCallRows,
-    t.RunRows,
-    t.InputRows,
-    t.BlobRows,
-    t.CheckpointRows,
-    t.DocumentRows,
-    t.DecisionRows,
-    t.EventRows,
-    ClaimRows,
-    TaskRows,
-    PostgresBase,
-):
+class PostgresTx(PostgresCallRows, ClaimRows, Tables, PostgresBase):
     """Row-level operations on one connection, inside its current transaction."""
 
 

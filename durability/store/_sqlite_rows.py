@@ -6,26 +6,14 @@ PostgreSQL engine).
 
 from __future__ import annotations
 
-from durability.store import _tables as t
 from durability.store._rows import RESULT_SPILL_BYTES
 from durability.store._sqlite.base import SqliteBase
 from durability.store._sqlite.calls import SqliteCallRows
 from durability.store._sqlite.runs import SqliteRunRows
-from durability.store._tasks import TaskRows
+from durability.store._tables import Tables
 
 
-class SqliteTx(
-    SqliteCallRows,
-    SqliteRunRows,
-    t.InputRows,
-    t.BlobRows,
-    t.CheckpointRows,
-    t.DocumentRows,
-    t.DecisionRows,
-    t.EventRows,
-    TaskRows,
-    SqliteBase,
-):
+class SqliteTx(SqliteCallRows, SqliteRunRows, Tables, SqliteBase):
     """Row-level operations on one SQLite connection, inside its current transaction."""
 
 

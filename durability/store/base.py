@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from durability.records import Call, Conflict, Decision, Event, RetryGrant, Run
@@ -372,3 +374,16 @@ class Store(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+def numbered_migrations(folder: Path) -> list[tuple[int, Path]]:
+    """An engine's numbered migration files (``NNNN_name.sql`` in ``folder``), in order."""
+    found = []
+    for path in folder.iterdir():
+        match = _MIGRATION_NAME.match(path.name)
+        if match:
+            found.append((int(match.group(1)), path))
+    return sorted(found)

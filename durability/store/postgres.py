@@ -51,14 +51,13 @@ from durability.errors import (
     StorageError,
 )
 from durability.store._postgres_rows import PostgresTx
-from durability.store.base import Store, StoreTx
+from durability.store.base import Store, StoreTx, numbered_migrations
 
 T = TypeVar("T")
 
 logger = logging.getLogger("a0.durability.postgres")
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations" / "postgres"
-_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 NAMESPACE_PATTERN = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 #: SQLSTATEs after which a write is run again from the start (nothing was committed).
 _RETRY_STATES = {"40001", "40P01"}
@@ -72,12 +71,7 @@ _CONNECTION_STATES = ("08", "57P01", "57P02", "57P03")
 
 def migrations() -> list[tuple[int, Path]]:
     """Numbered migration files of this engine, in order."""
-    found = []
-    for path in MIGRATIONS_DIR.iterdir():
-        match = _MIGRATION_NAME.match(path.name)
-        if match:
-            found.append((int(match.group(1)), path))
-    return sorted(found)
+    return numbered_migrations(MIGRATIONS_DIR)
 
 
 def check_namespace(namespace: str) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import os
 import queue
-import re
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -21,23 +20,17 @@ from durability.errors import (
 )
 from durability.store._group_commit import GroupCommitWriter
 from durability.store._sqlite_rows import SqliteTx
-from durability.store.base import Store, StoreTx
+from durability.store.base import Store, StoreTx, numbered_migrations
 
 T = TypeVar("T")
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations" / "sqlite"
 BUSY_TIMEOUT_MS = 10_000
-_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
 def migrations() -> list[tuple[int, Path]]:
     """Numbered migration files of this engine, in order."""
-    found = []
-    for path in MIGRATIONS_DIR.iterdir():
-        match = _MIGRATION_NAME.match(path.name)
-        if match:
-            found.append((int(match.group(1)), path))
-    return sorted(found)
+    return numbered_migrations(MIGRATIONS_DIR)
 
 
 def translate_error(exc: BaseException) -> BaseException:

@@ -3,10 +3,7 @@ CTEs that check, write and bump the run together)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from durability.records import Call
-from durability.store._rows import CALLS, Columns, call_record, call_values, result_is_large
+from durability.store._rows import CALLS, Columns, Named
 from durability.store._tables.calls import CallRows
 
 _TYPES = {
@@ -40,23 +37,12 @@ _CLOSE_OPEN = (
 
 
 class PostgresCallRows(CallRows):
-    def insert_call_if_free(self, call: Call, args_json: str | None = None) -> bool:
-        if call.attempt != 1 or call.result_digest is not None:
-            return super().insert_call_if_free(call, args_json)
-        values = call_values(call, args_json, None, None)
+    def _insert_first(self, values: Named) -> bool:
         return self.scalar(_INSERT_IF_FREE, values) is not None
 
-    def close_open_call(
-        self,
-        call_id: str,
-        state: str,
-        result: Any,
-        result_json: str,
-        result_digest: str,
-        now: float,
-    ) -> tuple[Call, str] | None:
-        if result_is_large(result_json):
-            return super().close_open_call(call_id, state, result, result_json, result_digest, now)
+    def _close_small(
+        self, state: str, result_json: str, result_digest: str, now: float, call_id: str
+    ) -> Named | None:
         values = {
             "state": state,
             "result": result_json,
@@ -64,7 +50,4 @@ class PostgresCallRows(CallRows):
             "now": now,
             "id": call_id,
         }
-        row = self.one(_CLOSED, _CLOSE_OPEN, values)
-        if row is None:
-            return None
-        return call_record(row, result), str(row["context_id"])
+        return self.one(_CLOSED, _CLOSE_OPEN, values)

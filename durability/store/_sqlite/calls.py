@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from durability.records import Call
-from durability.store._rows import CALLS, call_record, call_values, result_is_large
+from durability.store._rows import CALLS, Named
 from durability.store._sqlite.base import placeholders
 from durability.store._tables.calls import CallRows
 
@@ -24,35 +21,23 @@ _CLOSE_OPEN = (
 
 
 class SqliteCallRows(CallRows):
-    def insert_call_if_free(self, call: Call, args_json: str | None = None) -> bool:
-        # attempt 1 is free exactly when the position has no call (attempts count up from 1)
-        if call.attempt != 1 or call.result_digest is not None:
-            return super().insert_call_if_free(call, args_json)
-        values = CALLS.ordered(call_values(call, args_json, None, None))
-        cur = self.conn.execute(_INSERT_IF_FREE, (*values, call.run_id))
+    def _insert_first(self, values: Named) -> bool:
+        cur = self.conn.execute(_INSERT_IF_FREE, (*CALLS.ordered(values), values["run_id"]))
         if cur.rowcount != 1:
             return False
         self.conn.execute(
             "UPDATE runs SET version = version + 1, updated_at = ? WHERE id = ?",
-            (call.created_at, call.run_id),
+            (values["created_at"], values["run_id"]),
         )
         return True
 
-    def close_open_call(
-        self,
-        call_id: str,
-        state: str,
-        result: Any,
-        result_json: str,
-        result_digest: str,
-        now: float,
-    ) -> tuple[Call, str] | None:
-        if result_is_large(result_json):
-            return super().close_open_call(call_id, state, result, result_json, result_digest, now)
+    def _close_small(
+        self, state: str, result_json: str, result_digest: str, now: float, call_id: str
+    ) -> Named | None:
         values = (state, result_json, result_digest, now, call_id)
         fetched = self.conn.execute(_CLOSE_OPEN, values).fetchall()
         if not fetched:
             return None
         row = CALLS.named(fetched[0])
-        context_id = self.bump_active_run(row["run_id"], now)
-        return call_record(row, result), str(context_id)
+        row["context_id"] = self.bump_active_run(row["run_id"], now)
+        return row

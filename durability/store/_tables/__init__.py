@@ -14,6 +14,22 @@ from durability.store._tables.documents import DocumentRows
 from durability.store._tables.events import EventRows
 from durability.store._tables.inputs import InputRows
 from durability.store._tables.runs import RunRows
+from durability.store._tables.tasks import TaskRows
+
+
+class Tables(
+    CallRows,
+    RunRows,
+    InputRows,
+    BlobRows,
+    CheckpointRows,
+    DocumentRows,
+    DecisionRows,
+    EventRows,
+    TaskRows,
+):
+    """Every table; an engine's StoreTx puts its own statements before it, its dialect after."""
+
 
 __all__ = [
     "BlobRows",
@@ -24,4 +40,6 @@ __all__ = [
     "EventRows",
     "InputRows",
     "RunRows",
+    "Tables",
+    "TaskRows",
 ]

@@ -1,9 +1,9 @@
 """The calls table (a result larger than RESULT_SPILL_BYTES lives in a blob).
 
 Writing an intent and storing a result are the hot path: each engine folds check and
-write into its own statement (``insert_call_if_free``, ``close_open_call`` in
-durability/store/_sqlite/calls.py and durability/store/_postgres/calls.py); this module
-holds the rest, and the general (large-result) paths come from durability/store/base.py.
+write into its own statements (``_insert_first`` and ``_close_small`` in
+durability/store/_sqlite/calls.py and durability/store/_postgres/calls.py); the general
+paths (a later attempt, a large result) come from durability/store/base.py.
 """
 
 from __future__ import annotations
@@ -75,6 +75,38 @@ class CallRows(SqlTx):
             " closed_at = ? WHERE id = ?",
             (call.state, result, result_blob, call.result_digest, call.closed_at, call.id),
         )
+
+    def insert_call_if_free(self, call: Call, args_json: str | None = None) -> bool:
+        # attempt 1 is free exactly when the position has no call (attempts count up from 1)
+        if call.attempt != 1 or call.result_digest is not None:
+            return super().insert_call_if_free(call, args_json)
+        return self._insert_first(call_values(call, args_json, None, None))
+
+    def _insert_first(self, values: Named) -> bool:
+        """Insert attempt 1 (``values``: call_values() of a call without a result) and bump
+        its run, when the run is active and the position free; in one engine's statements."""
+        raise NotImplementedError
+
+    def close_open_call(
+        self,
+        call_id: str,
+        state: str,
+        result: Any,
+        result_json: str,
+        result_digest: str,
+        now: float,
+    ) -> tuple[Call, str] | None:
+        if result_is_large(result_json):
+            return super().close_open_call(call_id, state, result, result_json, result_digest, now)
+        row = self._close_small(state, result_json, result_digest, now, call_id)
+        return None if row is None else (call_record(row, result), str(row["context_id"]))
+
+    def _close_small(
+        self, state: str, result_json: str, result_digest: str, now: float, call_id: str
+    ) -> Named | None:
+        """Close an open call of an active run with a result that fits its column and bump
+        the run; the call's row with its run's ``context_id``, or None (nothing written)."""
+        raise NotImplementedError
 
     def list_calls(
         self,
