@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from durability.errors import SchemaTooNew
 from durability.records import Call, Conflict, Decision, Event, RetryGrant, Run
 
 T = TypeVar("T")
@@ -387,3 +388,17 @@ def numbered_migrations(folder: Path) -> list[tuple[int, Path]]:
         if match:
             found.append((int(match.group(1)), path))
     return sorted(found)
+
+
+def pending_migrations(folder: Path, current: int) -> list[tuple[int, Path]]:
+    """The migrations in ``folder`` past schema ``current``; ``schema_too_new`` when the
+    journal was written by a newer version (one that knows more migrations)."""
+    known = numbered_migrations(folder)
+    newest = known[-1][0] if known else 0
+    if current > newest:
+        raise SchemaTooNew(
+            "the journal was written by a newer version of this program",
+            schema_version=current,
+            supported=newest,
+        )
+    return [(number, path) for number, path in known if number > current]

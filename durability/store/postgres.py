@@ -47,11 +47,10 @@ from durability.errors import (
     DurabilityError,
     InvalidArgument,
     JournalClosed,
-    SchemaTooNew,
     StorageError,
 )
 from durability.store._postgres_rows import PostgresTx
-from durability.store.base import Store, StoreTx, numbered_migrations
+from durability.store.base import Store, StoreTx, numbered_migrations, pending_migrations
 
 T = TypeVar("T")
 
@@ -204,22 +203,12 @@ class PostgresStore(Store):
             )
             row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
             current = int(row[0]) if row else 0
-            known = migrations()
-            newest = known[-1][0] if known else 0
-            if current > newest:
-                raise SchemaTooNew(
-                    "the journal was written by a newer version of this program",
-                    schema_version=current,
-                    supported=newest,
+            for number, path in pending_migrations(MIGRATIONS_DIR, current):
+                conn.execute(path.read_text(encoding="utf-8").encode("utf-8"))
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
+                    (number, path.name, time.time()),
                 )
-            for number, path in known:
-                if number > current:
-                    conn.execute(path.read_text(encoding="utf-8").encode("utf-8"))
-                    conn.execute(
-                        "INSERT INTO schema_migrations (version, name, applied_at)"
-                        " VALUES (%s, %s, %s)",
-                        (number, path.name, time.time()),
-                    )
             conn.execute("COMMIT")
         except BaseException:
             if conn.pgconn.transaction_status != psycopg.pq.TransactionStatus.UNKNOWN:

@@ -15,12 +15,11 @@ from durability.errors import (
     CorruptDatabase,
     DurabilityError,
     JournalClosed,
-    SchemaTooNew,
     StorageError,
 )
 from durability.store._group_commit import GroupCommitWriter
 from durability.store._sqlite_rows import SqliteTx
-from durability.store.base import Store, StoreTx, numbered_migrations
+from durability.store.base import Store, StoreTx, numbered_migrations, pending_migrations
 
 T = TypeVar("T")
 
@@ -146,17 +145,7 @@ class SqliteStore(Store):
     def _migrate(conn: sqlite3.Connection) -> None:
         conn.create_function("a0_sha256", 1, _sha256_text, deterministic=True)
         current = conn.execute("PRAGMA user_version").fetchone()[0]
-        known = migrations()
-        newest = known[-1][0] if known else 0
-        if current > newest:
-            raise SchemaTooNew(
-                "the journal was written by a newer version of this program",
-                schema_version=current,
-                supported=newest,
-            )
-        for number, path in known:
-            if number <= current:
-                continue
+        for number, path in pending_migrations(MIGRATIONS_DIR, current):
             script = path.read_text(encoding="utf-8")
             try:
                 conn.executescript(
