@@ -1,36 +1,17 @@
-"""PostgreSQL's StoreTx: every operation's SQL, one module per table in
-durability/store/_postgres/ (see its __init__ for the dialect's differences from SQLite).
-
-Rows are mapped to records by column name (durability/store/_rows.py, shared with the
-SQLite engine).
+"""PostgreSQL's StoreTx: the tables (durability/store/_tables/) in PostgreSQL's dialect,
+with its hot path for calls and the claims of shared workers (see
+durability/store/_postgres/__init__.py for how the dialect differs from SQLite's).
 """
 
 from __future__ import annotations
 
-from durability.store._postgres.blobs import BlobRows
-from durability.store._postgres.calls import CallRows
-from durability.store._postgres.checkpoints import CheckpointRows
+from durability.store._postgres.base import PostgresBase
+from durability.store._postgres.calls import PostgresCallRows
 from durability.store._postgres.claims import ClaimRows
-from durability.store._postgres.decisions import DecisionRows
-from durability.store._postgres.documents import DocumentRows
-from durability.store._postgres.events import EventRows
-from durability.store._postgres.inputs import InputRows
-from durability.store._postgres.runs import RunRows
-from durability.store._tasks import TaskRows
+from durability.store._tables import Tables
 
 
-class PostgresTx(
-    InputRows,
-    RunRows,
-    CallRows,
-    BlobRows,
-    CheckpointRows,
-    DocumentRows,
-    DecisionRows,
-    EventRows,
-    ClaimRows,
-    TaskRows,
-):
+class PostgresTx(PostgresCallRows, ClaimRows, Tables, PostgresBase):
     """Row-level operations on one connection, inside its current transaction."""
 
 

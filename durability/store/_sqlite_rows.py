@@ -1,4 +1,4 @@
-"""SQLite's StoreTx: every operation's SQL, one module per table in durability/store/_sqlite/.
+"""SQLite's StoreTx: the tables (durability/store/_tables/) in SQLite's dialect.
 
 Rows are mapped to records by column name (durability/store/_rows.py, shared with the
 PostgreSQL engine).
@@ -7,28 +7,13 @@ PostgreSQL engine).
 from __future__ import annotations
 
 from durability.store._rows import RESULT_SPILL_BYTES
-from durability.store._sqlite.blobs import BlobRows
-from durability.store._sqlite.calls import CallRows
-from durability.store._sqlite.checkpoints import CheckpointRows
-from durability.store._sqlite.decisions import DecisionRows
-from durability.store._sqlite.documents import DocumentRows
-from durability.store._sqlite.events import EventRows
-from durability.store._sqlite.inputs import InputRows
-from durability.store._sqlite.runs import RunRows
-from durability.store._tasks import TaskRows
+from durability.store._sqlite.base import SqliteBase
+from durability.store._sqlite.calls import SqliteCallRows
+from durability.store._sqlite.runs import SqliteRunRows
+from durability.store._tables import Tables
 
 
-class SqliteTx(
-    InputRows,
-    RunRows,
-    CallRows,
-    BlobRows,
-    CheckpointRows,
-    DocumentRows,
-    DecisionRows,
-    EventRows,
-    TaskRows,
-):
+class SqliteTx(SqliteCallRows, SqliteRunRows, Tables, SqliteBase):
     """Row-level operations on one SQLite connection, inside its current transaction."""
 
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
+from durability.errors import SchemaTooNew
 from durability.records import Call, Conflict, Decision, Event, RetryGrant, Run
 
 T = TypeVar("T")
@@ -372,3 +375,30 @@ class Store(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+def numbered_migrations(folder: Path) -> list[tuple[int, Path]]:
+    """An engine's numbered migration files (``NNNN_name.sql`` in ``folder``), in order."""
+    found = []
+    for path in folder.iterdir():
+        match = _MIGRATION_NAME.match(path.name)
+        if match:
+            found.append((int(match.group(1)), path))
+    return sorted(found)
+
+
+def pending_migrations(folder: Path, current: int) -> list[tuple[int, Path]]:
+    """The migrations in ``folder`` past schema ``current``; ``schema_too_new`` when the
+    journal was written by a newer version (one that knows more migrations)."""
+    known = numbered_migrations(folder)
+    newest = known[-1][0] if known else 0
+    if current > newest:
+        raise SchemaTooNew(
+            "the journal was written by a newer version of this program",
+            schema_version=current,
+            supported=newest,
+        )
+    return [(number, path) for number, path in known if number > current]

@@ -47,18 +47,16 @@ from durability.errors import (
     DurabilityError,
     InvalidArgument,
     JournalClosed,
-    SchemaTooNew,
     StorageError,
 )
 from durability.store._postgres_rows import PostgresTx
-from durability.store.base import Store, StoreTx
+from durability.store.base import Store, StoreTx, numbered_migrations, pending_migrations
 
 T = TypeVar("T")
 
 logger = logging.getLogger("a0.durability.postgres")
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations" / "postgres"
-_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 NAMESPACE_PATTERN = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 #: SQLSTATEs after which a write is run again from the start (nothing was committed).
 _RETRY_STATES = {"40001", "40P01"}
@@ -72,12 +70,7 @@ _CONNECTION_STATES = ("08", "57P01", "57P02", "57P03")
 
 def migrations() -> list[tuple[int, Path]]:
     """Numbered migration files of this engine, in order."""
-    found = []
-    for path in MIGRATIONS_DIR.iterdir():
-        match = _MIGRATION_NAME.match(path.name)
-        if match:
-            found.append((int(match.group(1)), path))
-    return sorted(found)
+    return numbered_migrations(MIGRATIONS_DIR)
 
 
 def check_namespace(namespace: str) -> str:
@@ -210,22 +203,12 @@ class PostgresStore(Store):
             )
             row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
             current = int(row[0]) if row else 0
-            known = migrations()
-            newest = known[-1][0] if known else 0
-            if current > newest:
-                raise SchemaTooNew(
-                    "the journal was written by a newer version of this program",
-                    schema_version=current,
-                    supported=newest,
+            for number, path in pending_migrations(MIGRATIONS_DIR, current):
+                conn.execute(path.read_text(encoding="utf-8").encode("utf-8"))
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
+                    (number, path.name, time.time()),
                 )
-            for number, path in known:
-                if number > current:
-                    conn.execute(path.read_text(encoding="utf-8").encode("utf-8"))
-                    conn.execute(
-                        "INSERT INTO schema_migrations (version, name, applied_at)"
-                        " VALUES (%s, %s, %s)",
-                        (number, path.name, time.time()),
-                    )
             conn.execute("COMMIT")
         except BaseException:
             if conn.pgconn.transaction_status != psycopg.pq.TransactionStatus.UNKNOWN:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import os
 import queue
-import re
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -16,28 +15,21 @@ from durability.errors import (
     CorruptDatabase,
     DurabilityError,
     JournalClosed,
-    SchemaTooNew,
     StorageError,
 )
 from durability.store._group_commit import GroupCommitWriter
 from durability.store._sqlite_rows import SqliteTx
-from durability.store.base import Store, StoreTx
+from durability.store.base import Store, StoreTx, numbered_migrations, pending_migrations
 
 T = TypeVar("T")
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations" / "sqlite"
 BUSY_TIMEOUT_MS = 10_000
-_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
 def migrations() -> list[tuple[int, Path]]:
     """Numbered migration files of this engine, in order."""
-    found = []
-    for path in MIGRATIONS_DIR.iterdir():
-        match = _MIGRATION_NAME.match(path.name)
-        if match:
-            found.append((int(match.group(1)), path))
-    return sorted(found)
+    return numbered_migrations(MIGRATIONS_DIR)
 
 
 def translate_error(exc: BaseException) -> BaseException:
@@ -153,17 +145,7 @@ class SqliteStore(Store):
     def _migrate(conn: sqlite3.Connection) -> None:
         conn.create_function("a0_sha256", 1, _sha256_text, deterministic=True)
         current = conn.execute("PRAGMA user_version").fetchone()[0]
-        known = migrations()
-        newest = known[-1][0] if known else 0
-        if current > newest:
-            raise SchemaTooNew(
-                "the journal was written by a newer version of this program",
-                schema_version=current,
-                supported=newest,
-            )
-        for number, path in known:
-            if number <= current:
-                continue
+        for number, path in pending_migrations(MIGRATIONS_DIR, current):
             script = path.read_text(encoding="utf-8")
             try:
                 conn.executescript(

@@ -1,22 +1,35 @@
-"""What every table module of the PostgreSQL engine builds on: one connection, named rows."""
+"""PostgreSQL's dialect for the table modules (durability/store/_tables/)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from durability.store._rows import Columns, Named
-from durability.store.base import StoreTx
+from durability.store._sql import SqlTx
+
+# A history chain's nodes from its head, in one query: each node's "base" names the next.
+# Nothing here is trusted: the caller verifies every node against its hash. The base is
+# found with a pattern on the bytes escaped to text, which never fails on damaged bytes
+# (a cast to JSON would abort the whole read transaction): a node without it ends the
+# walk, ``n`` bounds a cycle.
+_CHAIN = (
+    "WITH RECURSIVE chain(hash, data, n) AS ("
+    " SELECT hash, data, 1 FROM blobs WHERE hash = %s"
+    " UNION ALL SELECT b.hash, b.data, chain.n + 1 FROM chain JOIN blobs b"
+    " ON b.hash = substring(encode(chain.data, 'escape') from '\"base\":\"([0-9a-f]{64})\"')"
+    " WHERE chain.n < %s)"
+    " SELECT hash, data FROM chain"
+)
+#: statements in ``%s`` markers, by their ``?`` text (a bounded set: the modules' SQL)
+_IN_MARKS: dict[str, str] = {}
 
 
-def marks(n: int) -> str:
-    return ",".join(["%s"] * n)
-
-
-class PostgresBase(StoreTx):
+class PostgresBase(SqlTx):
     """One transaction on one connection (``conn``: a psycopg Connection)."""
 
-    mark = "%s"  # the parameter marker (durability/store/_tasks.py writes its SQL with "?")
+    mark = "%s"
+    order = "no"
+    chain_sql = _CHAIN
 
     def __init__(self, conn: Any, *, locking: bool = False) -> None:
         self.conn = conn
@@ -25,19 +38,19 @@ class PostgresBase(StoreTx):
         #: for each run, call, document and conflict (see durability/store/postgres.py).
         self.lock = " FOR NO KEY UPDATE" if locking else ""
 
-    def one(
-        self, columns: Columns, sql: str, args: Sequence[Any] | dict[str, Any] = ()
-    ) -> Named | None:
-        """The first row of ``sql`` (which selects ``columns`` first) by column name."""
-        row = self.conn.execute(sql, args).fetchone()
-        return columns.named(row) if row is not None else None
+    def q(self, sql: str) -> str:
+        converted = _IN_MARKS.get(sql)
+        if converted is None:
+            converted = _IN_MARKS[sql] = sql.replace("?", "%s")
+        return converted
 
-    def all(
-        self, columns: Columns, sql: str, args: Sequence[Any] | dict[str, Any] = ()
-    ) -> list[Named]:
-        return [columns.named(row) for row in self.conn.execute(sql, args).fetchall()]
+    def insert_id(self, sql: str, args: Sequence[Any]) -> int:
+        return int(self.scalar(sql + " RETURNING id", args))
 
-    def scalar(self, sql: str, args: Sequence[Any] | dict[str, Any] = ()) -> Any:
-        """The first column of the first row, or None when there is no row."""
-        row = self.conn.execute(sql, args).fetchone()
-        return row[0] if row is not None else None
+    def among(self, column: str, values: list[Any]) -> tuple[str, list[Any]]:
+        return f"{column} = ANY(?)", [values]
+
+    def batches(self, values: Iterable[Any]) -> Iterator[list[Any]]:
+        wanted = list(dict.fromkeys(values))
+        if wanted:
+            yield wanted

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from durability.store._postgres.base import PostgresBase
+from durability.store._sql import SqlTx
 
 
-class ClaimRows(PostgresBase):
+class ClaimRows(SqlTx):
     def lock_fence(
         self, run_id: str | None = None, call_id: str | None = None
     ) -> tuple[str, int | None] | None:

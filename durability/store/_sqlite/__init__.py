@@ -1,1 +1,2 @@
-"""SQLite's StoreTx, one module per table (assembled in durability/store/_sqlite_rows.py)."""
+"""SQLite's part of StoreTx (assembled in durability/store/_sqlite_rows.py): its dialect
+(base.py) and its own statements for the hot path; the tables are durability/store/_tables/."""

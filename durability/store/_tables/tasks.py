@@ -1,17 +1,16 @@
 """The scheduled_tasks table (durability/schedules.py), for both engines.
 
 Every statement here is plain SQL that SQLite and PostgreSQL both take, written once with
-``?`` markers; the engine's base class names its own marker (``mark``: ``?`` or ``%s``).
+``?`` markers (durability/store/_sql.py).
 A write that must not lose a race is one conditional statement (``... WHERE revision =
 <expected>``), so neither engine needs a row lock for it.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from durability.store._rows import TASKS, task_row, task_values
-from durability.store.base import StoreTx, TaskRow
+from durability.store._sql import SqlTx
+from durability.store.base import TaskRow
 
 _INSERT = (
     f"INSERT INTO scheduled_tasks ({TASKS.select}) VALUES ({', '.join('?' * len(TASKS.names))})"
@@ -21,29 +20,19 @@ _INSERT = (
 _FORWARD = "done_until = CASE WHEN done_until < ? THEN ? ELSE done_until END"
 
 
-class TaskRows(StoreTx):
-    """Mixed into each engine's StoreTx, after its base (which provides ``conn``, ``mark``)."""
-
-    conn: Any
-    mark: str
-
-    def _run(self, sql: str, args: tuple[Any, ...] = ()) -> Any:
-        if self.mark != "?":
-            sql = sql.replace("?", self.mark)
-        return self.conn.execute(sql, args)
-
+class TaskRows(SqlTx):
     def get_task(self, task_id: str) -> TaskRow | None:
-        row = self._run(
+        row = self.run(
             f"SELECT {TASKS.select} FROM scheduled_tasks WHERE id = ?", (task_id,)
         ).fetchone()
         return None if row is None else task_row(TASKS.named(row))
 
     def list_tasks(self) -> list[TaskRow]:
-        rows = self._run(f"SELECT {TASKS.select} FROM scheduled_tasks ORDER BY created_at, id")
+        rows = self.run(f"SELECT {TASKS.select} FROM scheduled_tasks ORDER BY created_at, id")
         return [task_row(TASKS.named(r)) for r in rows.fetchall()]
 
     def insert_task(self, row: TaskRow) -> bool:
-        return bool(self._run(_INSERT, TASKS.ordered(task_values(row))).rowcount == 1)
+        return bool(self.run(_INSERT, TASKS.ordered(task_values(row))).rowcount == 1)
 
     def replace_task_definition(
         self,
@@ -56,7 +45,7 @@ class TaskRows(StoreTx):
         done_until: float | None,
     ) -> bool:
         floor = -1.0 if done_until is None else done_until
-        cursor = self._run(
+        cursor = self.run(
             "UPDATE scheduled_tasks SET revision = revision + 1, body = ?, digest = ?,"
             f" updated_at = ?, updated_by = ?, {_FORWARD} WHERE id = ? AND revision = ?",
             (body, digest, now, actor, floor, floor, task_id, expected_revision),
@@ -65,9 +54,9 @@ class TaskRows(StoreTx):
 
     def delete_task(self, task_id: str, expected_revision: int | None) -> bool:
         if expected_revision is None:
-            cursor = self._run("DELETE FROM scheduled_tasks WHERE id = ?", (task_id,))
+            cursor = self.run("DELETE FROM scheduled_tasks WHERE id = ?", (task_id,))
         else:
-            cursor = self._run(
+            cursor = self.run(
                 "DELETE FROM scheduled_tasks WHERE id = ? AND revision = ?",
                 (task_id, expected_revision),
             )
@@ -77,13 +66,13 @@ class TaskRows(StoreTx):
         self, task_id: str, slot: float | None, input_id: str, run_id: str | None, now: float
     ) -> bool:
         if slot is None:
-            cursor = self._run(
+            cursor = self.run(
                 "UPDATE scheduled_tasks SET last_input_id = ?, last_run_id = ?,"
                 " last_fired_at = ? WHERE id = ?",
                 (input_id, run_id, now, task_id),
             )
         else:
-            cursor = self._run(
+            cursor = self.run(
                 "UPDATE scheduled_tasks SET last_input_id = ?, last_run_id = ?,"
                 f" last_fired_at = ?, last_slot = ?, {_FORWARD} WHERE id = ?",
                 (input_id, run_id, now, slot, slot, slot, task_id),
@@ -91,7 +80,7 @@ class TaskRows(StoreTx):
         return bool(cursor.rowcount == 1)
 
     def record_task_skip(self, task_id: str, slot: float, skip_json: str) -> bool:
-        cursor = self._run(
+        cursor = self.run(
             f"UPDATE scheduled_tasks SET last_skip = ?, {_FORWARD} WHERE id = ?",
             (skip_json, slot, slot, task_id),
         )

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from durability.records import Event
-from durability.store._postgres.base import PostgresBase
 from durability.store._rows import EVENTS, dump, event_record
+from durability.store._sql import SqlTx
 
 
-class EventRows(PostgresBase):
+class EventRows(SqlTx):
     def insert_event(
         self,
         context_id: str,
@@ -19,28 +19,26 @@ class EventRows(PostgresBase):
         now: float,
         digest: str,
     ) -> int:
-        return int(
-            self.scalar(
-                "INSERT INTO events (context_id, run_id, type, payload, created_at, digest)"
-                " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-                (context_id, run_id, type, dump(payload), now, digest),
-            )
+        return self.insert_id(
+            "INSERT INTO events (context_id, run_id, type, payload, created_at, digest)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (context_id, run_id, type, dump(payload), now, digest),
         )
 
     def list_events(
         self, context_id: str | None, run_id: str | None, after_id: int, limit: int
     ) -> list[Event]:
-        where: list[str] = ["id > %s"]
+        where: list[str] = ["id > ?"]
         args: list[Any] = [after_id]
         if context_id is not None:
-            where.append("context_id = %s")
+            where.append("context_id = ?")
             args.append(context_id)
         if run_id is not None:
-            where.append("run_id = %s")
+            where.append("run_id = ?")
             args.append(run_id)
         rows = self.all(
             EVENTS,
-            f"SELECT {EVENTS.select} FROM events WHERE {' AND '.join(where)} ORDER BY id LIMIT %s",
+            f"SELECT {EVENTS.select} FROM events WHERE {' AND '.join(where)} ORDER BY id LIMIT ?",
             [*args, limit],
         )
         return [event_record(r) for r in rows]

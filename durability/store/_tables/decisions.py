@@ -4,25 +4,24 @@ from __future__ import annotations
 
 from durability.records import Decision, RetryGrant
 from durability.store._rows import DECISIONS, GRANTS, decision_record, grant_record
-from durability.store._sqlite.base import SqliteBase
+from durability.store._sql import SqlTx
 
 
-class DecisionRows(SqliteBase):
+class DecisionRows(SqlTx):
     def insert_decision(self, decision: Decision) -> int:
-        cur = self.conn.execute(
+        return self.insert_id(
             "INSERT INTO decisions (run_id, call_id, decision, version, actor, note, created_at)"
-            " VALUES (:run_id, :call_id, :decision, :version, :actor, :note, :created_at)",
-            {
-                "run_id": decision.run_id,
-                "call_id": decision.call_id,
-                "decision": decision.decision,
-                "version": decision.version,
-                "actor": decision.actor,
-                "note": decision.note,
-                "created_at": decision.created_at,
-            },
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                decision.run_id,
+                decision.call_id,
+                decision.decision,
+                decision.version,
+                decision.actor,
+                decision.note,
+                decision.created_at,
+            ),
         )
-        return int(cur.lastrowid or 0)
 
     def decision_on_version(self, run_id: str, version: int) -> Decision | None:
         row = self.one(
@@ -41,24 +40,19 @@ class DecisionRows(SqliteBase):
         return [decision_record(r) for r in rows]
 
     def insert_grant(self, run_id: str, attempts: int, actor: str, now: float) -> int:
-        cur = self.conn.execute(
+        return self.insert_id(
             "INSERT INTO retry_grants (run_id, attempts, remaining, actor, created_at)"
             " VALUES (?, ?, ?, ?, ?)",
             (run_id, attempts, attempts, actor, now),
         )
-        return int(cur.lastrowid or 0)
 
     def consume_grant(self, run_id: str) -> bool:
-        ids = self.scalars(
-            "SELECT id FROM retry_grants WHERE run_id = ? AND remaining > 0 ORDER BY id LIMIT 1",
+        consumed = self.scalar(
+            "UPDATE retry_grants SET remaining = remaining - 1 WHERE id = (SELECT id FROM"
+            " retry_grants WHERE run_id = ? AND remaining > 0 ORDER BY id LIMIT 1) RETURNING id",
             (run_id,),
         )
-        if not ids:
-            return False
-        self.conn.execute(
-            "UPDATE retry_grants SET remaining = remaining - 1 WHERE id = ?", (ids[0],)
-        )
-        return True
+        return consumed is not None
 
     def list_grants(self, run_id: str) -> list[RetryGrant]:
         rows = self.all(

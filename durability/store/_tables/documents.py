@@ -6,15 +6,16 @@ from typing import Any
 
 from durability.records import Conflict
 from durability.store._rows import CONFLICTS, DOCUMENTS, conflict_record, document_row, dump
-from durability.store._sqlite.base import SqliteBase
+from durability.store._sql import SqlTx
 from durability.store.base import DocumentRow
 
 
-class DocumentRows(SqliteBase):
+class DocumentRows(SqlTx):
     def get_document(self, context_id: str, kind: str) -> DocumentRow | None:
         row = self.one(
             DOCUMENTS,
-            f"SELECT {DOCUMENTS.select} FROM documents WHERE context_id = ? AND kind = ?",
+            f"SELECT {DOCUMENTS.select} FROM documents WHERE context_id = ? AND kind = ?"
+            f"{self.lock}",
             (context_id, kind),
         )
         return document_row(row) if row else None
@@ -26,21 +27,20 @@ class DocumentRows(SqliteBase):
         return [document_row(r) for r in rows]
 
     def put_document(self, row: DocumentRow) -> None:
-        self.conn.execute(
+        self.run(
             "INSERT INTO documents (context_id, kind, revision, body, digest, updated_at,"
-            " updated_by) VALUES (:context_id, :kind, :revision, :body, :digest, :updated_at,"
-            " :updated_by) ON CONFLICT (context_id, kind) DO UPDATE SET"
-            " revision = excluded.revision, body = excluded.body, digest = excluded.digest,"
+            " updated_by) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (context_id, kind) DO UPDATE"
+            " SET revision = excluded.revision, body = excluded.body, digest = excluded.digest,"
             " updated_at = excluded.updated_at, updated_by = excluded.updated_by",
-            {
-                "context_id": row.context_id,
-                "kind": row.kind,
-                "revision": row.revision,
-                "body": row.body,
-                "digest": row.digest,
-                "updated_at": row.updated_at,
-                "updated_by": row.updated_by,
-            },
+            (
+                row.context_id,
+                row.kind,
+                row.revision,
+                row.body,
+                row.digest,
+                row.updated_at,
+                row.updated_by,
+            ),
         )
 
     def insert_conflict(
@@ -53,16 +53,17 @@ class DocumentRows(SqliteBase):
         actor: str,
         now: float,
     ) -> int:
-        cur = self.conn.execute(
+        return self.insert_id(
             "INSERT INTO conflicts (context_id, kind, expected_revision, actual_revision,"
             " proposed, actor, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (context_id, kind, expected_revision, actual_revision, dump(proposed), actor, now),
         )
-        return int(cur.lastrowid or 0)
 
     def get_conflict(self, conflict_id: int) -> Conflict | None:
         row = self.one(
-            CONFLICTS, f"SELECT {CONFLICTS.select} FROM conflicts WHERE id = ?", (conflict_id,)
+            CONFLICTS,
+            f"SELECT {CONFLICTS.select} FROM conflicts WHERE id = ?{self.lock}",
+            (conflict_id,),
         )
         return conflict_record(row) if row else None
 
@@ -81,7 +82,7 @@ class DocumentRows(SqliteBase):
         return [conflict_record(r) for r in rows]
 
     def resolve_conflict(self, conflict_id: int, resolution: str, actor: str, now: float) -> None:
-        self.conn.execute(
+        self.run(
             "UPDATE conflicts SET resolved_at = ?, resolution = ?, resolved_by = ? WHERE id = ?",
             (now, resolution, actor, conflict_id),
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from durability.store._rows import CHECKPOINTS, checkpoint_row
-from durability.store._sqlite.base import SqliteBase
+from durability.store._sql import SqlTx
 from durability.store.base import CheckpointRow
 
 _BY_RUN = f"SELECT {CHECKPOINTS.select} FROM checkpoints WHERE run_id = ? ORDER BY id DESC LIMIT 1"
@@ -14,16 +14,15 @@ _BY_CONTEXT = (
 )
 
 
-class CheckpointRows(SqliteBase):
+class CheckpointRows(SqlTx):
     def insert_checkpoint(
         self, run_id: str, context_id: str, seq: int | None, body: str, digest: str, now: float
     ) -> int:
-        cur = self.conn.execute(
+        return self.insert_id(
             "INSERT INTO checkpoints (run_id, context_id, seq, body, digest, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?)",
             (run_id, context_id, seq, body, digest, now),
         )
-        return int(cur.lastrowid or 0)
 
     def latest_checkpoint(
         self, *, run_id: str | None = None, context_id: str | None = None
