@@ -132,11 +132,13 @@ def test_async_writes_share_batches_and_never_block_the_loop(journal):
     async def main():
         loop_threads.append(threading.get_ident())
         held = asyncio.ensure_future(store.write_async(blocker))
-        while not entered.is_set():  # the loop runs on while the blocker holds the writer
-            await asyncio.sleep(0.001)
+        # the loop runs on (in a worker thread's wait) while the blocker holds the writer
+        assert await asyncio.to_thread(entered.wait, 30), "the blocker never ran"
         writes = [asyncio.ensure_future(store.write_async(noted)) for _ in range(40)]
         ticks = 0
+        deadline = time.monotonic() + 30
         while store._writer.pending < 40:
+            assert time.monotonic() < deadline, f"{store._writer.pending} of 40 writes queued"
             ticks += 1
             await asyncio.sleep(0.001)
         batches = store.batches
@@ -154,15 +156,17 @@ def test_async_writes_share_batches_and_never_block_the_loop(journal):
 
 def test_a_cancelled_async_write_still_commits_and_the_writer_goes_on(journal):
     gate = threading.Event()
+    entered = threading.Event()
 
     def slow(tx):
+        entered.set()
         assert gate.wait(timeout=30)
         tx.ensure_context("kept", 1.0)
 
     async def main():
         task = asyncio.ensure_future(journal.store.write_async(slow))
-        await asyncio.sleep(0.01)
-        task.cancel()
+        assert await asyncio.to_thread(entered.wait, 30), "the write never started"
+        task.cancel()  # while the writer is inside it
         gate.set()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -202,7 +206,7 @@ def test_close_answers_queued_async_writes_and_stops_the_writer_thread(tmp_path)
     async def main():
         writes = [journal.aio.admit(f"c{i}", f"in-{i}", sha(str(i))) for i in range(20)]
         pending = asyncio.gather(*writes)
-        await asyncio.sleep(0)  # every write queued
+        await asyncio.sleep(0)  # a yield, not a wait: each admit runs to its queueing
         closing = asyncio.get_running_loop().run_in_executor(None, journal.close)
         answers = await pending
         await closing
