@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from python.durable.chats import DurableChats
 
 logger = logging.getLogger("a0.durable")
-CHAT_EVENTS = ("context_removed", "context_reset")
+CHAT_EVENTS = ("context_removed", "context_reset", "input")
 Hold = Callable[[Any], "str | None"]
 
 
@@ -108,12 +108,14 @@ def read_chat(journal: Journal, context_id: str, newest_run: float | None = None
     read = ChatRead(context_id)
     try:
         events = _chat_events(journal, context_id)
-        runs = journal.list_runs(context_id=context_id, limit=1_000_000)  # newest first
-        if not runs:
-            read.gone = True
-            return read
-        newest_run = runs[0].created_at if newest_run is None else newest_run
-        read.created = runs[-1].created_at
+        if newest_run is None:
+            runs = journal.list_runs(context_id=context_id, limit=1)
+            if not runs:
+                read.gone = True
+                return read
+            newest_run = runs[0].created_at
+        # every run starts with its "input" event: the first one dates the chat
+        read.created = min((e.created_at for e in events if e.type == "input"), default=None)
         if _last(events, "context_removed") >= newest_run:
             read.gone = True
             return read

@@ -28,7 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from python.durable.shared import SharedWorker
 
 logger = logging.getLogger("a0.shared")
-CHAT_EVENTS = ("context_removed", "context_reset")
 
 
 def _chat_state(chats: DurableChats, context_id: str) -> tuple[Checkpoint | None, bool]:
