@@ -116,7 +116,7 @@ def read_chat(journal: Journal, context_id: str, newest_run: float | None = None
             newest_run = runs[0].created_at
         # every run starts with its "input" event: the first one dates the chat
         read.created = min((e.created_at for e in events if e.type == "input"), default=None)
-        if _last(events, "context_removed") >= newest_run:
+        if removed_after(events, newest_run):
             read.gone = True
             return read
         try:
@@ -125,7 +125,7 @@ def read_chat(journal: Journal, context_id: str, newest_run: float | None = None
             )
         except CorruptCheckpoint as exc:
             latest, read.damaged, read.damaged_reason = None, True, exc.fields.get("reason")
-        if latest is not None and _last(events, "context_reset") < latest.created_at:
+        if latest is not None and not reset_after(events, latest):
             read.latest = latest
             read.calls = _calls_after(journal, context_id, latest)
     except Exception as exc:
@@ -210,6 +210,16 @@ def _warn(context: AgentContext | None, heading: str, content: str, **kvps: Any)
 def _chat_events(journal: Journal, context_id: str) -> list[Event]:
     events = journal.list_events(context_id=context_id, limit=1_000_000, verify=False)
     return [e for e in events if e.type in CHAT_EVENTS]  # their time only
+
+
+def removed_after(events: list[Event], newest_run: float) -> bool:
+    """The chat was removed after its newest run: it is gone."""
+    return _last(events, "context_removed") >= newest_run
+
+
+def reset_after(events: list[Event], latest: Checkpoint) -> bool:
+    """The chat was reset after ``latest``: the checkpoint no longer rebuilds it."""
+    return _last(events, "context_reset") >= latest.created_at
 
 
 def _last(events: list[Event], event_type: str) -> float:

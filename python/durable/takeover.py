@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from durability.errors import DurabilityError
-from python.durable import checkpoint
+from python.durable import checkpoint, rebuild
 from python.durable.driver import HELD, held_text
 from python.durable.session import DurableSession, session_of
 
@@ -36,12 +36,9 @@ def _chat_state(chats: DurableChats, context_id: str) -> tuple[Checkpoint | None
     latest = journal.latest_context_checkpoint(context_id, histories=checkpoint.current_chains)
     events = journal.list_events(context_id=context_id, limit=100_000, verify=False)
     runs = journal.list_runs(context_id=context_id, limit=1)
-    newest = max((r.created_at for r in runs), default=-1.0)
-    removed = max((e.created_at for e in events if e.type == "context_removed"), default=-1.0)
-    reset = max((e.created_at for e in events if e.type == "context_reset"), default=-1.0)
-    if latest is not None and reset >= latest.created_at:
+    if latest is not None and rebuild.reset_after(events, latest):
         latest = None
-    return latest, bool(runs) and removed >= newest
+    return latest, bool(runs) and rebuild.removed_after(events, runs[0].created_at)
 
 
 def _restore(session: DurableSession, latest: Checkpoint | None) -> None:
