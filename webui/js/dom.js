@@ -1,7 +1,7 @@
 // Small DOM helpers the panels share.
 
 // An element with properties ("testid" sets data-testid, "text" the text content, any
-// other key the property of that name) and children.
+// other key the property of that name) and children (null, undefined and "" are left out).
 export function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(props)) {
@@ -9,6 +9,6 @@ export function el(tag, props = {}, ...children) {
     else if (key === "text") node.textContent = value;
     else node[key] = value;
   }
-  node.append(...children);
+  node.append(...children.filter((c) => c !== null && c !== undefined && c !== ""));
   return node;
 }

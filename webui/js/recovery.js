@@ -3,7 +3,8 @@
 // decisions, each explained.
 
 import { ApiCallError, callApi } from "./api.js";
-import { el, when, keyValues, callTimeline, callsList, decisionsList } from "./recovery_view.js";
+import { el } from "./dom.js";
+import { when, keyValues, callTimeline, callsList, decisionsList } from "./recovery_view.js";
 
 export const DECISIONS = [
   ["resume", "Resume",

@@ -1,6 +1,8 @@
 // Building blocks of the Recovery panel: the timeline, the calls with their evidence,
 // earlier decisions, and key/value tables for any detail the journal records.
 
+import { el } from "./dom.js";
+
 const OUTCOMES = {
   committed: "result committed",
   proven_by_receipt: "proven by its shell receipt",
@@ -24,17 +26,6 @@ const RECEIPTS = {
   rejected: "The receipt does not match this call, so it proves nothing.",
 };
 const KINDS = { model: "model", tool: "tool", subordinate: "subordinate" };
-
-export function el(tag, props = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "testid") node.setAttribute("data-testid", value);
-    else if (key === "text") node.textContent = value;
-    else node[key] = value;
-  }
-  node.append(...children.filter((c) => c !== null && c !== undefined && c !== ""));
-  return node;
-}
 
 export function when(seconds) {
   return seconds ? new Date(seconds * 1000).toLocaleString() : "-";
