@@ -109,7 +109,10 @@ def test_recovery_bench_smoke(tmp_path: Path) -> None:
     assert full["journal_line"].startswith(
         "journal open: 0 chats, 4 idle ones later, 0 runs recovered, 0 held"
     )
-    assert 0 < full["to_health_s"] < full["all_chats_s"]
+    # the idle chats' line comes after the journal opened (both from the server's log; the
+    # health probe is another clock, which the background rebuild may beat)
+    assert full["to_health_s"] > 0
+    assert 0 < full["journal_open_s"] <= full["all_chats_s"]
     assert empty["all_chats_s"] is None
     assert empty["idle_rss_mib"] > 10 and full["idle_rss_mib"] > 10
     assert set(seeded["ratios"]) == {"to_health_s", "restore_s", "idle_rss_mib"}
