@@ -211,6 +211,39 @@ def _rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS in /proc")
 
 
+# what a deployment compiles (docker/Dockerfile runs compileall; pip compiles packages)
+PROJECT_SOURCES = ("run_ui.py", "agent.py", "python", "durability")
+
+
+def use_bytecode(prefix: Path) -> None:
+    """Every Python started from now on (servers, import timings) runs from bytecode, as a
+    deployment does, without littering the checkout: ``PYTHONPYCACHEPREFIX`` points at
+    ``prefix`` (a cache prefix replaces every ``__pycache__``, the standard library's and
+    the packages' too) and writing bytecode is allowed there even where the environment
+    sets ``PYTHONDONTWRITEBYTECODE``. The project is compiled here (``compileall``); what
+    else a server imports is written by the untimed warm-up start (``warm_up``)."""
+    prefix.mkdir(parents=True, exist_ok=True)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run(
+        [_python(), "-m", "compileall", "-q", *PROJECT_SOURCES],
+        cwd=REPO,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def warm_up(usr: Path, model: Any) -> None:
+    """One untimed start and stop: the bytecode of every module a start imports (with
+    ``use_bytecode``) and the disk cache of the interpreter and packages."""
+    server = ServerProcess(usr, model)
+    server.start()
+    try:
+        server.wait_healthy(deadline=time.monotonic() + 60)
+    finally:
+        server.stop()
+
+
 def python_startup(samples: int = 5) -> float:
     """Median seconds of ``python -c pass`` with the server's interpreter."""
     times = []
