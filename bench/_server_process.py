@@ -203,10 +203,15 @@ class ServerProcess:
 def _health_ok(port: int) -> bool:
     """True when GET /api/health on 127.0.0.1:``port`` answers 200."""
     request = b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    status = b""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
             sock.sendall(request)
-            status = sock.recv(32)
+            while len(status) < 13:  # "HTTP/1.1 200 ", however the bytes arrive
+                chunk = sock.recv(64)
+                if not chunk:
+                    break
+                status += chunk
     except OSError:
         return False
     return status.startswith((b"HTTP/1.1 200 ", b"HTTP/1.0 200 "))
