@@ -22,7 +22,14 @@ every seeded chat read back, with all its history chains and with only those a r
 uses.
 
     .venv/bin/python bench/recovery_bench.py [--mode restart|seeded|all] [--repeat N]
-        [--chats N] [--steps N] [--dir PATH] [--json] [--smoke]
+        [--chats N] [--steps N] [--dir PATH] [--source] [--json] [--smoke]
+
+The servers run from compiled bytecode, as a deployment does (docker/Dockerfile runs
+``compileall``, pip compiles installed packages): the bench points ``PYTHONPYCACHEPREFIX``
+at its temporary folder, compiles the project there and starts one untimed server first,
+so nothing is compiled from source in a timed start and the checkout gets no
+``__pycache__``. ``--source`` keeps the environment's setting instead (here
+``PYTHONDONTWRITEBYTECODE=1``: the project compiled from source at every start, ~0.2 s).
 
 Prints a table, then one JSON document (the last line of output).
 """
@@ -44,7 +51,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common
-from _server_process import ServerProcess, python_startup, run_ui_imports
+from _server_process import ServerProcess, python_startup, run_ui_imports, use_bytecode, warm_up
 
 _common.use_repo()
 
@@ -335,6 +342,12 @@ def table(result: dict[str, Any]) -> str:
             f"{seeded['goal_ratio']}x)"
         )
     env = result["environment"]
+    compiled = (
+        "from bytecode compiled first (PYTHONPYCACHEPREFIX in the bench's folder)"
+        if result["bytecode"]
+        else "bytecode as the environment has it (--source)"
+    )
+    lines.append(f"servers ran {compiled}")
     lines.append(f"load average {env['load_average']}; {result['seconds']:.1f}s")
     return "\n".join(lines)
 
@@ -346,6 +359,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chats", type=int, default=100, help="seeded chats (default 100)")
     parser.add_argument("--steps", type=int, default=50, help="steps per seeded chat")
     parser.add_argument("--dir", type=Path, help="folder for the usr dirs (a temp dir)")
+    parser.add_argument(
+        "--source",
+        action="store_true",
+        help="do not compile bytecode first (the environment decides, as before round 5)",
+    )
     parser.add_argument("--json", action="store_true", help="print only the JSON document")
     parser.add_argument("--smoke", action="store_true", help="one start each, 4 chats x 4 steps")
     args = parser.parse_args(argv)
@@ -360,8 +378,14 @@ def main(argv: list[str] | None = None) -> int:
         "folder": str(folder),
         "mode": args.mode,
         "environment": _common.environment(),
+        "bytecode": not args.source,
     }
     try:
+        if not args.source:
+            use_bytecode(folder / "pycache")
+            with ScriptedModel() as model:
+                model.respond_with(responder)
+                warm_up(folder / "warm-up" / "usr", model)
         if args.mode in ("restart", "all"):
             result["restart"] = run_restart(folder, args.repeat)
         if args.mode in ("seeded", "all"):

@@ -11,15 +11,16 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import ssl
+import urllib.request
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import yaml
 from httpx_sse import EventSource, SSEError
 
-from python.helpers import files
+from python.helpers import files, yaml_files
 from python.helpers.rate_limiter import RateLimiter, approx_tokens
 
 PROVIDERS_FILE = "conf/model_providers.yaml"
@@ -84,7 +85,7 @@ class ModelConfig:
 @functools.cache
 def _providers_cached(path: str) -> dict[str, dict]:
     with open(path, encoding="utf-8") as handle:
-        data = yaml.safe_load(handle) or {}
+        data = yaml_files.safe_load(handle.read()) or {}
     table = data.get("chat", {}) if isinstance(data, dict) else {}
     return {
         str(pid): {"id": str(pid), **(entry or {})}
@@ -273,7 +274,7 @@ class ChatModel:
         body = {**kwargs, "model": self.config.name, "messages": messages, "stream": True}
         try:
             async with (
-                httpx.AsyncClient(timeout=_TIMEOUT) as client,
+                httpx.AsyncClient(timeout=_TIMEOUT, verify=tls_context(base)) as client,
                 client.stream(
                     "POST", base.rstrip("/") + "/chat/completions", json=body, headers=headers
                 ) as response,
@@ -298,6 +299,23 @@ class ChatModel:
 
 
 _TIMEOUT = httpx.Timeout(600.0, connect=15.0)
+
+
+@functools.cache
+def _verifying_context() -> ssl.SSLContext:
+    return httpx.create_ssl_context()
+
+
+def tls_context(url: str) -> ssl.SSLContext:
+    """The TLS settings of a model client for ``url``. httpx builds a new context for every
+    client, ~45 ms of loading CA certificates at every model call; here the process builds
+    one, as httpx does (certifi, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``), on first need and
+    shares it. A plain ``http://`` endpoint with no proxy in the environment cannot use TLS
+    (the client follows no redirects), so it gets a verifying context without certificates
+    instead: nothing loaded, and any TLS it were ever asked for would fail verification."""
+    if url.lower().startswith("http://") and not urllib.request.getproxies():
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return _verifying_context()
 
 
 async def _sse_data(response: httpx.Response) -> Any:

@@ -13,9 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from python.helpers import files
+from python.helpers import files, yaml_files
 
 logger = logging.getLogger("a0.profiles")
 
@@ -55,8 +53,8 @@ def read_profile(folder: Path) -> Profile:
     data: Any = {}
     if path.is_file():
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
+            data = yaml_files.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml_files.YAMLError) as exc:
             logger.warning("%s is not readable YAML: %s", path, exc)
             data = {}
     if not isinstance(data, dict):

@@ -16,6 +16,10 @@ answer the scheduler's two questions: which slot is due, and when to wake up.
 
 Planned times (``planned`` tasks) are ISO 8601 date-times; one without an offset is read on
 the task's timezone's wall clock with the same two rules.
+
+croniter (and dateutil under it, ~12 ms) is imported by the first function that reads a
+cron expression, not with this module: a server whose journal holds no cron task never
+needs it, and one that does reads it after recovery has started the resumed runs.
 """
 
 from __future__ import annotations
@@ -24,8 +28,6 @@ import datetime as dt
 import math
 from collections.abc import Iterable, Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-from croniter import CroniterBadCronError, CroniterBadDateError, CroniterError, croniter
 
 from durability.errors import TaskInvalid
 
@@ -80,6 +82,8 @@ def cron_fields(schedule: object) -> dict[str, str]:
             raise invalid(f"schedule.{name} must be one cron field", f"schedule.{name}")
         fields[name] = value.strip()
     expression = cron_expression(fields)
+    from croniter import croniter
+
     for name in CRON_FIELDS:  # name the field at fault: check each with the others at *
         alone = " ".join(fields[n] if n == name else "*" for n in CRON_FIELDS)
         if not croniter.is_valid(alone):
@@ -132,6 +136,8 @@ def _steady(instant: float, tz: ZoneInfo) -> bool:
 
 def next_slot(expression: str, tz: ZoneInfo, after: float) -> float | None:
     """The first slot strictly after ``after``; None when the expression never matches."""
+    from croniter import CroniterBadCronError, CroniterBadDateError, CroniterError, croniter
+
     steady = _steady(after, tz)
     start = _wall(after, tz) - (dt.timedelta(0) if steady else _DST_MARGIN)
     try:
@@ -147,6 +153,8 @@ def next_slot(expression: str, tz: ZoneInfo, after: float) -> float | None:
 
 def latest_slot(expression: str, tz: ZoneInfo, at_or_before: float) -> float | None:
     """The last slot at or before ``at_or_before``; None when there is none."""
+    from croniter import CroniterBadCronError, CroniterBadDateError, CroniterError, croniter
+
     steady = _steady(at_or_before, tz)
     wall = _wall(at_or_before, tz) + dt.timedelta(seconds=1)
     start = wall + (dt.timedelta(0) if steady else _DST_MARGIN)

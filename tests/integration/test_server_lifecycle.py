@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import httpx
 import pytest
 
@@ -9,6 +14,8 @@ from tests.integration._helpers import wait_until
 from tests.support.ui_server import ui_env_for
 
 pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_sigterm_stops_an_idle_server_with_exit_code_0(ui_server):
@@ -100,3 +107,43 @@ def test_a_port_taken_between_probing_and_binding_is_tried_again(ui_server, monk
     finally:
         taken.close()
     assert ui_server.stop() == 0
+
+
+_GC_PROBE = """
+import gc, runpy, sys
+import uvicorn
+
+class Probe:  # records the collector's state when run_ui imports the durable runtime
+    def find_spec(self, name, path=None, target=None):
+        if name == "python.durable.runtime":
+            print("importing:", gc.isenabled(), flush=True)
+        return None
+
+def serve(self, sockets=None):  # instead of serving: the state when uvicorn would start
+    print("serving:", gc.isenabled(), gc.get_freeze_count() > 0, flush=True)
+
+sys.meta_path.insert(0, Probe())
+uvicorn.Server.run = serve
+sys.argv = ["run_ui.py", "--port", "5999"]
+runpy.run_path("run_ui.py", run_name="__main__")
+"""
+
+
+def test_the_script_pauses_the_garbage_collector_only_while_it_loads(tmp_path):
+    """Run as a script, the collector is off while the modules load and on again (with the
+    start-up objects frozen) before uvicorn starts; imported, run_ui leaves it alone."""
+    env = {**os.environ, "A0_USR_DIR": str(tmp_path / "usr")}
+    probe = subprocess.run(
+        [sys.executable, "-c", _GC_PROBE], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert "importing: False" in probe.stdout, probe.stdout + probe.stderr[-2000:]
+    assert "serving: True True" in probe.stdout, probe.stdout + probe.stderr[-2000:]
+    imported = subprocess.run(
+        [sys.executable, "-c", "import gc, run_ui; print(gc.isenabled(), gc.get_freeze_count())"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert imported.stdout.split() == ["True", "0"]

@@ -97,14 +97,15 @@ class ScriptedModel:
         self._responder: Callable[[dict], str | dict | ScriptedFailure] | None = None
         self._requests: list[dict] = []
         self._headers: list[dict[str, str]] = []
-        self._server: ThreadingHTTPServer | None = None
+        self._server: _Server | None = None
+        #: connections the client dropped mid-request (reset, broken pipe): not errors
+        self.dropped_connections = 0
         self._thread: threading.Thread | None = None
         self.url = ""
 
     # lifecycle -------------------------------------------------------------
     def start(self) -> ScriptedModel:
-        server = ThreadingHTTPServer((self._host, self._port), _make_handler(self))
-        server.daemon_threads = True
+        server = _Server((self._host, self._port), _make_handler(self), self)
         self._server = server
         host, port = server.server_address[:2]
         self.url = f"http://{host}:{port}/v1"
@@ -269,6 +270,25 @@ def _completion(reply: ScriptedReply) -> dict:
             "total_tokens": 1 + max(1, len(reply.content) // 4),
         },
     }
+
+
+class _Server(ThreadingHTTPServer):
+    """The HTTP server; a client that drops its connection (a server under test killed
+    mid-request, a client closing a kept-alive connection) is counted, not printed as a
+    traceback. Every other error of a handler is printed as before."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type, model: ScriptedModel) -> None:
+        super().__init__(address, handler)
+        self.model = model
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionResetError | BrokenPipeError):
+            with self.model._cond:
+                self.model.dropped_connections += 1
+            return
+        super().handle_error(request, client_address)
 
 
 def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:

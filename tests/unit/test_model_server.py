@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -135,3 +137,35 @@ def test_separate_process_reads_script(tmp_path):
         proc.terminate()
         assert proc.wait(timeout=10) == 0
         proc.stdout.close()
+
+
+def _wait(predicate, what: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def test_a_client_that_resets_its_connection_is_not_a_traceback(model_server, capfd):
+    """A server under test killed mid-request resets its connection; the scripted model
+    counts it instead of printing socketserver's traceback."""
+    host, port = model_server.url.split("//")[1].split("/")[0].split(":")
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")  # unfinished
+        # close with RST instead of FIN, as the kernel does for a killed process's socket
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    _wait(lambda: model_server.dropped_connections == 1, "the dropped connection")
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_failing_responder_is_still_a_traceback(model_server, capfd):
+    def broken(body: dict) -> str:
+        raise RuntimeError("responder bug")
+
+    model_server.respond_with(broken)
+    with pytest.raises(httpx.HTTPError):
+        httpx.post(f"{model_server.url}/chat/completions", json={"messages": []}, timeout=10)
+    err = capfd.readouterr().err
+    assert "Traceback" in err and "RuntimeError: responder bug" in err
+    assert model_server.dropped_connections == 0

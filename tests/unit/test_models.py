@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import os
+import ssl
+
 import pytest
 
 from python.helpers import models
@@ -312,3 +315,38 @@ def test_key_of_an_upstream_spelling_is_found_under_our_id(tmp_path):
     env = {"API_KEY_LMSTUDIO": "lm-key-1"}
     assert settings.get_api_key("lm_studio", tmp_path, environ=env) == "lm-key-1"
     assert settings.get_api_key("lm_studio", tmp_path, environ={"API_KEY_LM_STUDIO": "k2"}) == "k2"
+
+
+def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.lower().endswith("_proxy"):
+            monkeypatch.delenv(name)
+
+
+def test_tls_context_is_built_once_per_process_and_verifies():
+    first = models.tls_context("https://api.example.org/v1")
+    assert first is models.tls_context("HTTPS://other.example.org/v1")
+    assert first.verify_mode == ssl.CERT_REQUIRED and first.check_hostname
+    assert first.cert_store_stats()["x509_ca"] > 0  # the CA certificates httpx would load
+
+
+def test_plain_http_endpoint_gets_a_verifying_context_without_certificates(monkeypatch):
+    _no_proxies(monkeypatch)
+    plain = models.tls_context("http://127.0.0.1:11434/v1")
+    assert plain.verify_mode == ssl.CERT_REQUIRED and plain.check_hostname
+    assert plain.cert_store_stats()["x509_ca"] == 0  # any TLS through it would fail
+    # with a proxy in the environment the client may speak TLS to it: the real context
+    monkeypatch.setenv("HTTPS_PROXY", "https://proxy.example.org:3128")
+    assert models.tls_context("http://127.0.0.1:11434/v1") is models.tls_context("https://x/")
+
+
+async def test_a_call_to_a_plain_http_endpoint_loads_no_certificates(model_server, monkeypatch):
+    _no_proxies(monkeypatch)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("CA certificates loaded for a plain http:// endpoint")
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", refuse)
+    monkeypatch.setattr(ssl.SSLContext, "load_default_certs", refuse)
+    model_server.reply("plain")
+    assert (await make_model(model_server).call(MESSAGES)).response == "plain"
