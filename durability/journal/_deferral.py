@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from durability.errors import DeferredWriteRefused
 from durability.journal import _calls, _checkpoints
@@ -140,7 +140,7 @@ class DeferredWrites:
     deferrals: Deferrals
 
     def defer_result(
-        self: Journal,  # type: ignore[misc]
+        self,
         call_id: str,
         result: Any,
         *,
@@ -149,24 +149,26 @@ class DeferredWrites:
     ) -> bool:
         """``commit_result`` without waiting when the call's policy allows it (True), else
         at once (False). The arguments are checked and masked now either way."""
-        plan = _calls.commit_result(self, call_id, result, failed, checkpoint)
+        journal = cast("Journal", self)
+        plan = _calls.commit_result(journal, call_id, result, failed, checkpoint)
         run_id = self.deferrals.calls.pop(call_id, None)
         if run_id is None:
-            self.execute(plan)
+            journal.execute(plan)
             return False
         self.deferrals.defer(plan, run_id)
         return True
 
-    def defer_checkpoint(self: Journal, run_id: str, data: CheckpointData) -> bool:  # type: ignore[misc]
+    def defer_checkpoint(self, run_id: str, data: CheckpointData) -> bool:
         """``write_checkpoint`` without waiting (True), or at once where the engine does not
         defer (False)."""
-        plan = _checkpoints.write_checkpoint(self, run_id, data)
+        journal = cast("Journal", self)
+        plan = _checkpoints.write_checkpoint(journal, run_id, data)
         if not self.deferrals.enabled:
-            self.execute(plan)
+            journal.execute(plan)
             return False
         self.deferrals.defer(plan, run_id)
         return True
 
-    def flush(self: Journal) -> None:  # type: ignore[misc]
+    def flush(self) -> None:
         """Return once every write deferred so far is committed (or refused)."""
-        self.store.flush()
+        cast("Journal", self).store.flush()

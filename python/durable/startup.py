@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from durability import Journal
 from durability.adapters.shell import SHELL_POLICY, ShellReceipts
+from durability.config import journal_defer_seconds
 from durability.errors import DurabilityError
 from durability.masking import Masker
 from durability.paths import journal_path, receipts_dir
@@ -74,7 +75,8 @@ def receipt_needed(journal: Journal) -> Callable[[str], bool]:
 
 
 def _open(usr: Path, masker: Masker, config: ConfigFactory) -> DurableChats:
-    journal = Journal.open_sqlite(journal_path(usr), masker=masker)
+    defer = journal_defer_seconds()  # results and checkpoints that ride on the next write
+    journal = Journal.open_sqlite(journal_path(usr), masker=masker, defer_seconds=defer)
     policy = ReplayPolicy()
     policy.preload()
     receipts = ShellReceipts(receipts_dir(usr))
