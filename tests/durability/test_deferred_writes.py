@@ -206,3 +206,65 @@ def test_the_bound_is_read_from_the_environment():
         with pytest.raises(ConfigurationError) as raised:
             journal_defer_seconds({"A0_JOURNAL_DEFER_MS": bad})
         assert raised.value.code == "invalid_configuration"
+
+
+def test_the_facade_tells_a_refusal_to_the_runs_next_intent(tmp_path):
+    journal = _open(tmp_path, defer_seconds=60.0)
+
+    async def steps() -> None:
+        aio = journal.aio
+        run_id = (await aio.admit("c1", "in-1", "0" * 64, message="hi")).run.id
+        call = await aio.record_intent(
+            run_id, agent_no=0, seq=0, kind="tool", name="r", args={}, policy="safe_replay"
+        )
+        await aio.commit_result(call.id, {"first": True})
+        journal.deferrals.calls[call.id] = run_id
+        assert await aio.defer_result(call.id, {"second": True})
+        with pytest.raises(DeferredWriteRefused):
+            await aio.record_intent(
+                run_id, agent_no=0, seq=1, kind="tool", name="r", args={}, policy="hold"
+            )
+        assert [c.seq for c in await aio.list_calls(run_id)] == [0]
+
+    try:
+        asyncio.run(steps())
+    finally:
+        journal.close()
+
+
+def test_runs_in_many_threads_keep_every_deferred_write(tmp_path):
+    import threading
+
+    journal = _open(tmp_path)
+    steps, runs = 40, 8
+    run_ids = [_run(journal, f"t{i}") for i in range(runs)]
+    errors: list[BaseException] = []
+
+    def one(run_id: str) -> None:
+        try:
+            for seq in range(steps):
+                call = _intent(journal, run_id, seq)
+                journal.defer_result(call.id, {"seq": seq}, checkpoint=_checkpoint(seq))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(run_id,)) for run_id in run_ids]
+    before = journal.store.batches
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(DEADLINE)
+    assert not errors
+    try:
+        for run_id in run_ids:
+            calls = journal.list_calls(run_id)
+            assert [(c.seq, c.state, c.result) for c in calls] == [
+                (seq, "completed", {"seq": seq}) for seq in range(steps)
+            ]
+            assert journal.latest_checkpoint(run_id).seq == steps - 1
+        # one transaction per intent at most (results rode along), plus the final flush and
+        # any a stalled thread let commit alone
+        alone = journal.store.deferred_alone
+        assert journal.store.batches - before <= steps * runs + 1 + alone
+    finally:
+        journal.close()
