@@ -69,6 +69,10 @@ class Renewal:
     lost: list[str]  # run ids whose claim was taken over or released meanwhile
 
 
+#: How many lost claims a worker remembers to name their token in a refusal.
+LOST_KEPT = 1024
+
+
 class Cluster:
     """One worker's claims on one shared journal store (a PostgresStore)."""
 
@@ -89,7 +93,9 @@ class Cluster:
         self.lease_seconds = float(lease_seconds)
         self._monotonic = monotonic
         self._book: dict[str, Claim] = {}
-        self._lost: dict[str, int] = {}  # run id -> the token of a claim this worker lost
+        # run id -> the token of a claim this worker lost (for the refusal's detail only),
+        # the newest LOST_KEPT of them
+        self._lost: dict[str, int] = {}
         self._lock = threading.Lock()
         #: Called with each claim this worker takes (the journal forgets cached state).
         self.on_claim: Callable[[Claim], None] | None = None
@@ -147,7 +153,10 @@ class Cluster:
         with self._lock:
             claim = self._book.pop(run_id, None)
             if claim is not None:
+                self._lost.pop(run_id, None)
                 self._lost[run_id] = claim.token
+                while len(self._lost) > LOST_KEPT:  # oldest first (insertion order)
+                    del self._lost[next(iter(self._lost))]
         if claim is not None and not quiet:
             logger.warning(
                 "claim lost: worker %s no longer holds run %s (token %d): %s; it starts no"

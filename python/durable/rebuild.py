@@ -5,8 +5,8 @@ after it (python/durable/restored_log.py). Reading is separate from building:
 ``read_chat`` only reads the journal (a thread may run it), ``build_chat`` makes the
 ``AgentContext`` from what was read (on the event loop once the server serves).
 
-- ``restore_contexts(chats)`` rebuilds every chat (a shared worker, the tests);
-  ``restore_contexts(chats, idle_later=True)`` (SQLite start-up) rebuilds only the chats
+- ``restore_contexts(chats)`` rebuilds every chat (the tests);
+  ``restore_contexts(chats, idle_later=True)`` (start-up, both engines) rebuilds only the chats
   with an open run, which recovery needs, and leaves the idle ones to
   ``DurableChats.load`` (python/durable/chats.py): the first request that names one, or
   the background rebuild once the server answers, whichever comes first.
@@ -93,6 +93,9 @@ async def load_chat(chats: DurableChats, context_id: str) -> AgentContext | None
     such chat any more (removed, or retention took every run)."""
     journal = chats.journal
     read = await asyncio.to_thread(read_chat, journal, context_id)
+    built = chats.get(context_id)
+    if built is not None:  # a shared worker's poll or sweep loaded it meanwhile
+        return built
 
     def hold(detail: Any) -> str | None:  # a chat left for later had no open run; if it
         # has one now, it is held all the same (in a thread: the loop does not wait)

@@ -141,17 +141,20 @@ def _open_shared(
 async def open_shared_chats(
     usr: Path, shared: SharedConfig, masker: Masker, config: ConfigFactory
 ) -> DurableChats:
-    """A shared worker's chats: the PostgreSQL journal opened as this worker's, every chat
-    rebuilt from it. Open runs are not recovered here: they belong to whoever holds their
-    claim, and this worker's sweeper (python/durable/shared.py) takes those whose lease
-    expired through the same classification as start-up recovery."""
+    """A shared worker's chats: the PostgreSQL journal opened as this worker's, the chats
+    with an open run rebuilt from it, the idle ones left to ``DurableChats.load`` (or a
+    poll or the sweep loading them, python/durable/takeover.py). Open runs are not
+    recovered here: they belong to whoever holds their claim, and this worker's sweeper
+    (python/durable/shared.py) takes those whose lease expired through the same
+    classification as start-up recovery."""
     chats = await asyncio.to_thread(_open_shared, usr, shared, masker, config)
-    contexts = await asyncio.to_thread(restore_contexts, chats)
+    contexts = await asyncio.to_thread(restore_contexts, chats, idle_later=True)
     logger.info(
-        "shared journal open (namespace %s, worker %s): %d chats",
+        "shared journal open (namespace %s, worker %s): %d chats, %d idle ones later",
         shared.namespace,
         shared.worker_id,
         len(contexts),
+        chats.deferred_count,
     )
     return chats
 

@@ -23,56 +23,48 @@ from python.durable.session import DurableSession, session_of
 if TYPE_CHECKING:  # pragma: no cover
     from agent import AgentContext
     from durability.cluster import Claim
-    from durability.records import Checkpoint, Run
+    from durability.records import Run
     from python.durable.chats import DurableChats
     from python.durable.shared import SharedWorker
 
 logger = logging.getLogger("a0.shared")
 
 
-def _chat_state(chats: DurableChats, context_id: str) -> tuple[Checkpoint | None, bool]:
-    """(the chat's latest checkpoint, whether the chat was removed after its last run)."""
-    journal = chats.journal
-    latest = journal.latest_context_checkpoint(context_id, histories=checkpoint.current_chains)
-    events = journal.list_events(context_id=context_id, limit=100_000, verify=False)
-    runs = journal.list_runs(context_id=context_id, limit=1)
-    if latest is not None and rebuild.reset_after(events, latest):
-        latest = None
-    return latest, bool(runs) and rebuild.removed_after(events, runs[0].created_at)
+def _held_elsewhere(detail: Any) -> None:
+    """A chat that cannot be rebuilt here is shown empty with a warning; its open run, if
+    any, belongs to whichever worker claims it (that worker's resume decides), so nothing
+    is held from here."""
+    return None
 
 
-def _restore(session: DurableSession, latest: Checkpoint | None) -> None:
-    if latest is not None:
-        state = latest.state.get("current") or {}
-        checkpoint.restore_chain(session.context, state, latest.histories)
-        session.synced_checkpoint = latest.id
-    session.journaled = True
+def _build(chats: DurableChats, read: rebuild.ChatRead) -> AgentContext | None:
+    """The chat from what ``rebuild.read_chat`` read (checkpoint and the calls after it),
+    marked as synced with that checkpoint."""
+    context = rebuild.build_chat(chats, read, _held_elsewhere)
+    if context is not None and read.latest is not None:
+        session_of(context).synced_checkpoint = read.latest.id
+    return context
 
 
 async def load_chat(chats: DurableChats, context_id: str) -> AgentContext:
-    """The chat ``context_id`` as the journal has it (created here, rebuilt from its latest
-    checkpoint); a chat already loaded is returned as it is."""
-    latest, _removed = await asyncio.to_thread(_chat_state, chats, context_id)
-    context = chats.get(context_id)
-    if context is not None:
-        return context
-    context = chats.create(context_id)
-    _restore(session_of(context), latest)
+    """The chat ``context_id`` as the journal has it, rebuilt the way start-up rebuilds a
+    chat (latest checkpoint, then the calls journaled after it); a chat already loaded is
+    returned as it is, and a run's chat is made even when the journal holds no state."""
+    read = await asyncio.to_thread(rebuild.read_chat, chats.journal, context_id)
+    context = chats.get(context_id) or _build(chats, read)
+    if context is None:  # removed after its newest run, yet a run of it was claimed
+        context = chats.create(context_id)
+        session_of(context).journaled = True
     return context
 
 
 async def find_chat(chats: DurableChats, context_id: str) -> AgentContext | None:
     """A chat created through another worker, loaded here; None when the journal has no
     run of it, or it was removed."""
-    latest, removed = await asyncio.to_thread(_chat_state, chats, context_id)
-    known = await chats.journal.aio.contexts_with_runs([context_id])
-    if context_id not in known or removed:
+    read = await asyncio.to_thread(rebuild.read_chat, chats.journal, context_id)
+    if read.gone:
         return None
-    context = chats.get(context_id)
-    if context is None:
-        context = chats.create(context_id)
-        _restore(session_of(context), latest)
-    return context
+    return chats.get(context_id) or _build(chats, read)
 
 
 async def refresh_chat(chats: DurableChats, session: DurableSession) -> None:
@@ -89,7 +81,9 @@ async def refresh_chat(chats: DurableChats, session: DurableSession) -> None:
         return
     if session.is_running() or session.run is not None or session.admitting:
         return  # it started meanwhile
-    _restore(session, latest)
+    state = latest.state.get("current") or {}
+    checkpoint.restore_chain(session.context, state, latest.histories)
+    session.synced_checkpoint = latest.id
 
 
 def warn_held(context: AgentContext, run: Run) -> None:

@@ -41,7 +41,9 @@ def test_the_image_is_lean_and_configured_like_the_docs_say(docker_setup):
 
     report = in_image(
         docker_setup,
-        "id -un; node --version; python -c 'import openai, starlette, uvicorn; print(\"py-ok\")';"
+        "id -un; node --version; python -c 'import httpx, starlette, uvicorn; print(\"py-ok\")';"
+        "python -c 'import importlib.util as u; "
+        'print("sdk" if u.find_spec("openai") else "no-sdk")\';'
         "for t in gcc cc make g++ pip3; do command -v $t; done;"
         "ls -d /root/.cache /tmp/req /tmp/ca-bundle.pem 2>/dev/null;"
         "test -w /a0 && echo code-writable; test -w /a0/usr && echo usr-writable; true",
@@ -49,6 +51,7 @@ def test_the_image_is_lean_and_configured_like_the_docs_say(docker_setup):
     assert report[0] == "a0", report  # the entry point dropped root
     assert report[1].startswith("v18."), report
     assert "py-ok" in report
+    assert "no-sdk" in report, report  # the OpenAI SDK is a test tool, not a runtime dependency
     leftovers = [r for r in report if r.startswith("/")]
     assert leftovers == ["/opt/venv/bin/pip3"] or leftovers == [], report  # no compiler, no cache
     assert "code-writable" not in report and "usr-writable" in report, report

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from python.durable.chats import REBUILD_FAILPOINT
 from tests.integration._helpers import request_text, wait_until
 from tests.postgres._workers import post, run_of, wait_status, workers
 from tests.support.model_server import ScriptedFailure, model_server
@@ -169,3 +170,40 @@ def test_a_sweeping_worker_resumes_at_most_two_runs_at_once(workers, model_serve
     assert state["started"] == 3
     log = b.output()
     assert log.count("taken over by worker-b: resuming") == 3, json.dumps(log[-2000:])
+
+
+def _answers(log: dict[str, Any], text: str) -> int:
+    """How many response items of a chat's log show ``text`` (one if rebuilt once)."""
+    return sum(1 for i in log["log"]["items"] if i["type"] == "response" and i["content"] == text)
+
+
+def test_a_worker_starting_on_idle_chats_serves_them_after_it_answers(workers, model_server):
+    """B starts on a journal where A answered three chats: none is rebuilt before B serves
+    (its background rebuild is held at its failpoint), the first request for one rebuilds
+    it, and B's own sweep loads the others; each chat shows its answer once."""
+    for n in range(3):
+        model_server.tool("response", {"text": f"answer number {n}"})
+    a = workers.start("worker-a")
+    chats = []
+    for n in range(3):
+        answered = a.api_message(f"question number {n}", input_id=f"q{n}")
+        assert answered.json()["response"] == f"answer number {n}", answered.text
+        chats.append(answered.json()["context_id"])
+    a.stop()
+
+    b = workers.start("worker-b", A0_CRASH_AT=REBUILD_FAILPOINT, A0_CRASH_MODE="freeze")
+    assert "0 chats, 3 idle ones later" in b.output(), b.output()[-2000:]
+    first = post(b, "api_log_get", {"context_id": chats[1], "length": 1000})
+    assert first.status_code == 200, first.text
+    assert _answers(first.json(), "answer number 1") == 1, first.text
+
+    def listed() -> set[str] | None:
+        with b.ui_client() as client:
+            polled = client.post("/api/poll", json={"context": "", "log_from": 0})
+        shown = {row["id"] for row in polled.json()["contexts"]}
+        return shown if shown >= set(chats) else None
+
+    wait_until(listed, timeout=60, what="B's sweep to load the idle chats")
+    for n, context_id in enumerate(chats):
+        log = post(b, "api_log_get", {"context_id": context_id, "length": 1000})
+        assert _answers(log.json(), f"answer number {n}") == 1, log.text

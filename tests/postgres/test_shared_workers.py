@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import signal
 import threading
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -50,7 +51,7 @@ def test_a_run_of_a_killed_worker_is_taken_over_and_each_effect_happens_once(wor
     assert a.process.wait(120) == -signal.SIGKILL, a.output()[-3000:]
     assert workers.side_effects() == ["pay-1", "pay-2"]
 
-    [(run_id, _context_id, _status)] = workers.runs()
+    [(run_id, context_id, _status)] = workers.runs()
     done = wait_status(b, run_id, "completed")
     assert workers.side_effects() == ["pay-1", "pay-2"]  # reused, never run again
     assert model_server.calls == 3  # two replies reused; one call after the takeover
@@ -60,6 +61,16 @@ def test_a_run_of_a_killed_worker_is_taken_over_and_each_effect_happens_once(wor
     assert names == ["model", "side_effect", "model", "side_effect", "model", "response"]
     owner = workers.sql("SELECT worker_id FROM claims WHERE run_id = %s", run_id)
     assert owner == [(None,)]  # released when the run completed
+    # B tells the whole story once: the calls A committed after its last checkpoint are
+    # rebuilt from the journal (marked), the reused ones are not shown twice
+    with b.ui_client() as client:
+        polled = client.post("/api/poll", json={"context": context_id, "log_from": 0})
+    assert polled.status_code == 200, polled.text
+    items = polled.json()["logs"]
+    shown = Counter(i["call_id"] for i in items if i.get("call_id"))
+    assert sorted(shown.values()) == [1] * len(done["calls"]), shown
+    second = [i for i in items if i["type"] == "tool" and i["kvps"].get("label") == "pay-2"]
+    assert [i.get("restored") for i in second] == ["journal"], second
 
     restored = list((workers.tmp / "worker-b" / "shared").glob("workdir-*/workdir"))
     assert len(restored) == 1, restored
@@ -77,6 +88,33 @@ def test_a_run_of_a_killed_worker_is_taken_over_and_each_effect_happens_once(wor
     assert stored[0][0] >= 2 and stored[0][1] == 0  # both stored, and encrypted
     for server in (a, b):
         assert workers.postgres.password not in server.output()
+
+
+def test_a_run_held_after_a_takeover_shows_what_the_old_worker_did(workers, model_server):
+    """A dies between the intent and the effect of its second side effect; B takes the run
+    over and holds it (the outcome is unknown). B's chat already tells the story past A's
+    last checkpoint: the second reply from the journal, the open call marked uncertain."""
+    model_server.tool("side_effect", {"label": "pay-1"}, headline="First payment")
+    model_server.tool("side_effect", {"label": "pay-2"}, headline="Second payment")
+    crash = {"A0_CRASH_AT": "after_intent@2", "A0_CRASH_MATCH": "side_effect"}
+    a = workers.start("worker-a", **crash)
+    b = workers.start("worker-b")
+    in_background(lambda: a.api_message("pay the bills", input_id="pay"))
+    assert a.process is not None
+    assert a.process.wait(120) == -signal.SIGKILL, a.output()[-3000:]
+
+    [(run_id, context_id, _status)] = workers.runs()
+    held = wait_status(b, run_id, "needs_attention")
+    assert held["reason"] == "uncertain_call", held
+    with b.ui_client() as client:
+        polled = client.post("/api/poll", json={"context": context_id, "log_from": 0})
+    assert polled.status_code == 200, polled.text
+    items = polled.json()["logs"]
+    [second] = [i for i in items if "Second payment" in i["heading"]]
+    assert second["restored"] == "journal", second
+    [two] = [i for i in items if i["type"] == "tool" and i["kvps"].get("label") == "pay-2"]
+    assert two["restored"] == "uncertain", two
+    assert workers.side_effects() == ["pay-1"]
 
 
 def test_a_message_sent_through_another_worker_reaches_the_running_agent(workers, model_server):
