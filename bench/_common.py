@@ -6,12 +6,13 @@ never by the application. Standard library only, so the peers' venv can import i
 
 from __future__ import annotations
 
+import argparse
 import os
 import sqlite3
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +173,26 @@ def environment() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "load_average": load_average(),
     }
+
+
+def levels_arg(text: str) -> list[int]:
+    """``--levels 1,8,32``: positive integers."""
+    try:
+        levels = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError("levels must be integers like 1,8,32") from None
+    if not levels or min(levels) < 1:
+        raise argparse.ArgumentTypeError("levels must be positive integers")
+    return levels
+
+
+def choices_arg(allowed: Sequence[str]) -> Callable[[str], list[str]]:
+    """``--variants a,b``: a comma-separated subset of ``allowed``."""
+
+    def parse(text: str) -> list[str]:
+        chosen = [part.strip() for part in text.split(",") if part.strip()]
+        if not chosen or set(chosen) - set(allowed):
+            raise argparse.ArgumentTypeError(f"choose among {', '.join(allowed)}")
+        return chosen
+
+    return parse

@@ -1,7 +1,11 @@
 """Journal step cost against the disk's floor, measured in the same run on the same disk.
 
 A journaled step is what the loop pays around a no-op call: ``record_intent`` (one commit,
-on disk before the effect) then ``commit_result`` with a checkpoint (one more commit).
+on disk before the effect) then ``commit_result`` with a checkpoint (one more commit). Each
+history case runs twice: **immediate** (a call whose result is awaited: a model call, a tool
+without safe replay) and **deferred** (a safe-replay call: ``defer_result`` hands the result
+and checkpoint over without waiting, and the next step's intent carries them, so a steady
+step is one commit; durability/journal/_deferral.py).
 The floor is one single-row INSERT per transaction under WAL + synchronous=FULL in a fresh
 SQLite file in the same temporary folder, sampled next to every journaled step (alternating
 which goes first) so that both see the same disk; each case's ratio is its median step
@@ -120,11 +124,14 @@ def measure_steps(
     history_for: Callable[[int, Journal], list[Any]],
     floor: Floor,
     grown: _common.Floor,
+    deferred: bool = False,
 ) -> dict[str, Any]:
     """Journaled steps, each next to one floor commit (alternating which goes first) and
     one commit on the pregrown-WAL floor right after it."""
-    path = folder / f"{name}.sqlite"
+    path = folder / f"{name}{'-deferred' if deferred else ''}.sqlite"
     journal = Journal.open_sqlite(path)
+    policy = "safe_replay" if deferred else "never"
+    finish = journal.defer_result if deferred else journal.commit_result
     try:
         run = journal.admit(f"bench-{name}", f"in-{name}", "0" * 64, message="bench").run
         warmup = steps // 10
@@ -152,12 +159,12 @@ def measure_steps(
                 kind="tool",
                 name="noop",
                 args={"n": seq},
-                policy="never",
+                policy=policy,
             )
             intent_done = time.perf_counter_ns()
             wal_middle = _wal_size(path)
             result_start = time.perf_counter_ns()
-            journal.commit_result(call.id, {"ok": True}, checkpoint=checkpoint)
+            finish(call.id, {"ok": True}, checkpoint=checkpoint)
             end = time.perf_counter_ns()
             wal_after = _wal_size(path)
             if not floor_first:
@@ -174,6 +181,7 @@ def measure_steps(
                 if wal_after > wal_middle:
                     result_wal.append(wal_after - wal_middle)
         batches = journal.store.batches  # type: ignore[attr-defined]
+        alone = journal.store.deferred_alone  # type: ignore[attr-defined]
     finally:
         journal.close()
     final = _stored_bytes(path)
@@ -189,6 +197,7 @@ def measure_steps(
         "intent": _stats(intent_ns),
         "result_and_checkpoint": _stats(result_ns),
         "commits_per_step": batches / (steps + warmup + 1),
+        "deferred_committed_alone": alone,
         "wal_pages_per_intent_commit": _pages(intent_wal),
         "wal_pages_per_result_commit": _pages(result_wal),
         "bytes_per_step": (final - sizes[warmup]) / steps,
@@ -216,6 +225,10 @@ def growing_frozen_history(seq: int, journal: Journal) -> list[Any]:
     return list(_frozen)
 
 
+CASES = {"constant": constant_history, "growing": growing_history, "frozen": growing_frozen_history}
+CASE_KEYS = ("constant_history", "growing_history", "growing_frozen_history")
+
+
 def run_bench(folder: Path, steps: int) -> dict[str, Any]:
     started = time.monotonic()
     floor = Floor(folder)
@@ -225,23 +238,32 @@ def run_bench(folder: Path, steps: int) -> dict[str, Any]:
             floor.sample()
             grown.sample()
         floor.wal.clear()
-        constant = measure_steps(folder, "constant", steps, constant_history, floor, grown)
-        growing = measure_steps(folder, "growing", steps, growing_history, floor, grown)
-        frozen = measure_steps(folder, "frozen", steps, growing_frozen_history, floor, grown)
+        measured = {}
+        for deferred in (False, True):  # immediate, then deferred, each case on a new file
+            measured[deferred] = [
+                measure_steps(folder, name, steps, history, floor, grown, deferred)
+                for name, history in CASES.items()
+            ]
     finally:
         floor.close()
         grown.close()
-    cases = (constant, growing, frozen)
-    all_floor = [sample for case in cases for sample in case.pop("floor_samples_ns")]
-    all_grown = [sample for case in cases for sample in case.pop("grown_floor_samples_ns")]
-    for case in cases:
+    constant, growing, frozen = cases = measured[False]
+    later = measured[True]
+    all_floor = [s for case in cases + later for s in case.pop("floor_samples_ns")]
+    all_grown = [s for case in cases + later for s in case.pop("grown_floor_samples_ns")]
+    for case in cases + later:
         case["ratio_to_floor"] = case["step"]["median_us"] / case["floor"]["median_us"]
         case["p99_ratio_to_floor"] = case["step"]["p99_us"] / case["floor"]["p99_us"]
         grown_median = case["grown_floor"]["median_us"]
         case["ratio_to_grown_floor"] = case["step"]["median_us"] / grown_median
     worst = max(case["ratio_to_floor"] for case in cases)
     worst_grown = max(case["ratio_to_grown_floor"] for case in cases)
+    worst_deferred = max(case["ratio_to_floor"] for case in later)
     return {
+        "deferred": dict(zip(CASE_KEYS, later, strict=True)),
+        "worst_ratio_deferred": worst_deferred,
+        "worst_ratio_to_grown_floor_deferred": max(c["ratio_to_grown_floor"] for c in later),
+        "meets_target_deferred": worst_deferred <= TARGET_RATIO,
         "bench": "journal_step",
         "steps": steps,
         "folder": str(folder),
@@ -281,11 +303,12 @@ def table(result: dict[str, Any]) -> str:
         "intent": "wal_pages_per_intent_commit",
         "result_and_checkpoint": "wal_pages_per_result_commit",
     }
-    for key in ("constant_history", "growing_history", "growing_frozen_history"):
-        case = result[key]
+    every = [(key, result[key], "") for key in CASE_KEYS]
+    every += [(key, result["deferred"][key], "deferred ") for key in CASE_KEYS]
+    for key, case, mode in every:
         rows.append(
             (
-                f"{key.replace('_', ' ')} step",
+                f"{mode}{key.replace('_', ' ')} step",
                 f"{case['step']['median_us']:.0f}",
                 f"{case['step']['p99_us']:.0f}",
                 f"{case['step']['per_s']:.0f}",
@@ -347,6 +370,11 @@ def table(result: dict[str, Any]) -> str:
     lines.append(
         f"worst ratio to the pregrown-WAL floor (x grown): "
         f"{result['worst_ratio_to_grown_floor']:.2f}x"
+    )
+    lines.append(
+        f"deferred (safe-replay result rides on the next intent): worst "
+        f"{result['worst_ratio_deferred']:.2f}x floor, "
+        f"{result['worst_ratio_to_grown_floor_deferred']:.2f}x grown (target {TARGET_RATIO:g}x)"
     )
     growing = result["growing_history"]
     lines.append(

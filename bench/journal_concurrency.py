@@ -9,6 +9,12 @@ to drive N runs at once:
   to the group-commit writer: no thread per call);
 - ``threads``: N threads calling the synchronous methods.
 
+Each has a ``-deferred`` twin (``asyncio-deferred``, ``threads-deferred``): the step's call
+is a safe-replay one, whose result and checkpoint the journal defers (``defer_result``): they
+ride on the run's next intent, so a steady step is one write to wait for instead of two
+(durability/journal/_deferral.py). The plain variants are the step of a call whose result
+is awaited (a model call, a tool without safe replay).
+
 Closed loop by default: every run starts its next step as soon as the last one ended, so
 at N runs the step latency is N over the steps/s (Little's law). ``--rate R`` paces the
 runs instead (open loop): together they start R steps per second, each run at its own
@@ -55,7 +61,8 @@ _common.use_repo()
 from durability import CheckpointData, Journal  # noqa: E402
 
 LEVELS = (1, 8, 32, 128)
-VARIANTS = ("asyncio", "threads")
+VARIANTS = ("asyncio", "asyncio-deferred", "threads", "threads-deferred")
+DEFERRED_SUFFIX = "-deferred"
 HISTORIES = ("constant", "frozen", "growing")
 GOAL_RUNS = 32
 GOAL_STEPS_PER_S = 4000.0
@@ -85,14 +92,14 @@ def checkpoint(seq: int, history: list[Any]) -> CheckpointData:
     return CheckpointData(state={"iteration": seq, "agent": 0}, histories={"0": history}, seq=seq)
 
 
-def intent_args(seq: int) -> dict[str, Any]:
+def intent_args(seq: int, deferred: bool = False) -> dict[str, Any]:
     return {
         "agent_no": 0,
         "seq": seq,
         "kind": "tool",
         "name": "noop",
         "args": {"n": seq},
-        "policy": "never",
+        "policy": "safe_replay" if deferred else "never",
     }
 
 
@@ -134,8 +141,10 @@ async def asyncio_level(
     history: str,
     result_for: Callable[[int], Any] = ok_result,
     rate: float | None = None,
+    deferred: bool = False,
 ) -> Level:
     """N tasks on this loop: admit, wait for all, then steps through ``journal.aio``."""
+    finish = journal.aio.defer_result if deferred else journal.aio.commit_result
     due = pace(runs, rate)
     released = 0.0
     latencies: list[int] = []
@@ -160,8 +169,8 @@ async def asyncio_level(
                 await asyncio.sleep(wait)
             data = checkpoint(seq, make(seq))
             start = time.perf_counter_ns()
-            call = await journal.aio.record_intent(run_id, **intent_args(seq))
-            await journal.aio.commit_result(call.id, result_for(seq), checkpoint=data)
+            call = await journal.aio.record_intent(run_id, **intent_args(seq, deferred))
+            await finish(call.id, result_for(seq), checkpoint=data)
             latencies.append(time.perf_counter_ns() - start)
 
     tasks = [asyncio.create_task(one(i)) for i in range(runs)]
@@ -183,8 +192,10 @@ def threads_level(
     history: str,
     result_for: Callable[[int], Any] = ok_result,
     rate: float | None = None,
+    deferred: bool = False,
 ) -> Level:
     """The same with N threads calling the synchronous methods."""
+    finish = journal.defer_result if deferred else journal.commit_result
     due = pace(runs, rate)
     began: list[tuple[int | None, tuple[int, int], int]] = []
     released: list[float] = []
@@ -213,8 +224,8 @@ def threads_level(
                 time.sleep(wait)  # the pace of the open loop, not a synchronisation
             data = checkpoint(seq, make(seq))
             start = time.perf_counter_ns()
-            call = journal.record_intent(run_id, **intent_args(seq))
-            journal.commit_result(call.id, result_for(seq), checkpoint=data)
+            call = journal.record_intent(run_id, **intent_args(seq, deferred))
+            finish(call.id, result_for(seq), checkpoint=data)
             latencies.append(time.perf_counter_ns() - start)
 
     threads = [threading.Thread(target=one, args=(i,), name=f"run-{i}") for i in range(runs)]
@@ -267,15 +278,18 @@ def measure_level(
         journal.async_workers = workers
     if holder is not None:
         holder.close()  # the journal's connections keep the WAL from here on
+    deferred = variant.endswith(DEFERRED_SUFFIX)
+    level_args = (journal, tag, runs, steps_per_run, history)
     try:
-        if variant == "asyncio":
-            level = asyncio_level(journal, tag, runs, steps_per_run, history, rate=opts.rate)
+        if variant.startswith("asyncio"):
+            level = asyncio_level(*level_args, rate=opts.rate, deferred=deferred)
             latencies, elapsed_ns, before, cpu_ns, switches = asyncio.run(level)
         else:
-            level_args = (journal, tag, runs, steps_per_run, history)
-            level_run = threads_level(*level_args, rate=opts.rate)
+            level_run = threads_level(*level_args, rate=opts.rate, deferred=deferred)
             latencies, elapsed_ns, before, cpu_ns, switches = level_run
+        journal.flush()  # the last steps' deferred results count in this level
         after = writer_transactions(journal)
+        alone = getattr(journal.store, "deferred_alone", None)
     finally:
         journal.close()
     floor_ns += floor.samples(opts.floor_samples - opts.floor_samples // 2)
@@ -308,8 +322,12 @@ def measure_level(
         "transactions": commits,
         "writes": 2 * steps,
         "commits_per_batch": (2 * steps) / commits if commits else None,
-        "executor_workers": journal.async_workers if variant == "asyncio" else runs,
-        "native_async_writes": journal.writes_natively_async() if variant == "asyncio" else None,
+        "deferred": deferred,
+        "deferred_committed_alone": alone,
+        "executor_workers": journal.async_workers if variant.startswith("asyncio") else runs,
+        "native_async_writes": (
+            journal.writes_natively_async() if variant.startswith("asyncio") else None
+        ),
     }
 
 
@@ -399,40 +417,25 @@ def table(result: dict[str, Any]) -> str:
     )
     pacing = f"open loop at {result['rate']:g} steps/s" if result["rate"] else "closed loop"
     lines.append(
-        "x floor/s: steps/s over the floor's commits/s (a step is two commits: 0.5 without "
-        f"group commit); {pacing}"
+        "x floor/s: steps/s over the floor's commits/s (a step is two writes: 0.5 without "
+        f"group commit or deferral); {pacing}"
     )
     return "\n".join(lines)
-
-
-def _levels(text: str) -> list[int]:
-    try:
-        levels = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError("levels must be integers like 1,8,32") from None
-    if not levels or min(levels) < 1:
-        raise argparse.ArgumentTypeError("levels must be positive integers")
-    return levels
-
-
-def _variants(text: str) -> list[str]:
-    chosen = [part.strip() for part in text.split(",") if part.strip()]
-    unknown = sorted(set(chosen) - set(VARIANTS))
-    if not chosen or unknown:
-        raise argparse.ArgumentTypeError(f"variants are {', '.join(VARIANTS)}")
-    return chosen
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--levels",
-        type=_levels,
+        type=_common.levels_arg,
         default=list(LEVELS),
         help="concurrent runs per level (default 1,8,32,128)",
     )
     parser.add_argument(
-        "--variants", type=_variants, default=list(VARIANTS), help="asyncio,threads (default both)"
+        "--variants",
+        type=_common.choices_arg(VARIANTS),
+        default=list(VARIANTS),
+        help="asyncio,asyncio-deferred,threads,threads-deferred (default all)",
     )
     parser.add_argument(
         "--steps", type=int, default=4800, help="steps per level, shared by its runs (default 4800)"

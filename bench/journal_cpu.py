@@ -9,7 +9,12 @@ median CPU time of a step over batches of steps:
 - ``frozen@N``: the same, with the caller keeping its messages as ``journal.freeze(...)``
   objects (only the new message is serialised and hashed).
 
+Each case runs twice: immediate (the result awaited, two commits per step) and deferred
+(a safe-replay call: ``defer_result`` hands the result and checkpoint over and the next
+intent carries them, one commit per step; under ``"deferred"`` in the JSON).
+
     .venv/bin/python bench/journal_cpu.py [--steps N] [--dir PATH] [--profile CASE]
+        [--deferred]
 
 Prints one JSON document. ``--profile constant`` (or ``growing@1000``) prints the top of
 a cProfile of that case instead.
@@ -57,8 +62,12 @@ def _growing(start: int, freeze: Callable[[Any], Any] = lambda m: m) -> Callable
     return history
 
 
-def run_case(folder: Path, name: str, steps: int, profile: bool = False) -> dict[str, Any]:
-    journal = Journal.open_sqlite(folder / f"{name.replace('@', '_')}.sqlite")
+def run_case(
+    folder: Path, name: str, steps: int, profile: bool = False, deferred: bool = False
+) -> dict[str, Any]:
+    mode = "-deferred" if deferred else ""
+    journal = Journal.open_sqlite(folder / f"{name.replace('@', '_')}{mode}.sqlite")
+    finish = journal.defer_result if deferred else journal.commit_result
     if name == "constant":
         history_for = _constant
     elif name.startswith("frozen@"):
@@ -80,6 +89,7 @@ def run_case(folder: Path, name: str, steps: int, profile: bool = False) -> dict
             start = 0.0
             for index, history in enumerate(inputs):
                 if index == 1:
+                    journal.flush()  # the untimed step's deferred result stays untimed
                     start = time.process_time()
                 call = journal.record_intent(
                     run.id,
@@ -88,9 +98,9 @@ def run_case(folder: Path, name: str, steps: int, profile: bool = False) -> dict
                     kind="tool",
                     name="noop",
                     args={"n": seq},
-                    policy="never",
+                    policy="safe_replay" if deferred else "never",
                 )
-                journal.commit_result(
+                finish(
                     call.id,
                     {"ok": True},
                     checkpoint=CheckpointData({"iteration": seq}, {"0": history}, seq),
@@ -115,14 +125,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--dir", type=Path, default=Path("/dev/shm"))
     parser.add_argument("--profile", help="profile one case (constant, growing@N)")
+    parser.add_argument("--deferred", action="store_true", help="profile the deferred step")
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="journal-cpu-", dir=args.dir))
     try:
         if args.profile:
-            run_case(folder, args.profile, args.steps, profile=True)
+            run_case(folder, args.profile, args.steps, profile=True, deferred=args.deferred)
             return 0
         cases = ["constant", "growing@10", "growing@1000", "frozen@10", "frozen@1000"]
-        result = {name: run_case(folder, name, args.steps) for name in cases}
+        result: dict[str, Any] = {name: run_case(folder, name, args.steps) for name in cases}
+        result["deferred"] = {
+            name: run_case(folder, name, args.steps, deferred=True) for name in cases
+        }
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     print(json.dumps({"bench": "journal_cpu", "steps": args.steps, **result}, sort_keys=True))

@@ -1,4 +1,5 @@
-"""Shared-worker settings, read once from the environment (docs/shared-workers.md).
+"""Shared-worker settings, read once from the environment (docs/shared-workers.md), and
+the SQLite journal's bound on deferred writes (``A0_JOURNAL_DEFER_MS``, docs/durability.md).
 
 ``shared_config(environ)`` returns None when ``A0_DURABILITY_POSTGRES_DSN`` is unset (the
 default: one process, SQLite), else a validated :class:`SharedConfig`. Every refusal is a
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 from durability.dsn import PostgresDsn
 from durability.errors import ConfigurationError
+from durability.store._group_commit import DEFAULT_DEFER_SECONDS
 
 DSN = "A0_DURABILITY_POSTGRES_DSN"
 NAMESPACE = "A0_DURABILITY_POSTGRES_NAMESPACE"
@@ -98,6 +100,18 @@ def _number(
     if not low <= value <= high:
         raise ConfigurationError(f"{name} must be between {low:g} and {high:g}", setting=name)
     return value
+
+
+DEFER_MS = "A0_JOURNAL_DEFER_MS"
+
+
+def journal_defer_seconds(environ: Mapping[str, str] | None = None) -> float:
+    """How long a deferred result or checkpoint waits for a write to ride on before it
+    commits on its own (``A0_JOURNAL_DEFER_MS``, 0 to 60000; 0 commits every write at
+    once; default 5 ms)."""
+    env = os.environ if environ is None else environ
+    default_ms = DEFAULT_DEFER_SECONDS * 1000
+    return _number(env, DEFER_MS, default_ms, 0.0, 60_000.0) / 1000
 
 
 def shared_config(environ: Mapping[str, str] | None = None) -> SharedConfig | None:

@@ -103,6 +103,14 @@ class ResultConflict(DurabilityError):
     http_status = 409
 
 
+class DeferredWriteRefused(DurabilityError):
+    """A deferred write of this run (a result or checkpoint handed over without waiting)
+    was refused when it was committed; this write was refused with it, writing nothing."""
+
+    code = "deferred_write_refused"
+    http_status = 409
+
+
 class ReplayDivergence(DurabilityError):
     """The loop asked for a different call than the one journaled at that position."""
 
@@ -268,6 +276,7 @@ ALL_ERRORS: tuple[type[DurabilityError], ...] = (
     NoOpenCall,
     IntentMissing,
     ResultConflict,
+    DeferredWriteRefused,
     ReplayDivergence,
     StaleVersion,
     NoteRequired,

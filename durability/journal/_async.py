@@ -68,19 +68,22 @@ class AsyncJournal:
     async def _execute(self, plan: Plan[T]) -> T:
         journal = self._journal
         if plan.write and journal.writes_natively_async():
-            value = await journal.store.write_async(plan.op)
+            value = await journal.store.write_async(journal.write_op(plan))
             return plan.after(value) if plan.after is not None else value
+        if not plan.write:
+            await journal.store.flush_async()  # a read sees every write handed over before it
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(journal.executor(), journal.execute, plan)
 
-    async def _prepared(self, light: bool, build: Callable[[], Plan[T]]) -> T:
+    async def _built(self, light: bool, build: Callable[[], Plan[T]]) -> Plan[T]:
         """Build the plan on the loop when that is cheap, else in the journal's pool."""
         if light:
-            plan = build()
-        else:
-            loop = asyncio.get_running_loop()
-            plan = await loop.run_in_executor(self._journal.executor(), build)
-        return await self._execute(plan)
+            return build()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._journal.executor(), build)
+
+    async def _prepared(self, light: bool, build: Callable[[], Plan[T]]) -> T:
+        return await self._execute(await self._built(light, build))
 
     # admit
     async def admit(
@@ -137,6 +140,43 @@ class AsyncJournal:
             _calls.commit_result, self._journal, call_id, result, failed, checkpoint
         )
         return await self._prepared(is_light(result), build)
+
+    async def defer_result(
+        self,
+        call_id: str,
+        result: Any,
+        *,
+        failed: bool = False,
+        checkpoint: CheckpointData | None = None,
+    ) -> bool:
+        """``commit_result`` without waiting when the call's policy allows it (True: it
+        rides on the run's next write), else awaited at once (False)."""
+        journal = self._journal
+        run_id = journal.deferrals.calls.pop(call_id, None)
+        if run_id is None:
+            await self.commit_result(call_id, result, failed=failed, checkpoint=checkpoint)
+            return False
+        build = functools.partial(
+            _calls.commit_result, journal, call_id, result, failed, checkpoint
+        )
+        plan = await self._built(is_light(result), build)
+        journal.deferrals.defer(plan, run_id)
+        return True
+
+    async def defer_checkpoint(self, run_id: str, data: CheckpointData) -> bool:
+        """``write_checkpoint`` without waiting (True), or awaited where the engine does not
+        defer (False)."""
+        journal = self._journal
+        plan = _checkpoints.write_checkpoint(journal, run_id, data)
+        if not journal.deferrals.enabled:
+            await self._execute(plan)
+            return False
+        journal.deferrals.defer(plan, run_id)
+        return True
+
+    async def flush(self) -> None:
+        """Return once every write deferred so far is committed (or refused)."""
+        await self._journal.store.flush_async()
 
     async def get_call(self, call_id: str) -> Call:
         return await self._execute(_calls.get_call(call_id))

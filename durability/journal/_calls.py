@@ -107,7 +107,7 @@ def record_intent(
         bump(tx, run, now)
         return call
 
-    return run_write(op, run_id=run_id)
+    return run_write(op, run_id=run_id, after=journal.deferrals.note_intent)
 
 
 def commit_result(

@@ -4,15 +4,11 @@ Every method is synchronous and thread-safe; a write returns once it is durable.
 an asyncio loop uses ``journal.aio.<method>(...)`` (durability/journal/_async.py).
 
 Each method checks and masks its arguments and builds a Plan (the transaction and its
-rules) in one of the modules beside this one, then executes it here:
-
-- _admission.py: inputs admitted, runs started;
-- _calls.py: intents and results;
-- _checkpoints.py: checkpoints written and read back;
-- _documents.py: documents, conflicts, blobs, events;
-- _run_ops.py: run reads, lifecycle, decisions, retry grants;
-- _tasks.py: scheduled tasks (durability/schedules.py);
-- _validation.py: the argument checks they share.
+rules) in a module beside this one (_admission: inputs and runs started; _calls: intents
+and results; _checkpoints; _documents: documents, conflicts, blobs, events; _run_ops: run
+reads, lifecycle, decisions, retry grants; _tasks: scheduled tasks; _validation: the
+checks they share; _deferral: results and checkpoints that ride on the next write), then
+executes it here.
 """
 
 from __future__ import annotations
@@ -36,6 +32,7 @@ from durability.journal import (
     _tasks,
 )
 from durability.journal._checkpoints import HistoryKeys
+from durability.journal._deferral import Deferrals, DeferredWrites
 from durability.journal._plan import Plan, operation_name
 from durability.masking import Masker
 from durability.records import (
@@ -54,6 +51,7 @@ from durability.records import (
     Run,
     RunDetail,
 )
+from durability.store._group_commit import DEFAULT_DEFER_SECONDS
 from durability.store.base import Store, StoreTx
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -68,7 +66,7 @@ T = TypeVar("T")
 DEFAULT_ASYNC_WORKERS = 64
 
 
-class Journal:
+class Journal(DeferredWrites):
     """Admit inputs, journal call intents and results, checkpoint, decide, and read back."""
 
     def __init__(
@@ -79,6 +77,7 @@ class Journal:
         clock: Callable[[], float] = time.time,
         cluster: Cluster | None = None,
         async_workers: int = DEFAULT_ASYNC_WORKERS,
+        defer_seconds: float = DEFAULT_DEFER_SECONDS,
     ) -> None:
         self.store = store
         self._masker = masker or Masker({})
@@ -93,6 +92,8 @@ class Journal:
         self._executor_lock = threading.Lock()
         self._aio: AsyncJournal | None = None
         self._closed = False
+        #: ``defer_seconds`` 0 commits every write at once (durability/journal/_deferral.py).
+        self.deferrals = Deferrals(self, defer_seconds)
 
     @classmethod
     def open_sqlite(
@@ -102,11 +103,13 @@ class Journal:
         masker: Masker | None = None,
         clock: Callable[[], float] = time.time,
         quick_check: bool = True,
+        defer_seconds: float = DEFAULT_DEFER_SECONDS,
     ) -> Journal:
         """Open (creating 0600 in a 0700 folder, migrating) the SQLite journal at ``path``."""
         from durability.store.sqlite import SqliteStore
 
-        return cls(SqliteStore(path, quick_check=quick_check), masker=masker, clock=clock)
+        store = SqliteStore(path, quick_check=quick_check)
+        return cls(store, masker=masker, clock=clock, defer_seconds=defer_seconds)
 
     @classmethod
     def open_postgres(
@@ -122,12 +125,9 @@ class Journal:
         lease_seconds: float = 30.0,
     ) -> Journal:
         """Open (creating the schema ``namespace``, migrating) the journal on PostgreSQL.
-
-        With ``worker_id`` the journal is a shared worker's: it claims the runs it admits,
-        and every write for a run is fenced by this worker's claim on it
-        (``journal.cluster``, durability/cluster.py). Without, it takes no claims and
-        fences nothing: one process owning every run, like SQLite.
-        """
+        With ``worker_id`` it is a shared worker's: it claims the runs it admits and fences
+        every run write by its claim (durability/cluster.py); without, one process owns
+        every run, like SQLite."""
         from durability.cluster import Cluster
         from durability.store.postgres import PostgresStore
 
@@ -151,10 +151,11 @@ class Journal:
 
     def _transact(self, plan: Plan[T]) -> T:
         if not plan.write:
+            self.store.flush()  # a read sees every write handed over before it
             return self.store.read(plan.op)
         cluster = self.cluster
         if cluster is None or not plan.fenced:
-            return self.store.write(plan.op)
+            return self.store.write(self.write_op(plan))
         op, run_id, call_id = plan.op, plan.run_id, plan.call_id
 
         def fenced(tx: StoreTx) -> T:
@@ -166,6 +167,11 @@ class Journal:
         except FencingLost as exc:
             cluster.refused(exc, operation_name(op), call_id)
             raise
+
+    def write_op(self, plan: Plan[T]) -> Callable[[StoreTx], T]:
+        """The plan's transaction; a run's write is refused after its deferred one was."""
+        run_id = plan.run_id
+        return plan.op if run_id is None else self.deferrals.guard(plan.op, run_id)
 
     def writes_natively_async(self) -> bool:
         """True when the facade hands writes straight to the store (no thread per call)."""
@@ -287,13 +293,9 @@ class Journal:
 
     # checkpoints
     def freeze(self, message: Any) -> checkpoints.FrozenMessage:
-        """A history message masked, serialised and hashed once, for checkpoints.
-
-        A caller that keeps its FrozenMessage objects and hands the same object again at the
-        same position of a history pays nothing for it: the checkpoint compares the
-        unchanged prefix by identity and stores only what is new. Freeze a message again
-        whenever it changes.
-        """
+        """A history message masked, serialised and hashed once, for checkpoints: handed
+        again at the same position it costs nothing (compared by identity). Freeze a
+        message again whenever it changes."""
         return checkpoints.FrozenMessage.of(self._masker, message)
 
     def write_checkpoint(self, run_id: str, data: CheckpointData) -> CheckpointRef:
@@ -392,7 +394,7 @@ class Journal:
 
     # documents and conflicts
     def read_document(self, context_id: str, kind: str = documents.PLAN_KIND) -> Document:
-        """The document and its revision (revision 0 and the empty value when never written)."""
+        """The document and its revision (0 and the empty value when never written)."""
         return self.execute(_documents.read_document(context_id, kind))
 
     def replace_document(

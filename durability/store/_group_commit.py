@@ -14,6 +14,15 @@ caller. Who leads:
 
 Only the callers whose batch finished are woken (no ``notify_all``).
 
+A *deferred* write (``defer``) has no caller waiting: it is parked, and the next write
+submitted (by any caller) takes every parked write along, ahead of itself, into its batch:
+they commit in the same transaction as that write, or in an earlier one, never later.
+Nothing submitted within ``defer_seconds``: the writer's thread commits what is parked on
+its own. ``flush`` returns once every deferred write handed over so far is answered;
+``close`` commits what is parked before it returns. A deferred write's outcome goes to its
+``on_done(value, error)``, called by the leader after the batch, before the batch's
+callers are woken (docs/durability.md, "Results ride on the next write").
+
 A batch first runs its writes one after another with no savepoints. If a write is refused
 (a ``DurabilityError`` that keeps no writes) or fails, the transaction is rolled back and
 the batch runs again with each write inside its own savepoint, so a refusal rolls back
@@ -27,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
@@ -36,15 +46,35 @@ from durability.failpoints import failpoint
 T = TypeVar("T")
 MAX_BATCH = 256
 _WRITER = -1  # the leader token of the writer's own thread
+#: Longest a deferred write waits for a write to ride on before it commits on its own.
+DEFAULT_DEFER_SECONDS = 0.005
+OnDone = Callable[[Any, BaseException | None], None]
+
+
+def _nothing(tx: Any) -> None:
+    """The write ``flush`` submits: it carries every parked write and adds nothing."""
 
 
 class _Slot:
     """One queued write and its answer (the writer's lock guards the fields)."""
 
-    __slots__ = ("done", "error", "fn", "future", "lead", "loop", "value", "wake")
+    __slots__ = (
+        "deadline",
+        "done",
+        "error",
+        "fn",
+        "future",
+        "lead",
+        "loop",
+        "on_done",
+        "value",
+        "wake",
+    )
 
-    def __init__(self, fn: Callable[[Any], Any]) -> None:
+    def __init__(self, fn: Callable[[Any], Any], on_done: OnDone | None = None) -> None:
         self.fn = fn
+        self.on_done = on_done  # set only for a deferred write (nobody waits for it)
+        self.deadline = 0.0  # a deferred write commits on its own by then
         self.done = False
         self.lead = False  # handed the leadership while queued
         self.value: Any = None
@@ -95,6 +125,10 @@ class GroupCommitWriter:
         self._tx = tx
         self._translate = translate
         self._pending: list[_Slot] = []
+        self._parked: list[_Slot] = []  # deferred writes waiting for a write to ride on
+        self._unsettled = 0  # deferred writes handed over and not yet answered
+        self._timer_due: float | None = None  # when the writer thread's timed wait ends
+        self.defer_seconds = DEFAULT_DEFER_SECONDS
         self._lock = threading.Lock()
         self._writer_turn = threading.Condition(self._lock)  # the writer thread waits here
         self._idle = threading.Condition(self._lock)  # close() waits here
@@ -105,12 +139,24 @@ class GroupCommitWriter:
         self.batches = 0  # committed transactions, for tests and measurements
         self.retried_batches = 0  # batches run again with savepoints after a refusal
         self.wakeups = 0  # waiting threads woken (each queued caller once), for tests
+        self.deferred_alone = 0  # deferred writes committed with nothing to ride on
 
     @property
     def pending(self) -> int:
         """Writes queued behind the batch in flight."""
         with self._lock:
             return len(self._pending)
+
+    @property
+    def unsettled(self) -> int:
+        """Deferred writes handed over and not answered yet (parked or in a batch)."""
+        return self._unsettled
+
+    def _carry_parked(self) -> None:
+        """Under the lock: the parked writes go ahead of whatever is queued next."""
+        if self._parked:
+            self._pending.extend(self._parked)
+            self._parked.clear()
 
     # submitting
     def submit(self, fn: Callable[[Any], T]) -> T:
@@ -121,6 +167,7 @@ class GroupCommitWriter:
                 raise RuntimeError("a journal write may not start another write")
             if self._closed:
                 raise JournalClosed("the journal is closed")
+            self._carry_parked()
             self._pending.append(slot)
             lead = self._leader is None
             if lead:
@@ -144,12 +191,39 @@ class GroupCommitWriter:
         with self._lock:
             if self._closed:
                 raise JournalClosed("the journal is closed")
+            self._carry_parked()
             self._pending.append(slot)
             if self._leader is None:
                 self._leader = _WRITER
                 self._start_writer_thread()
                 self._writer_turn.notify()
         return await future  # type: ignore[no-any-return]
+
+    def defer(self, fn: Callable[[Any], Any], on_done: OnDone) -> None:
+        """Hand ``fn(tx)`` over without waiting: it commits with the next write submitted,
+        or on its own within ``defer_seconds``; ``on_done(value, error)`` gets its outcome."""
+        slot = _Slot(fn, on_done)
+        slot.deadline = time.monotonic() + self.defer_seconds
+        with self._lock:
+            if self._running == threading.get_ident():
+                raise RuntimeError("a journal write may not start another write")
+            if self._closed:
+                raise JournalClosed("the journal is closed")
+            self._parked.append(slot)
+            self._unsettled += 1
+            due = self._timer_due
+            if due is None or due > slot.deadline:  # the writer thread must wake sooner
+                self._start_writer_thread()
+                self._writer_turn.notify()
+
+    def flush(self) -> None:
+        """Return once every deferred write handed over so far is answered."""
+        if self._unsettled:
+            self.submit(_nothing)  # FIFO: answered after everything queued before it
+
+    async def flush_async(self) -> None:
+        if self._unsettled:
+            await self.submit_async(_nothing)
 
     # leading
     def _lead(self, own: _Slot | None) -> None:
@@ -161,6 +235,7 @@ class GroupCommitWriter:
                 del self._pending[:MAX_BATCH]
                 self._running = threading.get_ident()
             self._commit_batch(batch)  # answers every slot; raises nothing
+            self._report_deferred(batch)
             with self._lock:
                 self._running = None
                 by_loop = self._wake_threads(batch, own)
@@ -183,7 +258,9 @@ class GroupCommitWriter:
         woken = 0
         for slot in batch:
             slot.done = True
-            if slot.loop is not None:
+            if slot.on_done is not None:  # deferred: nobody waits
+                self._unsettled -= 1
+            elif slot.loop is not None:
                 by_loop.setdefault(slot.loop, []).append(slot)
             elif slot is not own:
                 slot.wake.release()
@@ -217,22 +294,50 @@ class GroupCommitWriter:
     def _writer_loop(self) -> None:
         while True:
             with self._lock:
-                while self._leader != _WRITER and not (self._closed and self._leader is None):
-                    self._writer_turn.wait()
-                if self._leader != _WRITER:
-                    return  # closed and idle
+                while self._leader != _WRITER:
+                    if self._closed and self._leader is None and not self._parked:
+                        return  # closed and idle
+                    if not self._parked:
+                        self._timer_due = None
+                        self._writer_turn.wait()
+                        continue
+                    due = self._parked[0].deadline  # the oldest: parked in order
+                    wait = due - time.monotonic()
+                    if wait > 0 and not self._closed:
+                        self._timer_due = due
+                        self._writer_turn.wait(wait)
+                        continue
+                    self._timer_due = None
+                    self.deferred_alone += len(self._parked)
+                    self._carry_parked()  # nothing came to ride on: commit them now
+                    if self._leader is None:
+                        self._leader = _WRITER
+                    # else the running leader passes the lead on to whoever is queued
+                self._timer_due = None
             self._lead(None)
 
     def close(self) -> None:
-        """Refuse new writes; wait until every queued write is answered."""
+        """Refuse new writes; commit what is parked; wait until every write is answered."""
         with self._lock:
             self._closed = True
-            while self._leader is not None or self._pending:
+            if self._parked:  # the writer thread commits them at once (closed)
+                self._start_writer_thread()
+                self._writer_turn.notify()
+            while self._leader is not None or self._pending or self._parked:
                 self._idle.wait()
             self._writer_turn.notify_all()
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=10)
+
+    def _report_deferred(self, batch: list[_Slot]) -> None:
+        """Each deferred write's outcome to its ``on_done`` (which must not raise)."""
+        for slot in batch:
+            if slot.on_done is not None:
+                try:
+                    slot.on_done(slot.value, slot.error)
+                except Exception:  # a broken callback must not stop the writer
+                    pass
 
     # one transaction
     def _fail_all(self, batch: list[_Slot], exc: BaseException) -> None:

@@ -352,6 +352,23 @@ class Store(ABC):
     #: True when ``write_async`` hands the transaction to the engine without a thread per
     #: call (the journal's async facade then prepares writes on the event loop).
     native_async_writes: bool = False
+    #: True when ``defer`` hands a write over without waiting for its commit.
+    deferred_writes: bool = False
+    #: Longest a deferred write waits for a write to ride on (engines that defer).
+    defer_seconds: float = 0.0
+
+    def defer(self, fn: Callable[[StoreTx], Any], on_done: Callable[[Any, Any], None]) -> None:
+        """Commit ``fn`` with the next write, or on its own within ``defer_seconds``;
+        ``on_done(value, error)`` gets the outcome (durability/journal/_deferral.py)."""
+        raise NotImplementedError(f"{type(self).__name__} does not defer writes")
+
+    def flush(self) -> None:
+        """Return once every deferred write handed over so far is answered."""
+        return None  # an engine that does not defer has nothing to wait for
+
+    async def flush_async(self) -> None:
+        """``flush`` for code on an event loop."""
+        return None
 
     @abstractmethod
     def write(self, fn: Callable[[StoreTx], T]) -> T:

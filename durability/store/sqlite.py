@@ -9,7 +9,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from durability.errors import (
     CorruptDatabase,
@@ -167,6 +167,35 @@ class SqliteStore(Store):
 
     def write(self, fn: Callable[[StoreTx], T]) -> T:
         return self._writer.submit(fn)
+
+    deferred_writes = True
+
+    @property  # type: ignore[override]
+    def defer_seconds(self) -> float:
+        return self._writer.defer_seconds
+
+    @defer_seconds.setter
+    def defer_seconds(self, seconds: float) -> None:
+        self._writer.defer_seconds = seconds
+
+    def defer(self, fn: Callable[[StoreTx], Any], on_done: Callable[[Any, Any], None]) -> None:
+        self._writer.defer(fn, on_done)
+
+    def flush(self) -> None:
+        self._writer.flush()
+
+    async def flush_async(self) -> None:
+        await self._writer.flush_async()
+
+    @property
+    def unsettled(self) -> int:
+        """Deferred writes handed over and not answered yet."""
+        return self._writer.unsettled
+
+    @property
+    def deferred_alone(self) -> int:
+        """Deferred writes that committed on their own (nothing came to ride on)."""
+        return self._writer.deferred_alone
 
     async def write_async(self, fn: Callable[[StoreTx], T]) -> T:
         return await self._writer.submit_async(fn)

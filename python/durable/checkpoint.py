@@ -192,8 +192,9 @@ def checkpoint_data(context: AgentContext, run: DurableRun, journal: Journal) ->
 
 
 async def write(context: AgentContext, run: DurableRun, journal: Journal) -> None:
-    """Commit one checkpoint of the chat for ``run``."""
-    await journal.aio.write_checkpoint(run.run_id, checkpoint_data(context, run, journal))
+    """Hand one checkpoint of the chat for ``run`` to the journal: derived state, so it
+    rides on the run's next write (durability/journal/_deferral.py)."""
+    await journal.aio.defer_checkpoint(run.run_id, checkpoint_data(context, run, journal))
 
 
 def _log_item(item: dict[str, Any]) -> dict[str, Any]:

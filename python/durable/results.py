@@ -80,8 +80,8 @@ async def commit(journal: Journal, agent: Agent, tool: Any, call: Call, response
     and raises it to the agent as a RepairableException."""
     from python.helpers.errors import RepairableException
 
-    try:
-        await journal.aio.commit_result(call.id, tool_result(response))
+    try:  # a safe-replay tool's result rides on the run's next write (the journal decides)
+        await journal.aio.defer_result(call.id, tool_result(response))
         return
     except NotSerializable as exc:
         type_name = offending_type(response)

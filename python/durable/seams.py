@@ -3,8 +3,10 @@
 Each call takes the next sequence number of its agent in the run, commits its intent
 before the effect and its result after; what the journal already holds at a position is
 reused and never run again; what cannot be proven is held for a person (``DurableHold``).
-Every loop iteration ends with a checkpoint (``iteration_end``). The failpoints of
-durability/failpoints.py sit at the five boundaries of every call (docs/testing.md).
+Every loop iteration ends with a checkpoint (``iteration_end``). A safe-replay tool's result
+and the checkpoint ride on the run's next write (the journal defers them; a model reply and
+every other result are awaited). The failpoints of durability/failpoints.py sit at the five
+boundaries of every call (docs/testing.md).
 """
 
 from __future__ import annotations
@@ -43,6 +45,14 @@ class RecordedToolError(Exception):
 
 def fire(boundary: str, name: str) -> None:
     failpoints.failpoint(boundary, name, paths.state_dir(files.usr_dir()))
+
+
+async def fire_after_deferred(session: DurableSession, boundary: str, name: str) -> None:
+    """``fire`` after a write the journal may have deferred: an armed point first waits
+    for it to be on disk, so ``after_result`` and ``after_checkpoint`` keep their meaning."""
+    if failpoints.armed(boundary, name):
+        await session.journal.aio.flush()
+    fire(boundary, name)
 
 
 def position(call: Call) -> dict[str, Any]:
@@ -284,7 +294,7 @@ async def tool_call(
             await session.hold("replay_divergence", {**position(call), "why": "child_result"})
         return response
     await results.commit(journal, agent, tool, call, response)
-    fire("after_result", tool.name)
+    await fire_after_deferred(session, "after_result", tool.name)
     return response
 
 
@@ -298,4 +308,4 @@ async def iteration_end(session: DurableSession, agent: Agent, *, final: bool) -
         checkpoint.set_resume_base(context, run, agent, phase="iteration")
     await checkpoint.write(context, run, session.journal)
     for name in dict.fromkeys(run.iteration_calls.pop(agent.number, [])):
-        fire("after_checkpoint", name)
+        await fire_after_deferred(session, "after_checkpoint", name)

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from durability import Journal
 from durability.adapters.shell import SHELL_POLICY, ShellReceipts
-from durability.errors import DurabilityError
+from durability.config import DEFAULT_DEFER_SECONDS, DEFER_MS, journal_defer_seconds
+from durability.errors import ConfigurationError, DurabilityError
 from durability.masking import Masker
 from durability.paths import journal_path, receipts_dir
 from durability.recovery import RecoveryPlan
@@ -74,7 +75,12 @@ def receipt_needed(journal: Journal) -> Callable[[str], bool]:
 
 
 def _open(usr: Path, masker: Masker, config: ConfigFactory) -> DurableChats:
-    journal = Journal.open_sqlite(journal_path(usr), masker=masker)
+    try:  # how long results and checkpoints wait for the run's next write to ride on
+        defer = journal_defer_seconds()
+    except ConfigurationError as exc:
+        logger.warning("%s ignored (%s): the default applies", DEFER_MS, exc.message)
+        defer = DEFAULT_DEFER_SECONDS
+    journal = Journal.open_sqlite(journal_path(usr), masker=masker, defer_seconds=defer)
     policy = ReplayPolicy()
     policy.preload()
     receipts = ShellReceipts(receipts_dir(usr))

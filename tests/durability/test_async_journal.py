@@ -22,6 +22,7 @@ SYNC_ONLY = {
     "execute",
     "executor",
     "writes_natively_async",
+    "write_op",
     "set_masker",
     "freeze",
     "close",

@@ -40,6 +40,11 @@ def test_bench_runs_and_reports(tmp_path: Path) -> None:
         assert data["ratio_to_floor"] > 0 and data["step"]["median_us"] > 0
         assert data["ratio_to_grown_floor"] > 0 and data["grown_floor"]["median_us"] > 0
         assert data["bytes_per_step"] > 0
+    for case, data in result["deferred"].items():
+        assert data["commits_per_step"] < 1.1, case  # the result rides on the next intent
+        assert data["wal_pages_per_result_commit"] == 0, case  # it has no commit of its own
+        assert data["ratio_to_floor"] > 0 and data["step"]["median_us"] > 0, case
+    assert result["worst_ratio_deferred"] > 0
     # storage per step does not grow with the history (no quadratic checkpoints)
     for case in ("growing_history", "growing_frozen_history"):
         growing = result[case]
