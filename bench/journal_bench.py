@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common
 
 from durability import CheckpointData, Journal
+from durability.store._group_commit import DEFAULT_DEFER_SECONDS
 
 GOAL_RATIO = 3.0
 TARGET_RATIO = 2.0
@@ -125,11 +126,12 @@ def measure_steps(
     floor: Floor,
     grown: _common.Floor,
     deferred: bool = False,
+    defer_seconds: float = DEFAULT_DEFER_SECONDS,
 ) -> dict[str, Any]:
     """Journaled steps, each next to one floor commit (alternating which goes first) and
     one commit on the pregrown-WAL floor right after it."""
     path = folder / f"{name}{'-deferred' if deferred else ''}.sqlite"
-    journal = Journal.open_sqlite(path)
+    journal = Journal.open_sqlite(path, defer_seconds=defer_seconds)
     policy = "safe_replay" if deferred else "never"
     finish = journal.defer_result if deferred else journal.commit_result
     try:
@@ -229,7 +231,9 @@ CASES = {"constant": constant_history, "growing": growing_history, "frozen": gro
 CASE_KEYS = ("constant_history", "growing_history", "growing_frozen_history")
 
 
-def run_bench(folder: Path, steps: int) -> dict[str, Any]:
+def run_bench(
+    folder: Path, steps: int, defer_seconds: float = DEFAULT_DEFER_SECONDS
+) -> dict[str, Any]:
     started = time.monotonic()
     floor = Floor(folder)
     grown = _common.Floor(folder, "floor-grown.sqlite", wal="grown")
@@ -241,7 +245,7 @@ def run_bench(folder: Path, steps: int) -> dict[str, Any]:
         measured = {}
         for deferred in (False, True):  # immediate, then deferred, each case on a new file
             measured[deferred] = [
-                measure_steps(folder, name, steps, history, floor, grown, deferred)
+                measure_steps(folder, name, steps, history, floor, grown, deferred, defer_seconds)
                 for name, history in CASES.items()
             ]
     finally:
@@ -261,6 +265,7 @@ def run_bench(folder: Path, steps: int) -> dict[str, Any]:
     worst_deferred = max(case["ratio_to_floor"] for case in later)
     return {
         "deferred": dict(zip(CASE_KEYS, later, strict=True)),
+        "defer_ms": defer_seconds * 1000,
         "worst_ratio_deferred": worst_deferred,
         "worst_ratio_to_grown_floor_deferred": max(c["ratio_to_grown_floor"] for c in later),
         "meets_target_deferred": worst_deferred <= TARGET_RATIO,
@@ -389,12 +394,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=1000, help="measured steps per case")
     parser.add_argument("--dir", type=Path, help="folder on the disk to measure (a temp dir)")
     parser.add_argument("--json", action="store_true", help="print only the JSON document")
+    parser.add_argument(
+        "--defer-ms",
+        type=float,
+        default=DEFAULT_DEFER_SECONDS * 1000,
+        help="how long a deferred write waits for a write to ride on (the server's default)",
+    )
     args = parser.parse_args(argv)
     if args.steps < 20:
         parser.error("--steps must be at least 20")
     folder = Path(tempfile.mkdtemp(prefix="journal-bench-", dir=args.dir))
     try:
-        result = run_bench(folder, args.steps)
+        result = run_bench(folder, args.steps, args.defer_ms / 1000)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if not args.json:
