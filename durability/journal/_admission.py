@@ -3,13 +3,13 @@ that arrives while the chat's run is active is journaled on that run."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from durability._runs import load_run
 from durability.canonical import digest
 from durability.errors import ActiveRunExists, InputConflict, NoActiveRun, RunHeld
+from durability.ids import new_id
 from durability.journal._plan import Plan, read, write
 from durability.journal._validation import mask_storable, require_digest, require_text
 from durability.records import Admission, Run
@@ -69,7 +69,7 @@ def admit(
                 )
             tx.ensure_context(context_id, now)
             run = Run(
-                id=uuid.uuid4().hex,
+                id=new_id(),
                 context_id=context_id,
                 input_id=input_id,
                 input_digest=content_digest,

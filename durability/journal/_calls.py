@@ -4,7 +4,6 @@ with a checkpoint in the same transaction)."""
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ from durability.errors import (
     ReplayDivergence,
     ResultConflict,
 )
+from durability.ids import new_id
 from durability.journal._checkpoints import apply_cache, checkpoint_op
 from durability.journal._plan import Plan, read, run_write
 from durability.journal._validation import mask_only, require_int, require_text
@@ -50,7 +50,7 @@ def record_intent(
     fp = fingerprint_from_json(kind, name, args_json, policy)
     now = journal.clock()
     fresh = Call(
-        id=uuid.uuid4().hex,
+        id=new_id(),
         run_id=run_id,
         agent_no=agent_no,
         seq=seq,
