@@ -19,18 +19,11 @@ from durability.config import journal_defer_seconds
 from durability.errors import ConfigurationError
 from durability.journal._deferral import DEFERRABLE_POLICIES
 from durability.recovery import HOLD_POLICY, SAFE_REPLAY_POLICY
+from tests.integration._helpers import wait_until
 
 pytestmark = pytest.mark.unit
 
 DEADLINE = 10.0
-
-
-def wait_for(condition, what: str) -> None:
-    """Wait on ``condition`` with a deadline (no fixed sleep decides anything)."""
-    end = time.monotonic() + DEADLINE
-    while not condition():
-        assert time.monotonic() < end, f"timed out waiting for {what}"
-        time.sleep(0.001)
 
 
 def _open(tmp_path: Path, defer_seconds: float = 5.0) -> Journal:
@@ -101,7 +94,9 @@ def test_a_lone_deferred_result_is_durable_within_its_bound(tmp_path):
         call = _intent(journal, run_id, 0)
         started = time.monotonic()
         assert journal.defer_result(call.id, {"ok": True})
-        wait_for(lambda: _on_disk(journal.store.path, call.id) == "completed", "the commit")
+        wait_until(
+            lambda: _on_disk(journal.store.path, call.id) == "completed", DEADLINE, "the commit"
+        )
         assert journal.store.deferred_alone == 1
         # not a speed assertion: only that it did not wait for a write that never came
         assert time.monotonic() - started < DEADLINE
@@ -158,7 +153,7 @@ def test_a_refused_deferred_write_fails_the_runs_next_write(tmp_path, caplog, al
         with caplog.at_level(logging.WARNING, logger="a0.durability.journal"):
             assert journal.defer_result(call.id, {"second": True})  # a conflicting result
             if alone:  # committed (and refused) on its own before the next write came
-                wait_for(lambda: journal.store.unsettled == 0, "the lone commit")
+                wait_until(lambda: journal.store.unsettled == 0, DEADLINE, "the lone commit")
             with pytest.raises(DeferredWriteRefused) as raised:
                 _intent(journal, run_id, 1)
         assert raised.value.code == "deferred_write_refused"

@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from python.helpers.files import BASE_DIR
+from tests.integration._helpers import wait_until
 from tests.support.model_server import ScriptedFailure, ScriptedModel, model_server  # noqa: F401
 
 pytestmark = pytest.mark.unit
@@ -139,14 +140,6 @@ def test_separate_process_reads_script(tmp_path):
         proc.stdout.close()
 
 
-def _wait(predicate, what: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
 def test_a_client_that_resets_its_connection_is_not_a_traceback(model_server, capfd):
     """A server under test killed mid-request resets its connection; the scripted model
     counts it instead of printing socketserver's traceback."""
@@ -155,7 +148,7 @@ def test_a_client_that_resets_its_connection_is_not_a_traceback(model_server, ca
         sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")  # unfinished
         # close with RST instead of FIN, as the kernel does for a killed process's socket
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    _wait(lambda: model_server.dropped_connections == 1, "the dropped connection")
+    wait_until(lambda: model_server.dropped_connections == 1, 10, "the dropped connection")
     assert "Traceback" not in capfd.readouterr().err
 
 
