@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common
 
 from durability import CheckpointData, Journal
-from durability.store._group_commit import DEFAULT_DEFER_SECONDS
+from durability.config import DEFAULT_DEFER_SECONDS
 
 GOAL_RATIO = 3.0
 TARGET_RATIO = 2.0

@@ -111,29 +111,32 @@ def _nth(count: str) -> int:
     return int(count) if count.isdigit() and int(count) > 0 else 1
 
 
+def _aimed_at(point: str, name: str) -> tuple[str, str] | None:
+    """(``A0_CRASH_AT``, ``A0_CRASH_MATCH``) when they name this point for ``name``."""
+    wanted = os.environ.get(CRASH_AT_ENV)
+    if not wanted or wanted.partition("@")[0] != point:
+        return None
+    match = os.environ.get(CRASH_MATCH_ENV, "")
+    if match and name and match != name:
+        return None
+    return wanted, match
+
+
 def armed(point: str, name: str = "") -> bool:
     """True when ``A0_CRASH_AT`` (and ``A0_CRASH_MATCH``) name this point for ``name``: a
     caller whose writes at this point are deferred commits them first, so the point still
     means what it says (e.g. ``after_result``: the result is on disk)."""
-    wanted = os.environ.get(CRASH_AT_ENV)
-    if not wanted or wanted.partition("@")[0] != point:
-        return False
-    match = os.environ.get(CRASH_MATCH_ENV, "")
-    return not (match and name and match != name)
+    return _aimed_at(point, name) is not None
 
 
 def failpoint(point: str, name: str = "", state_dir: Path | None = None) -> None:
     """Crash here if ``A0_CRASH_AT`` names ``point`` (and ``A0_CRASH_MATCH`` the call
     ``name``, when the point has one); see the module docstring."""
-    wanted = os.environ.get(CRASH_AT_ENV)
-    if not wanted:
+    aimed = _aimed_at(point, name)
+    if aimed is None:
         return
-    target, at, count = wanted.partition("@")
-    if target != point:
-        return
-    match = os.environ.get(CRASH_MATCH_ENV, "")
-    if match and name and match != name:
-        return
+    wanted, match = aimed
+    _target, at, count = wanted.partition("@")
     key = f"{wanted}:{match}"
     fired = Path(state_dir) / FIRED_FILE if state_dir is not None else None
     with _state.lock:
