@@ -37,7 +37,14 @@ def test_mypy_on_the_whole_project():
 
 
 MAX_LINES = 500
-SKIPPED_DIRS = {".venv", ".git", "node_modules", "usr", "vendor"}
+SKIPPED_DIRS = {
+    ".venv",
+    ".venv-peers",
+    ".git",
+    "node_modules",
+    "usr",
+    "vendor",
+}  # .venv-peers: bench/setup_peers.sh
 
 
 def _project_python_files() -> list[Path]:
