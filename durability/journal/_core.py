@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,6 +26,7 @@ from durability.errors import FencingLost, JournalClosed
 from durability.journal import (
     _admission,
     _calls,
+    _chats,
     _checkpoints,
     _documents,
     _run_ops,
@@ -47,6 +48,7 @@ from durability.records import (
     DecisionOutcome,
     Document,
     Event,
+    NewChat,
     RetryGrant,
     Run,
     RunDetail,
@@ -301,6 +303,11 @@ class Journal(DeferredWrites):
     def write_checkpoint(self, run_id: str, data: CheckpointData) -> CheckpointRef:
         """Commit a masked projection of the agents' state (history stored as deltas)."""
         return self.execute(_checkpoints.write_checkpoint(self, run_id, data))
+
+    def record_chats(self, chats: Sequence[NewChat]) -> list[Run]:
+        """Journal chats made without a message, each as a finished run with its first
+        checkpoint, all in one transaction (durability/journal/_chats.py)."""
+        return self.execute(_chats.record_chats(self, chats))
 
     def latest_checkpoint(self, run_id: str, *, histories: HistoryKeys = None) -> Checkpoint | None:
         """The run's newest checkpoint, validated (CorruptCheckpoint when damaged).
