@@ -12,7 +12,7 @@ one request are journaled in one transaction: all of them or none.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from durability import checkpoints
 from durability.canonical import canonical_json, digest
@@ -91,3 +91,13 @@ def record_chats(journal: Journal, chats: Sequence[NewChat]) -> Plan[list[Run]]:
         return runs
 
     return write(op, after=after)
+
+
+class ChatRecords:
+    """The journal's method for chats made without a message (mixed into Journal)."""
+
+    def record_chats(self, chats: Sequence[NewChat]) -> list[Run]:
+        """Journal chats made without a message, each as a finished run with its first
+        checkpoint, all in one transaction."""
+        journal = cast("Journal", self)
+        return journal.execute(record_chats(journal, chats))

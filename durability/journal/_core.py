@@ -3,12 +3,11 @@
 Every method is synchronous and thread-safe; a write returns once it is durable. Code on
 an asyncio loop uses ``journal.aio.<method>(...)`` (durability/journal/_async.py).
 
-Each method checks and masks its arguments and builds a Plan (the transaction and its
-rules) in a module beside this one (_admission: inputs and runs started; _calls: intents
-and results; _checkpoints; _documents: documents, conflicts, blobs, events; _run_ops: run
-reads, lifecycle, decisions, retry grants; _tasks: scheduled tasks; _validation: the
-checks they share; _deferral: results and checkpoints that ride on the next write), then
-executes it here.
+Each method checks and masks its arguments and builds a Plan (the transaction and its rules)
+in a module beside this one (_admission: inputs and runs started; _calls: intents and results;
+_checkpoints; _chats: chats made without a message; _documents: documents, conflicts, blobs,
+events; _run_ops: run reads, lifecycle, decisions, retry grants; _tasks: scheduled tasks;
+_validation: the checks they share; _deferral: writes riding on the next one), then runs it.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,12 +25,12 @@ from durability.errors import FencingLost, JournalClosed
 from durability.journal import (
     _admission,
     _calls,
-    _chats,
     _checkpoints,
     _documents,
     _run_ops,
     _tasks,
 )
+from durability.journal._chats import ChatRecords
 from durability.journal._checkpoints import HistoryKeys
 from durability.journal._deferral import Deferrals, DeferredWrites
 from durability.journal._plan import Plan, operation_name
@@ -48,7 +47,6 @@ from durability.records import (
     DecisionOutcome,
     Document,
     Event,
-    NewChat,
     RetryGrant,
     Run,
     RunDetail,
@@ -68,7 +66,7 @@ T = TypeVar("T")
 DEFAULT_ASYNC_WORKERS = 64
 
 
-class Journal(DeferredWrites):
+class Journal(DeferredWrites, ChatRecords):
     """Admit inputs, journal call intents and results, checkpoint, decide, and read back."""
 
     def __init__(
@@ -303,11 +301,6 @@ class Journal(DeferredWrites):
     def write_checkpoint(self, run_id: str, data: CheckpointData) -> CheckpointRef:
         """Commit a masked projection of the agents' state (history stored as deltas)."""
         return self.execute(_checkpoints.write_checkpoint(self, run_id, data))
-
-    def record_chats(self, chats: Sequence[NewChat]) -> list[Run]:
-        """Journal chats made without a message, each as a finished run with its first
-        checkpoint, all in one transaction (durability/journal/_chats.py)."""
-        return self.execute(_chats.record_chats(self, chats))
 
     def latest_checkpoint(self, run_id: str, *, histories: HistoryKeys = None) -> Checkpoint | None:
         """The run's newest checkpoint, validated (CorruptCheckpoint when damaged).
