@@ -61,6 +61,10 @@ class LostAck(Exception):
         return self.value
 
 
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0][:200]
+
+
 def ask(conninfo: str, xid: str, timeout: float) -> str | None:
     """``pg_xact_status`` of ``xid`` on a new connection (None: too old to be known)."""
     with psycopg.connect(conninfo, autocommit=True, connect_timeout=max(2, int(timeout))) as conn:
@@ -81,7 +85,7 @@ def settle(
     """(True, tries) when the write committed, (False, tries) when it is to be run
     again; raises StorageError(outcome_unknown=True) when no answer came in time.
     ``tries`` counts the questions asked for this write so far (across its repeats)."""
-    reason = mask(lost.reason)
+    reason = mask(_first_line(lost.reason))
     last = reason
     while tries < TRIES and time.monotonic() < deadline:
         tries += 1
@@ -91,7 +95,7 @@ def settle(
             " asking PostgreSQL on a fresh connection in %d ms whether transaction %s"
             " committed",
             operation,
-            reason[:200],
+            reason,
             tries,
             TRIES,
             round(wait * 1000),
@@ -105,7 +109,7 @@ def settle(
                 status = question(lost.xid, max(0.0, deadline - time.monotonic()))
             except (psycopg.Error, OSError) as exc:
                 if isinstance(exc, OSError) or is_connection_error(exc):
-                    last = mask(str(exc).strip()[:200])
+                    last = mask(_first_line(str(exc)))
                     continue  # the database is not back yet: ask again
                 status = None  # e.g. an id from the future: another server after a failover
         if status == "committed":
@@ -131,6 +135,14 @@ def settle(
             TRIES,
         )
         return False, tries
+    logger.error(
+        "journal write %s: no answer about transaction %s after %d tries (%s): it fails as"
+        " outcome unknown (it may or may not have been committed)",
+        operation,
+        lost.xid or "unknown",
+        tries,
+        last,
+    )
     raise StorageError(
         "the connection was lost while committing and the database could not say whether"
         f" the write was committed ({tries} tries); it may or may not have been",

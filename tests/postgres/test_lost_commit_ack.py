@@ -130,9 +130,7 @@ def test_a_commit_that_never_reached_the_server_is_run_again(
     proxy.arm(b"paid-2718", request=True)  # the COMMIT is lost: the server rolls back
     done = journal.commit_result(call.id, {"out": "paid-2718"})
     assert proxy.lost == 1 and done.state == "completed"
-    found = rows(
-        postgres_server, pg_namespace, "SELECT state FROM calls WHERE run_id = %s", run.id
-    )
+    found = rows(postgres_server, pg_namespace, "SELECT state FROM calls WHERE run_id = %s", run.id)
     assert found == [("completed",)]
     lines = warnings(caplog)
     assert any("the write runs again" in x for x in lines), lines
@@ -156,9 +154,7 @@ def test_with_the_database_gone_the_write_fails_as_outcome_unknown_after_the_bou
     assert postgres_server.password not in str(error.to_dict()) + caplog.text
     proxy.restore()
     # it had committed: once the database is back, the recorded result is there
-    found = rows(
-        postgres_server, pg_namespace, "SELECT state FROM calls WHERE id = %s", call.id
-    )
+    found = rows(postgres_server, pg_namespace, "SELECT state FROM calls WHERE id = %s", call.id)
     assert found == [("completed",)]
     assert journal.commit_result(call.id, {"out": "paid-1618"}).state == "completed"
 
