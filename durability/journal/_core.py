@@ -156,16 +156,10 @@ class Journal(DeferredWrites, ChatRecords):
         cluster = self.cluster
         if cluster is None or not plan.fenced:
             return self.store.write(self.write_op(plan))
-        op, run_id, call_id = plan.op, plan.run_id, plan.call_id
-
-        def fenced(tx: StoreTx) -> T:
-            cluster.check_fence(tx, run_id=run_id, call_id=call_id)
-            return op(tx)
-
         try:
-            return self.store.write(fenced)
+            return self.store.write(cluster.fenced(plan.op, plan.run_id, plan.call_id))
         except FencingLost as exc:
-            cluster.refused(exc, operation_name(op), call_id)
+            cluster.refused(exc, operation_name(plan.op), plan.call_id)
             raise
 
     def write_op(self, plan: Plan[T]) -> Callable[[StoreTx], T]:
