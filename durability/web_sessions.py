@@ -4,9 +4,10 @@ A session is known by a random id (``secrets.token_urlsafe(32)``) that only the 
 holds, in its cookie; the table keeps the id's SHA-256, so neither a copy of the database
 nor a log line can open a session. Each session belongs to a *generation*: a fingerprint of
 the login credentials it was made under. A session of another generation is refused, and
-``WebSessions.adopt_generation`` (called at start-up) deletes them: changing the password
-ends every session. Logging out deletes the session's row, so a replayed cookie opens
-nothing.
+start-up deletes the sessions of the previous credentials when they changed
+(``revoke_generation``): changing the password ends every session. (Shared workers of one
+PostgreSQL journal each delete only the generation they left.) Logging out deletes the
+session's row, so a replayed cookie opens nothing.
 
 A session lives ``IDLE_SECONDS`` after it was last used and never longer than
 ``MAX_AGE_SECONDS`` after it was made. ``last_seen`` is written at most once every
@@ -73,8 +74,8 @@ class WebSessions:
         return await loop.run_in_executor(self.journal.executor(), self.journal.store.read, op)
 
     # operations ----------------------------------------------------------------------
-    async def adopt_generation(self) -> int:
-        """Delete every session made under other credentials; how many there were."""
+    async def revoke_generation(self) -> int:
+        """Delete every session of this generation; how many there were."""
         generation = self.generation
         return await self._write(lambda tx: tx.delete_web_sessions(None, generation))
 

@@ -358,9 +358,9 @@ class StoreTx(ABC):
     def touch_web_session(self, id_digest: str, last_seen: float, expires_at: float) -> None: ...
 
     @abstractmethod
-    def delete_web_sessions(self, id_digest: str | None, other_than: str | None) -> int:
-        """Delete the session ``id_digest``, or (``id_digest`` None) every session whose
-        generation is not ``other_than`` (every session when that is None too)."""
+    def delete_web_sessions(self, id_digest: str | None, generation: str | None) -> int:
+        """Delete the session ``id_digest``, or (``id_digest`` None) every session of
+        ``generation`` (every session when that is None too); how many were deleted."""
 
     # claims (shared workers, durability/cluster.py): only engines with claims implement these
     def lock_fence(

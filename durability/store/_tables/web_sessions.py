@@ -16,8 +16,7 @@ SESSIONS = Columns(
     "expires_at",
 )
 _INSERT = (
-    f"INSERT INTO web_sessions ({SESSIONS.select})"
-    f" VALUES ({', '.join('?' * len(SESSIONS.names))})"
+    f"INSERT INTO web_sessions ({SESSIONS.select}) VALUES ({', '.join('?' * len(SESSIONS.names))})"
 )
 
 
@@ -67,11 +66,11 @@ class WebSessionRows(SqlTx):
             (last_seen, expires_at, id_digest),
         )
 
-    def delete_web_sessions(self, id_digest: str | None, other_than: str | None) -> int:
+    def delete_web_sessions(self, id_digest: str | None, generation: str | None) -> int:
         if id_digest is not None:
             cursor = self.run("DELETE FROM web_sessions WHERE id_digest = ?", (id_digest,))
-        elif other_than is not None:
-            cursor = self.run("DELETE FROM web_sessions WHERE generation <> ?", (other_than,))
+        elif generation is not None:
+            cursor = self.run("DELETE FROM web_sessions WHERE generation = ?", (generation,))
         else:
             cursor = self.run("DELETE FROM web_sessions")
         return max(0, int(cursor.rowcount))

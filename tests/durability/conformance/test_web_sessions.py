@@ -43,10 +43,12 @@ def test_revoke_and_a_new_generation_end_sessions(journal):
     assert run(sessions.revoke(gone.session_id)) is True
     assert run(sessions.find(gone.session_id)) is None
     assert run(sessions.revoke(gone.session_id)) is False
+    other = run(WebSessions(journal, "gen-0").create(authenticated=True))
     newer = WebSessions(journal, "gen-2")
     assert run(newer.find(kept.session_id)) is None  # made under other credentials
-    assert run(newer.adopt_generation()) == 1
-    assert run(sessions.find(kept.session_id)) is None  # deleted, not only refused
+    assert run(sessions.revoke_generation()) == 1  # gen-1's sessions only
+    assert run(sessions.find(kept.session_id)) is None
+    assert run(WebSessions(journal, "gen-0").find(other.session_id)) is not None
 
 
 def test_sessions_expire_when_idle_and_at_their_maximum_age(journal):
