@@ -140,19 +140,17 @@ def build_app(
         if request.method == "GET":
             return FileResponse(WEBUI_DIR / "login.html", headers={"Cache-Control": "no-store"})
         client = rate_limits.client_of(request.scope)
-        wait = login_limit.retry_after(client)
+        wait = login_limit.take(client)  # taken before the check: parallel tries count
         if wait:  # the right password too, until the bucket refills
             return rate_limits.too_many(wait, "logins")
         form = await request.form()
         login, password = form.get("username", ""), form.get("password", "")
-        if (
-            isinstance(login, str)
-            and isinstance(password, str)
-            and runtime.auth.check_credentials(login, password)
-        ):
-            await web_session.log_in(request)
-            return RedirectResponse("/", status_code=303)
-        login_limit.failed(client)
+        if isinstance(login, str) and isinstance(password, str):
+            # scrypt takes tens of milliseconds: off the event loop
+            if await asyncio.to_thread(runtime.auth.check_credentials, login, password):
+                login_limit.give_back(client)
+                await web_session.log_in(request)
+                return RedirectResponse("/", status_code=303)
         return RedirectResponse("/login?error=1", status_code=303)
 
     async def logout(request: Request) -> Response:
@@ -294,8 +292,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     usr = files.usr_dir()
     shared = shared_mode()
-    config = auth.AuthConfig.load(usr, bind_host=args.host)
-    runtime = Runtime(usr, settings.load(usr), config, overrides=extras, shared=shared)
+    login = auth.AuthConfig.load(usr, bind_host=args.host)
+    runtime = Runtime(usr, settings.load(usr), login, overrides=extras, shared=shared)
     if extras:
         logger.info("extra arguments kept as overrides: %s", ", ".join(sorted(extras)))
     _preload()

@@ -55,13 +55,26 @@ class FailureLimit:
         tokens = self._tokens(client, self.clock())
         return 0 if tokens >= 1.0 else max(1, math.ceil((1.0 - tokens) / self.rate))
 
-    def failed(self, client: str) -> None:
+    def take(self, client: str) -> int:
+        """Take a token for an attempt: 0 when taken, else the seconds to wait (nothing
+        taken). Taken before the attempt, so parallel attempts cannot pass the limit;
+        ``give_back`` returns it when the attempt succeeded."""
+        wait = self.retry_after(client)
+        if wait:
+            return wait
         now = self.clock()
-        tokens = max(0.0, self._tokens(client, now) - 1.0)
+        tokens = self._tokens(client, now) - 1.0
         self._buckets.pop(client, None)
         self._buckets[client] = (tokens, now)  # the most recent last
         if len(self._buckets) > self.max_clients:
             self._prune(now)
+        return 0
+
+    def give_back(self, client: str) -> None:
+        """The attempt succeeded: it costs nothing."""
+        if client in self._buckets:
+            now = self.clock()
+            self._buckets[client] = (min(self.burst, self._tokens(client, now) + 1.0), now)
 
     def _prune(self, now: float) -> None:
         for client in [c for c in self._buckets if self._tokens(c, now) >= self.burst]:
@@ -87,8 +100,9 @@ def too_many(retry_after: int, what: str) -> Response:
 
 
 class ApiKeyLimit:
-    """ASGI middleware: a request that tries an API key (``attempt(scope)``) is refused
-    while its client's bucket is empty; a 401 answer to one takes a token."""
+    """ASGI middleware: a request that tries an API key (``attempt(scope)``) takes a token
+    of its client's bucket, or is refused while it is empty; any answer but 401 gives the
+    token back."""
 
     def __init__(self, app: ASGIApp, *, limit: FailureLimit, attempt: Callable[[Scope], bool]):
         self.app = app
@@ -100,14 +114,14 @@ class ApiKeyLimit:
             await self.app(scope, receive, send)
             return
         client = client_of(scope)
-        wait = self.limit.retry_after(client)
+        wait = self.limit.take(client)
         if wait:
             await too_many(wait, "API keys")(scope, receive, send)
             return
 
         async def watch(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] == 401:
-                self.limit.failed(client)
+            if message["type"] == "http.response.start" and message["status"] != 401:
+                self.limit.give_back(client)
             await send(message)
 
         await self.app(scope, receive, watch)

@@ -95,14 +95,14 @@ def test_the_bucket_refills_and_only_failures_take_tokens():
     clock = Clock()
     limit = FailureLimit(3, 6.0, clock=clock)  # one token every 10 s
     assert limit.retry_after("a") == 0
-    for _ in range(3):
-        limit.failed("a")
-    assert limit.retry_after("a") == 10
+    assert [limit.take("a") for _ in range(4)] == [0, 0, 0, 10]  # the fourth is refused
+    limit.give_back("a")  # a success costs nothing
+    assert limit.take("a") == 0 and limit.take("a") == 10
     clock.now = 4.0
     assert limit.retry_after("a") == 6
     clock.now = 10.0
     assert limit.retry_after("a") == 0
-    limit.failed("a")
+    assert limit.take("a") == 0
     assert limit.retry_after("a") == 10
     assert limit.retry_after("b") == 0
 
@@ -112,6 +112,26 @@ def test_the_table_of_clients_is_bounded():
     limit = FailureLimit(1, 0.6, max_clients=100, clock=clock)
     for i in range(1000):
         clock.now += 0.001
-        limit.failed(f"10.0.{i // 256}.{i % 256}")
+        limit.take(f"10.0.{i // 256}.{i % 256}")
     assert len(limit._buckets) <= 100
     assert limit.retry_after("10.0.3.231") > 0  # the latest are remembered
+
+
+def test_parallel_wrong_logins_cannot_pass_the_limit(tmp_path):
+    import asyncio
+
+    import httpx
+
+    app = _app(tmp_path)
+
+    async def guesses() -> list[int]:
+        transport = httpx.ASGITransport(app=app, client=("203.0.113.5", 1))
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
+            tries = [
+                c.post("/login", data={"username": "ann", "password": f"g{i}"}) for i in range(60)
+            ]
+            return [r.status_code for r in await asyncio.gather(*tries)]
+
+    statuses = asyncio.run(guesses())
+    assert statuses.count(303) == rate_limits.LOGIN_BURST
+    assert statuses.count(429) == 60 - rate_limits.LOGIN_BURST
