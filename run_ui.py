@@ -145,12 +145,15 @@ def build_app(
             return rate_limits.too_many(wait, "logins")
         form = await request.form()
         login, password = form.get("username", ""), form.get("password", "")
-        if isinstance(login, str) and isinstance(password, str):
-            # scrypt takes tens of milliseconds: off the event loop
-            if await asyncio.to_thread(runtime.auth.check_credentials, login, password):
-                login_limit.give_back(client)
-                await web_session.log_in(request)
-                return RedirectResponse("/", status_code=303)
+        check = runtime.auth.check_credentials  # scrypt: tens of ms, off the event loop
+        if (
+            isinstance(login, str)
+            and isinstance(password, str)
+            and await asyncio.to_thread(check, login, password)
+        ):
+            login_limit.give_back(client)
+            await web_session.log_in(request)
+            return RedirectResponse("/", status_code=303)
         return RedirectResponse("/login?error=1", status_code=303)
 
     async def logout(request: Request) -> Response:
