@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.cookies import SimpleCookie
 from typing import TYPE_CHECKING
 
 from starlette.datastructures import MutableHeaders
-from starlette.requests import HTTPConnection
+from starlette.requests import HTTPConnection, cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from durability.web_sessions import MAX_AGE_SECONDS, WebSession
@@ -38,15 +37,13 @@ class _State:
 
 
 def _cookie_value(scope: Scope, name: str) -> str:
+    """The cookie ``name`` (Starlette's lenient parser: other sites' odd cookies on the same
+    host name never hide ours)."""
     for key, value in scope.get("headers", ()):
         if key == b"cookie":
-            jar: SimpleCookie = SimpleCookie()
-            try:
-                jar.load(value.decode("latin-1"))
-            except Exception:  # a malformed Cookie header is no session, never an error
-                continue
-            if name in jar:
-                return jar[name].value
+            found = cookie_parser(value.decode("latin-1")).get(name)
+            if found:
+                return found
     return ""
 
 

@@ -155,3 +155,13 @@ def test_a_malformed_verifier_matches_nothing():
     assert not credentials.check_verifier("", "")
     assert not credentials.check_verifier("scrypt$1$2$3$x$y", "pw")
     assert not credentials.check_verifier("sha256$abc", "pw")
+
+
+def test_odd_cookies_of_other_apps_on_the_same_host_do_not_hide_the_session(tmp_path):
+    auth = AuthConfig.from_password("ann", "pw")
+    with client_for(tmp_path, auth) as client:
+        session = log_in(client)
+        client.cookies.clear()
+        header = f'other="unterminated; x=[1,2]; {COOKIE}={session}; y=\\"z'
+        response = client.get("/api/csrf_token", headers={"Cookie": header})
+        assert response.status_code == 200, response.text
