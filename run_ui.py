@@ -43,7 +43,7 @@ if str(BASE_DIR) not in sys.path:
 
 from python.durable.runtime import Runtime
 from python.helpers import api as api_mod
-from python.helpers import auth
+from python.helpers import auth, http_headers, http_limits, log_safety
 
 WEBUI_DIR = BASE_DIR / "webui"
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -96,11 +96,16 @@ def build_app(
     *,
     secret_key: str | None = None,
     cookie_suffix: str = "",
+    limits: http_limits.BodyLimits | None = None,
 ) -> Starlette:
-    """The whole HTTP surface: /api/<name>, /login, /logout and the static web UI."""
+    """The whole HTTP surface: /api/<name>, /login, /logout and the static web UI.
+
+    ``limits`` bound request bodies (default: the A0_HTTP_* settings, docs/security.md)."""
     handlers = api_mod.discover_handlers() if handlers is None else handlers
+    limits = http_limits.BodyLimits.load(runtime.usr) if limits is None else limits
 
     async def guard(handler_cls: type[api_mod.ApiHandler], request: Request) -> None:
+        auth.refuse_key_in_url(request)
         if handler_cls.accepts_api_key and request.headers.get("x-api-key"):
             if handler_cls.requires_loopback and not auth.is_loopback_client(request):
                 raise api_mod.ApiError(
@@ -127,7 +132,7 @@ def build_app(
     async def login_page(request: Request) -> Response:
         if request.method == "GET":
             return FileResponse(WEBUI_DIR / "login.html", headers={"Cache-Control": "no-store"})
-        form = await request.form()
+        form = await http_limits.read_form(request, files=False)
         login, password = form.get("username", ""), form.get("password", "")
         if (
             isinstance(login, str)
@@ -170,18 +175,25 @@ def build_app(
             await runtime.shutdown()
 
     middleware = [
+        Middleware(http_headers.SecurityHeadersMiddleware),
+        Middleware(http_limits.BodyLimitMiddleware, limits=limits),
         Middleware(
             SessionMiddleware,
             secret_key=secret_key or secrets.token_hex(32),
             session_cookie=f"a0_session{cookie_suffix}",
             max_age=24 * 3600,
             same_site="strict",
-        )
+        ),
     ]
     app = Starlette(
         routes=routes,
         middleware=middleware,
-        exception_handlers={HTTPException: http_error, 500: server_error},
+        exception_handlers={
+            HTTPException: http_error,
+            api_mod.ApiError: server_error,
+            http_limits.BodyRefused: server_error,
+            500: server_error,
+        },
         lifespan=lifespan,
     )
     app.state.runtime = runtime
@@ -277,6 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         timeout_graceful_shutdown=5,
         lifespan="on",
     )
+    log_safety.install()  # after uvicorn's Config set up its loggers
     server = _Server(config, runtime)
     mode = "SQLite journal" if shared is None else f"shared worker {shared.worker_id}"
     logger.info("serving on http://%s:%s (data in %s, %s)", args.host, args.port, usr, mode)
