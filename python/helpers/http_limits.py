@@ -134,9 +134,15 @@ def _header(scope: Scope, name: bytes) -> str | None:
 class BodyLimitMiddleware:
     """Counts request bodies while they stream; see the module docstring."""
 
-    def __init__(self, app: ASGIApp, limits: BodyLimits | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        limits: BodyLimits | None = None,
+        wait_seconds: float = STREAM_WAIT_SECONDS,
+    ) -> None:
         self.app = app
         self.limits = limits or BodyLimits()
+        self.wait_seconds = wait_seconds
         self._slots = asyncio.Semaphore(self.limits.streams)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -151,7 +157,8 @@ class BodyLimitMiddleware:
         if length > limit:  # refused before a byte of it is read
             await _refuse(too_large(what, limit, setting), scope, send)
             return
-        stream = _Stream(self._slots, limit, what, setting, has_body=length > 0 or chunked)
+        stream = _Stream(self._slots, self.wait_seconds, limit, what, setting)
+        stream.done = not (length > 0 or chunked)  # no body: nothing to count
 
         async def limited_send(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -168,11 +175,11 @@ class _Stream:
     """One request's body: its byte count, its slot and whether it was read to the end."""
 
     def __init__(
-        self, slots: asyncio.Semaphore, limit: int, what: str, setting: str, *, has_body: bool
+        self, slots: asyncio.Semaphore, wait: float, limit: int, what: str, setting: str
     ) -> None:
-        self.slots = slots
+        self.slots, self.wait = slots, wait
         self.limit, self.what, self.setting = limit, what, setting
-        self.done = not has_body  # the whole body was received (or there is none)
+        self.done = False  # the whole body was received (or there is none)
         self.received = 0
         self.holding = False
         self.busy = False
@@ -200,7 +207,12 @@ class _Stream:
 
     async def _acquire(self) -> None:
         try:
-            await asyncio.wait_for(self.slots.acquire(), STREAM_WAIT_SECONDS)
+            if not self.slots.locked():
+                await self.slots.acquire()  # free: returns at once
+            elif self.wait <= 0:
+                raise TimeoutError
+            else:
+                await asyncio.wait_for(self.slots.acquire(), self.wait)
         except TimeoutError:
             self.busy = True
             message = "Too many uploads at once; try again shortly."
@@ -266,6 +278,21 @@ class _LimitedMultiPart(MultiPartParser):
     def on_part_begin(self) -> None:
         super().on_part_begin()
         self._part_bytes = 0
+
+    def on_end(self) -> None:
+        self._ended = True
+
+    async def parse(self) -> FormData:
+        """Starlette's parse, and a body cut before its closing boundary is refused (its
+        unfinished part's temporary file closed) instead of read as a shorter form."""
+        self._ended = False
+        form = await super().parse()
+        if not self._ended:
+            for file in self._files_to_close_on_error:
+                file.close()
+            message = "The multipart body ends before its closing boundary."
+            raise BodyRefused("bad_request", message, 400)
+        return form
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
         self._part_bytes += end - start
