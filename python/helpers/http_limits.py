@@ -78,8 +78,8 @@ class BodyLimits:
     """Bytes per body kind, bytes per multipart file, and the concurrent-stream bound."""
 
     json_bytes: int = 10 * MIB
-    form_bytes: int = 100 * MIB
-    part_bytes: int = 50 * MIB
+    form_bytes: int = 200 * MIB
+    part_bytes: int = 100 * MIB
     urlencoded_bytes: int = 1 * MIB
     streams: int = 16
 
