@@ -16,7 +16,6 @@ import os
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
