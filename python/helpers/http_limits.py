@@ -273,7 +273,12 @@ class _LimitedMultiPart(MultiPartParser):
             max_part_size=MAX_TEXT_FIELD_BYTES,
         )
         self.file_limit = limits.part_bytes
+        # text fields are held in memory: together no more than a JSON body (a form that
+        # takes no files, the login form, no more than an urlencoded one)
+        self.text_limit = limits.json_bytes if files else limits.urlencoded_bytes
+        self.text_setting = "A0_HTTP_MAX_JSON_BYTES" if files else "A0_HTTP_MAX_URLENCODED_BYTES"
         self._part_bytes = 0
+        self._text_bytes = 0
 
     def on_part_begin(self) -> None:
         super().on_part_begin()
@@ -298,8 +303,12 @@ class _LimitedMultiPart(MultiPartParser):
         self._part_bytes += end - start
         if self._current_part.file is not None and self._part_bytes > self.file_limit:
             raise too_large("file part", self.file_limit, "A0_HTTP_MAX_PART_BYTES")
-        if self._current_part.file is None and self._part_bytes > MAX_TEXT_FIELD_BYTES:
-            raise too_large("text field", MAX_TEXT_FIELD_BYTES, "the text field limit")
+        if self._current_part.file is None:
+            self._text_bytes += end - start
+            if self._part_bytes > MAX_TEXT_FIELD_BYTES:
+                raise too_large("text field", MAX_TEXT_FIELD_BYTES, "the text field limit")
+            if self._text_bytes > self.text_limit:
+                raise too_large("form's text", self.text_limit, self.text_setting)
         super().on_part_data(data, start, end)
 
     def on_headers_finished(self) -> None:

@@ -140,6 +140,24 @@ def test_bodies_over_their_limit_are_413_for_each_kind(tmp_path, no_tracebacks):
         assert client.post("/api/echo", content=b"a=1", headers=urlencoded).json() == {"a": "1"}
         login = client.post("/login", content=b"username=" + b"x" * 900, headers=urlencoded)
         _refused(login, 413, "payload_too_large")
+        texts = _multipart([(f"t{i}", None, b"t" * 700) for i in range(5)])  # 3,500 > 1,000
+        _refused(
+            client.post("/api/echo", content=texts, headers={"content-type": MULTIPART}),
+            413,
+            "payload_too_large",
+        )
+        fields = _multipart([(f"t{i}", None, b"t" * 300) for i in range(4)])  # 1,200 > 800
+        _refused(
+            client.post("/login", content=fields, headers={"content-type": MULTIPART}),
+            413,
+            "payload_too_large",
+        )
+        a_file = _multipart([("username", "u.txt", b"ann")])
+        _refused(
+            client.post("/login", content=a_file, headers={"content-type": MULTIPART}),
+            400,
+            "bad_request",
+        )
 
 
 def test_a_declared_length_over_the_limit_is_refused_before_the_app_reads(tmp_path):
