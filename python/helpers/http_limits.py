@@ -15,7 +15,7 @@ import logging
 import os
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from python_multipart.multipart import parse_options_header
 from starlette.datastructures import FormData
 from starlette.formparsers import FormParser, MultiPartException, MultiPartParser
 from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 logger = logging.getLogger("a0.http")
@@ -59,8 +60,12 @@ class BodyRefused(Exception):
         return {**self.facts, "code": self.code, "message": self.message}
 
 
-def too_large(what: str, limit: int, setting: str) -> BodyRefused:
-    message = f"The {what} is larger than {limit} bytes (the server's {setting})."
+def too_large(what: str, limit: int, setting: str = "") -> BodyRefused:
+    """413 ``payload_too_large``; ``setting`` names the limit when an operator can set it."""
+    message = f"The {what} is larger than {limit} bytes"
+    if not setting:
+        return BodyRefused("payload_too_large", f"{message}.", 413, limit=limit)
+    message += f" (the server's {setting})."
     return BodyRefused("payload_too_large", message, 413, limit=limit, setting=setting)
 
 
@@ -115,9 +120,6 @@ class BodyLimits:
         return "request body", self.json_bytes, "A0_HTTP_MAX_JSON_BYTES"
 
 
-assert {f.name for f in fields(BodyLimits)} == set(ENV_NAMES.values())
-
-
 def limits_of(request: Request) -> BodyLimits:
     """The limits the middleware put on the request (the defaults without it)."""
     found = request.scope.get("state", {}).get("body_limits")
@@ -158,7 +160,7 @@ class BodyLimitMiddleware:
             await _refuse(too_large(what, limit, setting), scope, send)
             return
         stream = _Stream(self._slots, self.wait_seconds, limit, what, setting)
-        stream.done = not (length > 0 or chunked)  # no body: nothing to count
+        stream.done = length == 0 and not chunked  # no body: nothing to count
 
         async def limited_send(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -238,8 +240,6 @@ class _Stream:
 
 
 async def _refuse(exc: BodyRefused, scope: Scope, send: Send) -> None:
-    from starlette.responses import JSONResponse
-
     error = {**exc.facts, "code": exc.code, "message": exc.message}
     headers = {"connection": "close"}
     response = JSONResponse({"error": error}, status_code=exc.http_status, headers=headers)
@@ -306,7 +306,7 @@ class _LimitedMultiPart(MultiPartParser):
         if self._current_part.file is None:
             self._text_bytes += end - start
             if self._part_bytes > MAX_TEXT_FIELD_BYTES:
-                raise too_large("text field", MAX_TEXT_FIELD_BYTES, "the text field limit")
+                raise too_large("text field", MAX_TEXT_FIELD_BYTES)
             if self._text_bytes > self.text_limit:
                 raise too_large("form's text", self.text_limit, self.text_setting)
         super().on_part_data(data, start, end)
