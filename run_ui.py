@@ -43,7 +43,7 @@ if str(BASE_DIR) not in sys.path:
 from durability.web_sessions import WebSessions
 from python.durable.runtime import Runtime
 from python.helpers import api as api_mod
-from python.helpers import auth, rate_limits, web_session
+from python.helpers import auth, http_headers, http_limits, log_safety, rate_limits, web_session
 from python.helpers.hosts import HostAllowlist
 from python.helpers.rate_limits import ApiKeyLimit, FailureLimit
 
@@ -93,17 +93,21 @@ def build_app(
     *,
     secret_key: str | None = None,
     cookie_suffix: str = "",
+    limits: http_limits.BodyLimits | None = None,
 ) -> Starlette:
     """The whole HTTP surface: /api/<name>, /login, /logout and the static web UI.
 
     ``secret_key`` is accepted for callers of the signed-cookie era and not used: sessions
-    live in the journal (durability/web_sessions.py), so they outlast restarts anyway."""
+    live in the journal (durability/web_sessions.py), so they outlast restarts anyway.
+    ``limits`` bound request bodies (default: the A0_HTTP_* settings, docs/security.md)."""
     handlers = api_mod.discover_handlers() if handlers is None else handlers
     sessions: list[WebSessions] = []  # opened with the runtime (lifespan)
     login_limit = FailureLimit(rate_limits.LOGIN_BURST, rate_limits.LOGIN_PER_MINUTE)
     api_key_limit = FailureLimit(rate_limits.API_KEY_BURST, rate_limits.API_KEY_PER_MINUTE)
+    limits = http_limits.BodyLimits.load(runtime.usr) if limits is None else limits
 
     async def guard(handler_cls: type[api_mod.ApiHandler], request: Request) -> None:
+        auth.refuse_key_in_url(request)
         if handler_cls.accepts_api_key and request.headers.get("x-api-key"):
             if handler_cls.requires_loopback and not auth.is_loopback_client(request):
                 raise api_mod.ApiError(
@@ -143,7 +147,7 @@ def build_app(
         wait = login_limit.take(client)  # taken before the check: parallel tries count
         if wait:  # the right password too, until the bucket refills
             return rate_limits.too_many(wait, "logins")
-        form = await request.form()
+        form = await http_limits.read_form(request, files=False)
         login, password = form.get("username", ""), form.get("password", "")
         check = runtime.auth.check_credentials  # scrypt: tens of ms, off the event loop
         if (
@@ -189,7 +193,9 @@ def build_app(
             await runtime.shutdown()
 
     middleware = [
+        Middleware(http_headers.SecurityHeadersMiddleware),
         Middleware(ProxyHeadersMiddleware, trusted_hosts=runtime.auth.trusted_proxies),
+        Middleware(http_limits.BodyLimitMiddleware, limits=limits),
         Middleware(HostAllowlist, allowed=runtime.auth.allowed_hosts),
         Middleware(ApiKeyLimit, limit=api_key_limit, attempt=api_key_attempt),
         Middleware(
@@ -201,7 +207,12 @@ def build_app(
     app = Starlette(
         routes=routes,
         middleware=middleware,
-        exception_handlers={HTTPException: http_error, 500: server_error},
+        exception_handlers={
+            HTTPException: http_error,
+            api_mod.ApiError: server_error,
+            http_limits.BodyRefused: server_error,
+            500: server_error,
+        },
         lifespan=lifespan,
     )
     app.state.runtime = runtime
@@ -311,6 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lifespan="on",
         proxy_headers=False,  # build_app applies them, from FORWARDED_ALLOW_IPS only
     )
+    log_safety.install()  # after uvicorn's Config set up its loggers
     server = _Server(config, runtime)
     mode = "SQLite journal" if shared is None else f"shared worker {shared.worker_id}"
     logger.info("serving on http://%s:%s (data in %s, %s)", args.host, args.port, usr, mode)

@@ -9,20 +9,22 @@ import logging
 import math
 import pkgutil
 from collections.abc import Callable, Mapping
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from durability.records import MAX_INT  # what the journal stores; larger numbers are refused
-from python.helpers import secrets
+from python.helpers import http_limits, secrets
+from python.helpers.log_safety import Verbatim
 
 if TYPE_CHECKING:
     from python.durable.runtime import Runtime
 
 logger = logging.getLogger("a0.api")
 
-MAX_JSON_BYTES = 10 * 1024 * 1024
+MAX_JSON_BYTES = http_limits.BodyLimits().json_bytes  # the default limit of a JSON body
 MAX_JSON_DEPTH = 64  # nesting levels of a request body (every real body has a handful)
 
 
@@ -143,7 +145,7 @@ def exception_to_response(exc: BaseException) -> JSONResponse:
         if name in names:
             message = str(exc) if code in _SAFE_MESSAGE_CODES else _generic_message(code)
             return error_response(code, _mask(message or code), status)
-    logger.error("internal error: %s", _mask(_format_exception(exc)))
+    logger.error("internal error: %s", Verbatim(_mask(_format_exception(exc))))
     return error_response("internal_error", "Internal server error; see the server log.", 500)
 
 
@@ -269,22 +271,33 @@ class ApiHandler:
 
 
 async def read_input(request: Request) -> dict[str, Any]:
-    """JSON object body, form fields (files under their field name as lists), or query args."""
+    """JSON object body, form fields (files under their field name as lists), or query args.
+
+    Bodies are read within their limits (python.helpers.http_limits); the result is kept on
+    the request, so a guard that needed the body (the API key) and the handler read it once.
+    """
+    cached = getattr(request.state, "input", None)
+    if isinstance(cached, dict):
+        return dict(cached)
+    data = await _parse_input(request)
+    request.state.input = data
+    return dict(data)
+
+
+async def _parse_input(request: Request) -> dict[str, Any]:
     data: dict[str, Any] = dict(request.query_params)
     if request.method in ("GET", "HEAD"):
         return data
-    content_type = request.headers.get("content-type", "")
+    content_type = request.headers.get("content-type", "").lower()
     if content_type.startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
-        form = await request.form()
+        form = await http_limits.read_form(request)
         request.state.form = form  # closed by the endpoint wrapper
         for key in form:
             values = form.getlist(key)
             files = [v for v in values if not isinstance(v, str)]
             data[key] = files if files else values[-1]
         return data
-    body = await request.body()
-    if len(body) > MAX_JSON_BYTES:
-        raise ApiError("payload_too_large", "The request body is too large.", 413)
+    body = await _read_body(request, http_limits.limits_of(request).json_bytes)
     if not body.strip():
         return data
     try:
@@ -298,6 +311,23 @@ async def read_input(request: Request) -> dict[str, Any]:
     _check_body(parsed)
     data.update(parsed)
     return data
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, counted while it streams: past ``limit`` it is refused (413) at once (the
+    middleware refuses it too, and closes the connection on the rest)."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with aclosing(request.stream()) as stream:
+            async for chunk in stream:
+                size += len(chunk)
+                if size > limit:
+                    raise http_limits.too_large("request body", limit, "A0_HTTP_MAX_JSON_BYTES")
+                chunks.append(chunk)
+    except ClientDisconnect:
+        raise http_limits.disconnected() from None
+    return b"".join(chunks)
 
 
 def _no_constant(name: str) -> Any:

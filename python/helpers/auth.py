@@ -177,11 +177,27 @@ def is_loopback_client(request: Request) -> bool:
 
 
 def api_key_from(request: Request, body: Mapping[str, object] | None) -> str:
+    """The key from the ``X-API-KEY`` header, else from a JSON body's ``api_key`` (as
+    upstream's external API); never from the URL (``refuse_key_in_url``)."""
     key = request.headers.get("x-api-key", "")
     if not key and body is not None:
         candidate = body.get("api_key")
         key = candidate if isinstance(candidate, str) else ""
     return key
+
+
+def refuse_key_in_url(request: Request) -> None:
+    """A key in the query string ends up in logs, histories and Referer headers: refused."""
+    if "api_key" in request.query_params:
+        message = "Send the API key in the X-API-KEY header, never in the URL."
+        raise ApiError("api_key_in_url", message, 400)
+
+
+def body_may_hold_key(request: Request) -> bool:
+    """Only a JSON body may carry ``api_key`` (upstream's external API); a form never does,
+    so an upload without the header is refused before any of it is read."""
+    content_type = request.headers.get("content-type", "").lower()
+    return not content_type.startswith(("multipart/", "application/x-www-form-urlencoded"))
 
 
 def check_api_key(provided: str, expected: str) -> None:
@@ -221,12 +237,13 @@ async def guard_request(
     if handler_cls.requires_loopback and not is_loopback_client(request):
         raise ApiError("forbidden", "This endpoint only answers loopback clients.", 403)
     if handler_cls.requires_api_key:
-        body = None
-        if "x-api-key" not in request.headers:
-            from python.helpers.api import read_input
+        refuse_key_in_url(request)
+        key = request.headers.get("x-api-key", "")
+        if not key and api_token and body_may_hold_key(request):
+            from python.helpers.api import read_input  # the body, within its size limit
 
-            body = await read_input(request)
-        check_api_key(api_key_from(request, body), api_token)
+            key = api_key_from(request, await read_input(request))
+        check_api_key(key, api_token)
         return
     check_origin(request, config)
     if handler_cls.requires_auth and not await is_authenticated(request, config):

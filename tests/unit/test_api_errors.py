@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from starlette.requests import Request
 
 from python.helpers import api
 
@@ -156,18 +157,25 @@ def test_fields_that_cannot_be_sent_are_left_out():
         assert error == {"code": "broken", "message": "refused"}
 
 
-class _Request:
-    """Just enough of a Starlette request for read_input."""
+def _Request(body: bytes) -> Request:
+    """A real Starlette request whose body arrives in one message."""
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/api/x",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json")],
+    }
+    sent = False
 
-    method = "POST"
-    query_params: dict = {}
-    headers = {"content-type": "application/json"}
+    async def receive() -> dict:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
 
-    def __init__(self, body: bytes) -> None:
-        self._body = body
-
-    async def body(self) -> bytes:
-        return self._body
+    return Request(scope, receive)
 
 
 @pytest.mark.parametrize(
