@@ -155,7 +155,7 @@ def app_client(request, model_server: ScriptedModel, tmp_path: Path) -> Iterator
     settings_ = _settings(model_server, tmp_path / "work", mcp_server_token=TOKEN)
     runtime = Runtime(tmp_path / "usr", settings_, auth)
     app = build_app(runtime, discover_handlers(), secret_key="k", limits=LIMITS)
-    with TestClient(app, follow_redirects=False) as client:
+    with TestClient(app, follow_redirects=False, base_url="http://localhost") as client:
         if login:
             client.post("/login", data={"username": "ann", "password": "pw"})
         token = client.get("/api/csrf_token")

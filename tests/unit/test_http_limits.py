@@ -45,7 +45,7 @@ def _client(tmp_path: Path, limits: BodyLimits | None = None) -> TestClient:
     runtime = Runtime(tmp_path, {"mcp_server_token": "tok"}, AuthConfig())
     handlers = {"echo": Echo, "external": External, "csrf_token": CsrfToken}
     app = build_app(runtime, handlers, secret_key="k", limits=limits or BodyLimits())
-    client = TestClient(app)
+    client = TestClient(app, base_url="http://localhost")
     return client
 
 
@@ -99,7 +99,8 @@ def test_malformed_forms_are_4xx_with_the_error_shape(tmp_path, no_tracebacks):
         (_multipart([("a", None, b"\xff\xfe")]), MULTIPART + "; charset=no-such", 200, ""),
         (b"a=%ff%fe&b=%zz", urlencoded + "; charset=bogus", 200, ""),
     ]
-    with _with_csrf(_client(tmp_path)) as client:
+    with _client(tmp_path) as client:
+        _with_csrf(client)
         for body, content_type, status, code in cases:
             headers = {"content-type": content_type}
             response = client.post("/api/echo", content=body, headers=headers)
@@ -110,7 +111,8 @@ def test_malformed_forms_are_4xx_with_the_error_shape(tmp_path, no_tracebacks):
 
 
 def test_bodies_over_their_limit_are_413_for_each_kind(tmp_path, no_tracebacks):
-    with _with_csrf(_client(tmp_path, SMALL)) as client:
+    with _client(tmp_path, SMALL) as client:
+        _with_csrf(client)
         json_body = b'{"a": "' + b"x" * 2000 + b'"}'
         _refused(client.post("/api/echo", content=json_body), 413, "payload_too_large")
         streamed = client.post("/api/echo", content=iter([b'{"a": "', b"x" * 600, b"x" * 600]))
