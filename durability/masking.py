@@ -59,6 +59,24 @@ class Masker:
             return text
         return self._pattern.sub(lambda m: placeholder(self._by_value[m.group(0)]), text)
 
+    def mask_stream(self, text: str) -> str:
+        """``text`` masked, less a tail that could be the start of a secret: what a stream
+        may show now (the rest of the text arrives later and is masked then)."""
+        masked = self.mask_text(text)
+        if self._pattern is None or not masked:
+            return masked
+        keep = len(masked)
+        for value in self._by_value:
+            for size in range(min(len(value) - 1, len(masked)), 0, -1):
+                if masked.endswith(value[:size]):
+                    keep = min(keep, len(masked) - size)
+                    break
+        return masked[:keep]
+
+    def same_secrets(self, other: Masker) -> bool:
+        """Both hide the same values under the same names."""
+        return self._by_value == other._by_value
+
     def mask(self, value: Any) -> Any:
         """A masked copy of ``value``: str, dict (keys and values), list and tuple are walked."""
         if self._pattern is None:
@@ -97,9 +115,17 @@ def is_secret_name(name: str) -> bool:
 
 
 def _read_dotenv(path: Path) -> dict[str, str]:
-    if not path.is_file():
+    return {k: v for k, v in read_env_file(path).items() if v}
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """The variables of a ``.env``-style file, each value exactly as written: python-dotenv's
+    ``${VAR}`` expansion is off, so a saved ``${AUTH_PASSWORD}`` never reads back as the
+    password (docs/configuration.md). Empty when the file does not exist."""
+    if not Path(path).is_file():
         return {}
-    return {k: v for k, v in dotenv_values(path).items() if isinstance(v, str) and v}
+    values = dotenv_values(path, interpolate=False)
+    return {k: v for k, v in values.items() if isinstance(v, str)}
 
 
 def collect_secrets(
