@@ -418,8 +418,12 @@ class Agent:
 def _masked_response(agent: Agent, response: Response) -> Response:
     if not isinstance(response, Response):
         return response
-    message = agent.mask(response.message) if isinstance(response.message, str) else response.message
-    additional = agent.mask_value(response.additional) if response.additional else response.additional
+    message = response.message
+    if isinstance(message, str):
+        message = agent.mask(message)
+    additional = response.additional
+    if additional:
+        additional = agent.mask_value(additional)
     return Response(message, response.break_loop, additional)
 
 
