@@ -58,5 +58,5 @@ def restore_chat(runtime: Runtime, chat: dict[str, Any]) -> AgentContext:
     if history:
         if isinstance(history, str):
             history = json.loads(history)
-        ctx.agent0.history = History.from_dict(history)
+        ctx.agent0.history = History.from_dict(ctx.mask(history))  # memory holds no secret
     return ctx
