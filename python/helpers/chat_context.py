@@ -62,13 +62,17 @@ class ChatMasker:
         journal = self._journal_masker(fresh)
         return journal.mask(value) if journal is not None else value
 
-    def mask_stream(self, text: str) -> str:
-        """``text`` masked, less a tail that may be the start of a secret (a stream's text
-        so far: the rest comes later)."""
+    def hold_back(self, masked: str) -> str:
+        """Masked text less a tail that may be the start of a secret (a stream's text so
+        far: the rest comes later and shows whether it is one)."""
         fresh = secret_store.masker_for()
-        text = fresh.mask_stream(text)
+        masked = fresh.hold_back(masked)
         journal = self._journal_masker(fresh)
-        return journal.mask_stream(text) if journal is not None else text
+        return journal.hold_back(masked) if journal is not None else masked
+
+    def mask_stream(self, text: str) -> str:
+        """``text`` masked, less a tail that may be the start of a secret."""
+        return self.hold_back(str(self.mask(text)))
 
 
 def new_context_id() -> str:

@@ -59,7 +59,7 @@ class ReplyStream:
             self.end = end
             shown = masked[:end]
         else:
-            shown = masked if final else masker.mask_stream(full)
+            shown = masked if final else masker.hold_back(masked)
         chunk = _chunk(self._response, shown)
         if not chunk and shown == self._response and end is None:
             return  # held back: nothing new to show yet

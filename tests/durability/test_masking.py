@@ -189,3 +189,13 @@ def test_env_files_are_read_literally(tmp_path, monkeypatch):
     found = collect_secrets({}, env_files=[env], secrets_files=[secrets_env])
     assert found == {"API_KEY_X": "${AUTH_PASSWORD}", "MY_TOKEN": "pre-${AUTH_PASSWORD}"}
     assert read_env_file(tmp_path / "missing.env") == {}
+
+
+def test_masking_masked_text_changes_nothing():
+    """Entry masking and the journal's both mask the same text: a value that occurs inside a
+    placeholder ("cret") must not break the placeholder on the second pass."""
+    masker = Masker({"KEY": SECRET, "WORD": "cret"})
+    once = masker.mask(f"{SECRET} and cret")
+    assert once == "§§secret(KEY) and §§secret(WORD)"
+    assert masker.mask(once) == once
+    assert masker.mask_stream(once) == once
