@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import secrets
 import socket
 import sys
 from collections.abc import Sequence
@@ -31,19 +30,22 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 BASE_DIR = Path(__file__).resolve().parent
 if str(BASE_DIR) not in sys.path:
     sys.path.insert(0, str(BASE_DIR))
 
+from durability.web_sessions import WebSessions
 from python.durable.runtime import Runtime
 from python.helpers import api as api_mod
-from python.helpers import auth
+from python.helpers import auth, rate_limits, web_session
+from python.helpers.hosts import HostAllowlist
+from python.helpers.rate_limits import ApiKeyLimit, FailureLimit
 
 WEBUI_DIR = BASE_DIR / "webui"
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -85,11 +87,6 @@ def _env_port(raw: str) -> int:
         return 5000
 
 
-def _secret_key(usr: Path) -> str:
-    key = auth._env_value("FLASK_SECRET_KEY", usr, os.environ)
-    return key or secrets.token_hex(32)
-
-
 def build_app(
     runtime: Runtime,
     handlers: dict[str, type[api_mod.ApiHandler]] | None = None,
@@ -97,8 +94,14 @@ def build_app(
     secret_key: str | None = None,
     cookie_suffix: str = "",
 ) -> Starlette:
-    """The whole HTTP surface: /api/<name>, /login, /logout and the static web UI."""
+    """The whole HTTP surface: /api/<name>, /login, /logout and the static web UI.
+
+    ``secret_key`` is accepted for callers of the signed-cookie era and not used: sessions
+    live in the journal (durability/web_sessions.py), so they outlast restarts anyway."""
     handlers = api_mod.discover_handlers() if handlers is None else handlers
+    sessions: list[WebSessions] = []  # opened with the runtime (lifespan)
+    login_limit = FailureLimit(rate_limits.LOGIN_BURST, rate_limits.LOGIN_PER_MINUTE)
+    api_key_limit = FailureLimit(rate_limits.API_KEY_BURST, rate_limits.API_KEY_PER_MINUTE)
 
     async def guard(handler_cls: type[api_mod.ApiHandler], request: Request) -> None:
         if handler_cls.accepts_api_key and request.headers.get("x-api-key"):
@@ -110,6 +113,15 @@ def build_app(
             return  # an API key replaces the session and the CSRF token
         await auth.guard_request(handler_cls, request, runtime.auth, runtime.api_token)
 
+    def api_key_attempt(scope: Any) -> bool:
+        """Does this request try an API key (the ones ApiKeyLimit counts)?"""
+        path = str(scope.get("path", ""))
+        handler_cls = handlers.get(path[5:]) if path.startswith("/api/") else None
+        if handler_cls is None:
+            return False
+        has_key = any(key == b"x-api-key" for key, _ in scope.get("headers", ()))
+        return handler_cls.requires_api_key or (handler_cls.accepts_api_key and has_key)
+
     routes: list[Any] = [
         Route(f"/api/{name}", api_mod.make_endpoint(cls, runtime, guard), methods=ALL_METHODS)
         for name, cls in handlers.items()
@@ -120,26 +132,32 @@ def build_app(
         return api_mod.error_response("not_found", f"No endpoint /api/{name}.", 404)
 
     async def index(request: Request) -> Response:
-        if not auth.is_authenticated(request, runtime.auth):
+        if not await auth.is_authenticated(request, runtime.auth):
             return RedirectResponse("/login", status_code=303)
         return FileResponse(WEBUI_DIR / "index.html", headers={"Cache-Control": "no-store"})
 
     async def login_page(request: Request) -> Response:
         if request.method == "GET":
             return FileResponse(WEBUI_DIR / "login.html", headers={"Cache-Control": "no-store"})
+        client = rate_limits.client_of(request.scope)
+        wait = login_limit.take(client)  # taken before the check: parallel tries count
+        if wait:  # the right password too, until the bucket refills
+            return rate_limits.too_many(wait, "logins")
         form = await request.form()
         login, password = form.get("username", ""), form.get("password", "")
+        check = runtime.auth.check_credentials  # scrypt: tens of ms, off the event loop
         if (
             isinstance(login, str)
             and isinstance(password, str)
-            and runtime.auth.check_credentials(login, password)
+            and await asyncio.to_thread(check, login, password)
         ):
-            request.session[auth.SESSION_AUTH_KEY] = runtime.auth.password_digest
+            login_limit.give_back(client)
+            await web_session.log_in(request)
             return RedirectResponse("/", status_code=303)
         return RedirectResponse("/login?error=1", status_code=303)
 
     async def logout(request: Request) -> Response:
-        request.session.clear()
+        await web_session.log_out(request)
         return RedirectResponse("/login" if runtime.auth.login_required else "/", status_code=303)
 
     routes += [
@@ -165,18 +183,20 @@ def build_app(
     async def lifespan(app: Starlette):
         await runtime.start()
         try:
+            sessions.append(await open_sessions(runtime))
             yield
         finally:
             await runtime.shutdown()
 
     middleware = [
+        Middleware(ProxyHeadersMiddleware, trusted_hosts=runtime.auth.trusted_proxies),
+        Middleware(HostAllowlist, allowed=runtime.auth.allowed_hosts),
+        Middleware(ApiKeyLimit, limit=api_key_limit, attempt=api_key_attempt),
         Middleware(
-            SessionMiddleware,
-            secret_key=secret_key or secrets.token_hex(32),
-            session_cookie=f"a0_session{cookie_suffix}",
-            max_age=24 * 3600,
-            same_site="strict",
-        )
+            web_session.SessionCookies,
+            cookie_name=f"a0_session{cookie_suffix}",
+            store=lambda: sessions[-1] if sessions else None,
+        ),
     ]
     app = Starlette(
         routes=routes,
@@ -185,7 +205,21 @@ def build_app(
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    app.state.login_limit = login_limit
     return app
+
+
+async def open_sessions(runtime: Runtime) -> WebSessions:
+    """The session store over the runtime's journal; sessions made under the previous
+    credentials end here (a changed password logs everybody out)."""
+    config = runtime.auth
+    store = WebSessions(runtime.journal, config.generation)
+    previous = config.previous_generation
+    if previous is not None and previous != config.generation:
+        ended = await WebSessions(runtime.journal, previous).revoke_generation()
+        if ended:
+            logger.info("the login changed: %d session(s) of the old one ended", ended)
+    return store
 
 
 class _Server(uvicorn.Server):
@@ -261,13 +295,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     usr = files.usr_dir()
     shared = shared_mode()
-    runtime = Runtime(
-        usr, settings.load(usr), auth.AuthConfig.load(usr), overrides=extras, shared=shared
-    )
+    login = auth.AuthConfig.load(usr, bind_host=args.host)
+    runtime = Runtime(usr, settings.load(usr), login, overrides=extras, shared=shared)
     if extras:
         logger.info("extra arguments kept as overrides: %s", ", ".join(sorted(extras)))
     _preload()
-    app = build_app(runtime, secret_key=_secret_key(usr), cookie_suffix=f"_{args.port}")
+    app = build_app(runtime, cookie_suffix=f"_{args.port}")
     end_gc_pause()
     config = uvicorn.Config(
         app,
@@ -276,6 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_level="info",
         timeout_graceful_shutdown=5,
         lifespan="on",
+        proxy_headers=False,  # build_app applies them, from FORWARDED_ALLOW_IPS only
     )
     server = _Server(config, runtime)
     mode = "SQLite journal" if shared is None else f"shared worker {shared.worker_id}"

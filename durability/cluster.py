@@ -24,16 +24,19 @@ worker serves them, and run versions guard them as in single-process mode.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from durability import failpoints
 from durability.errors import DurabilityError, FencingLost, InvalidArgument
 from durability.store.base import StoreTx
+
+T = TypeVar("T")
 
 logger = logging.getLogger("a0.durability.cluster")
 
@@ -288,14 +291,21 @@ class Cluster:
 
     # fencing
     def check_fence(
-        self, tx: StoreTx, *, run_id: str | None = None, call_id: str | None = None
-    ) -> None:
+        self,
+        tx: StoreTx,
+        *,
+        run_id: str | None = None,
+        call_id: str | None = None,
+        pinned: int | None = None,
+    ) -> int | None:
         """Inside a write transaction: refuse (FencingLost) unless this worker holds the
-        run's current token. A run or call that does not exist passes (the operation then
-        raises its own precise error)."""
+        run's current token; returns that token. A run or call that does not exist passes
+        (None: the operation then raises its own precise error). ``pinned``: the token a
+        first attempt of this write ran under; a repeat (after a lost connection) is
+        refused unless it runs under the same one."""
         found = tx.lock_fence(run_id=run_id, call_id=call_id)
         if found is None:
-            return
+            return None
         rid, current = found
         held = self.token(rid)
         if held is None:
@@ -309,6 +319,15 @@ class Cluster:
                 current_token=current,
                 **({} if lost is None else {"lost_token": lost}),
             )
+        if pinned is not None and held != pinned:
+            raise FencingLost(
+                "the worker's claim changed between two attempts of one write",
+                run_id=rid,
+                worker_id=self.worker_id,
+                reason="superseded",
+                held_token=pinned,
+                current_token=current,
+            )
         if current != held:
             raise FencingLost(
                 "the run was claimed by another worker",
@@ -318,6 +337,25 @@ class Cluster:
                 held_token=held,
                 current_token=current,
             )
+        return held
+
+    def fenced(
+        self, op: Callable[[StoreTx], T], run_id: str | None, call_id: str | None
+    ) -> Callable[[StoreTx], T]:
+        """``op`` behind this worker's fence on the run (or the call's run). The token of
+        its first attempt is pinned: a repeat (after a lost connection) carries it."""
+        pinned: list[int] = []
+
+        @functools.wraps(op)
+        def fenced(tx: StoreTx) -> T:
+            token = self.check_fence(
+                tx, run_id=run_id, call_id=call_id, pinned=pinned[0] if pinned else None
+            )
+            if token is not None and not pinned:
+                pinned.append(token)
+            return op(tx)
+
+        return fenced
 
     # heartbeat
     def start_heartbeat(

@@ -89,6 +89,20 @@ class CheckpointData:
     seq: int | None = None
 
 
+#: How a chat came to be without a message (``Journal.record_chats``): ``chat_create`` or
+#: ``chat_load``; its run's reason is ``chat_<origin>``.
+CHAT_ORIGINS = ("created", "loaded")
+
+
+@dataclass(frozen=True)
+class NewChat:
+    """A chat made by a request, journaled with its first checkpoint (``record_chats``)."""
+
+    context_id: str
+    origin: str  # one of CHAT_ORIGINS
+    data: CheckpointData
+
+
 @dataclass(frozen=True)
 class Checkpoint(_Record):
     id: int

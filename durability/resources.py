@@ -261,14 +261,19 @@ class SharedResources:
         sealed = {a: self.cipher.encrypt(d) for a, d in bodies.items() if a not in present}
         cluster = self.journal.cluster if fenced else None
 
+        pinned: list[int] = []  # a repeat (after a lost connection) carries the first token
+
         def op(conn: Any) -> int:
             if cluster is not None and run_id is not None:
-                cluster.check_fence(PostgresTx(conn), run_id=run_id)
+                held = pinned[0] if pinned else None
+                token = cluster.check_fence(PostgresTx(conn), run_id=run_id, pinned=held)
+                if token is not None and not pinned:
+                    pinned.append(token)
             for address, token in sealed.items():
                 sql.insert_file(conn, address, len(bodies[address]), token, now)
             return sql.insert_snapshot(conn, context_id, run_id, kind, sealed_manifest, total, now)
 
-        snapshot_id = self.store.run("write", op)
+        snapshot_id = self.store.run("write", op, name="save_resources")
         return Snapshot(
             snapshot_id, context_id, run_id, kind, entries, total, now, refused, len(sealed)
         )

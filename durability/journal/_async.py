@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from durability import documents, integrity, schedules
 from durability.journal import (
     _admission,
     _calls,
+    _chats,
     _checkpoints,
     _documents,
     _run_ops,
@@ -44,6 +45,7 @@ from durability.records import (
     DecisionOutcome,
     Document,
     Event,
+    NewChat,
     RetryGrant,
     Run,
     RunDetail,
@@ -162,6 +164,10 @@ class AsyncJournal:
         plan = await self._built(is_light(result), build)
         journal.deferrals.defer(plan, run_id)
         return True
+
+    async def record_chats(self, chats: Sequence[NewChat]) -> list[Run]:
+        build = functools.partial(_chats.record_chats, self._journal, chats)
+        return await self._prepared(False, build)
 
     async def defer_checkpoint(self, run_id: str, data: CheckpointData) -> bool:
         """``write_checkpoint`` without waiting (True), or awaited where the engine does not

@@ -3,12 +3,11 @@
 Every method is synchronous and thread-safe; a write returns once it is durable. Code on
 an asyncio loop uses ``journal.aio.<method>(...)`` (durability/journal/_async.py).
 
-Each method checks and masks its arguments and builds a Plan (the transaction and its
-rules) in a module beside this one (_admission: inputs and runs started; _calls: intents
-and results; _checkpoints; _documents: documents, conflicts, blobs, events; _run_ops: run
-reads, lifecycle, decisions, retry grants; _tasks: scheduled tasks; _validation: the
-checks they share; _deferral: results and checkpoints that ride on the next write), then
-executes it here.
+Each method checks and masks its arguments and builds a Plan (the transaction and its rules)
+in a module beside this one (_admission: inputs and runs started; _calls: intents and results;
+_checkpoints; _chats: chats made without a message; _documents: documents, conflicts, blobs,
+events; _run_ops: run reads, lifecycle, decisions, retry grants; _tasks: scheduled tasks;
+_validation: the checks they share; _deferral: writes riding on the next one), then runs it.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from durability.journal import (
     _run_ops,
     _tasks,
 )
+from durability.journal._chats import ChatRecords
 from durability.journal._checkpoints import HistoryKeys
 from durability.journal._deferral import Deferrals, DeferredWrites
 from durability.journal._plan import Plan, operation_name
@@ -66,7 +66,7 @@ T = TypeVar("T")
 DEFAULT_ASYNC_WORKERS = 64
 
 
-class Journal(DeferredWrites):
+class Journal(DeferredWrites, ChatRecords):
     """Admit inputs, journal call intents and results, checkpoint, decide, and read back."""
 
     def __init__(
@@ -156,16 +156,10 @@ class Journal(DeferredWrites):
         cluster = self.cluster
         if cluster is None or not plan.fenced:
             return self.store.write(self.write_op(plan))
-        op, run_id, call_id = plan.op, plan.run_id, plan.call_id
-
-        def fenced(tx: StoreTx) -> T:
-            cluster.check_fence(tx, run_id=run_id, call_id=call_id)
-            return op(tx)
-
         try:
-            return self.store.write(fenced)
+            return self.store.write(cluster.fenced(plan.op, plan.run_id, plan.call_id))
         except FencingLost as exc:
-            cluster.refused(exc, operation_name(op), call_id)
+            cluster.refused(exc, operation_name(plan.op), plan.call_id)
             raise
 
     def write_op(self, plan: Plan[T]) -> Callable[[StoreTx], T]:

@@ -76,6 +76,19 @@ class TaskRow:
     last_skip: str | None = None
 
 
+@dataclass(frozen=True)
+class WebSessionRow:
+    """A browser session of the web UI (durability/web_sessions.py gives it meaning)."""
+
+    id_digest: str  # SHA-256 of the cookie's random id; the id itself is never stored
+    generation: str  # the login credentials it was made under (a fingerprint of them)
+    authenticated: bool
+    csrf_token: str
+    created_at: float
+    last_seen: float
+    expires_at: float
+
+
 class StoreTx(ABC):
     """Row-level operations inside one transaction. Values are already masked.
 
@@ -331,6 +344,23 @@ class StoreTx(ABC):
     @abstractmethod
     def record_task_skip(self, task_id: str, slot: float, skip_json: str) -> bool:
         """A slot handled without a firing: ``done_until`` moves past it."""
+
+    # web UI sessions (durability/web_sessions.py)
+    @abstractmethod
+    def insert_web_session(self, row: WebSessionRow, keep: int) -> None:
+        """Store a new session, dropping expired ones and, past ``keep`` sessions, the
+        least recently seen."""
+
+    @abstractmethod
+    def get_web_session(self, id_digest: str) -> WebSessionRow | None: ...
+
+    @abstractmethod
+    def touch_web_session(self, id_digest: str, last_seen: float, expires_at: float) -> None: ...
+
+    @abstractmethod
+    def delete_web_sessions(self, id_digest: str | None, generation: str | None) -> int:
+        """Delete the session ``id_digest``, or (``id_digest`` None) every session of
+        ``generation`` (every session when that is None too); how many were deleted."""
 
     # claims (shared workers, durability/cluster.py): only engines with claims implement these
     def lock_fence(

@@ -16,9 +16,11 @@ Reads run in one REPEATABLE READ READ ONLY snapshot. PostgreSQL commits concurre
 transactions together itself (WAL group commit), so there is no group-commit writer here.
 
 A lost connection before COMMIT was sent is retried on a new connection (nothing can have
-been committed); a lost connection during COMMIT is a StorageError with
-``outcome_unknown=True``: the journal operations are idempotent, so the caller may
-repeat the operation and gets the recorded outcome back.
+been committed). A lost connection during COMMIT of a write is settled here, on fresh
+connections (durability/store/_postgres_outcome.py): PostgreSQL is asked whether the
+transaction committed (its outcome is then returned) or not (the write runs again), a
+bounded number of times with backoff; only when no answer comes is it a StorageError
+with ``outcome_unknown=True``.
 
 psycopg (3) and psycopg_pool are imported here only: the default install stays without
 them (requirements-postgres.txt).
@@ -35,7 +37,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import psycopg
 from psycopg import sql
@@ -49,6 +51,7 @@ from durability.errors import (
     JournalClosed,
     StorageError,
 )
+from durability.store import _postgres_outcome as outcome
 from durability.store._postgres_rows import PostgresTx
 from durability.store.base import Store, StoreTx, numbered_migrations, pending_migrations
 
@@ -82,6 +85,13 @@ def check_namespace(namespace: str) -> str:
     if namespace.startswith("pg_"):
         raise InvalidArgument("a namespace may not start with pg_", field="namespace")
     return namespace
+
+
+def operation_name(fn: Callable[..., object]) -> str:
+    """The operation a transaction function belongs to (``commit_result.<locals>.op``
+    gives ``commit_result``), for log lines."""
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    return name.split(".<locals>", 1)[0].rsplit(".", 1)[-1]
 
 
 def _is_connection_error(exc: BaseException) -> bool:
@@ -120,6 +130,7 @@ class PostgresStore(Store):
         self.namespace = check_namespace(namespace)
         self._closed = False
         self._lock = threading.Lock()
+        self.connect_timeout = connect_timeout
         self.retries = 0  # writes run again after a serialisation failure (for tests, bench)
         search_path = sql.SQL("SET search_path TO {}").format(sql.Identifier(self.namespace))
 
@@ -223,22 +234,41 @@ class PostgresStore(Store):
 
         return self.run("read", op)
 
-    def run(self, mode: str, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
+    def run(
+        self, mode: str, fn: Callable[[psycopg.Connection[Any]], T], *, name: str | None = None
+    ) -> T:
         """Run ``fn(conn)`` in one transaction: ``mode`` is ``write`` or ``claims`` (READ
         COMMITTED, run again after a deadlock, a serialisation failure or a unique
-        violation) or ``read`` (REPEATABLE READ READ ONLY)."""
+        violation; a lost commit acknowledgement is settled) or ``read`` (REPEATABLE READ
+        READ ONLY). ``name`` names the operation in log lines (default: ``fn``'s)."""
         begin = {
             "write": "BEGIN ISOLATION LEVEL READ COMMITTED",
             "claims": "BEGIN ISOLATION LEVEL READ COMMITTED",
             "read": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
         }[mode]
-        attempt = lost = 0
+        writes = mode != "read"
+        attempt = lost = asked = 0
+        deadline = 0.0
         while True:
             attempt += 1
             try:
-                return self._run_once(begin, fn)
+                return self._run_once(begin, fn, writes)
             except PoolTimeout as exc:  # no connection to be had within the timeout
                 raise self.translate(exc) from None
+            except outcome.LostAck as ack:
+                if not asked:
+                    deadline = time.monotonic() + max(2.0, self.connect_timeout)
+                committed, asked = outcome.settle(
+                    ack,
+                    operation=name or operation_name(fn),
+                    tries=asked,
+                    deadline=deadline,
+                    question=lambda xid, timeout: outcome.ask(self.dsn.conninfo, xid, timeout),
+                    is_connection_error=_is_connection_error,
+                    mask=self.dsn.mask,
+                )
+                if committed:
+                    return cast(T, ack.outcome())
             except _Retry as retry:
                 lost += retry.connection
                 if attempt >= MAX_ATTEMPTS or lost > MAX_CONNECTION_RETRIES:
@@ -247,24 +277,37 @@ class PostgresStore(Store):
                     self.retries += 1
                 time.sleep(random.uniform(0, min(0.05, 0.0005 * 2**attempt)))
 
-    def _run_once(self, begin: str, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
+    def _begin(self, conn: psycopg.Connection[Any], begin: str, writes: bool) -> str | None:
+        """Open the transaction; a write's id comes back in the same round trip."""
+        if not writes:
+            conn.execute(begin)
+            return None
+        cursor = conn.execute(f"{begin}; {outcome.XID_QUERY}")
+        cursor.nextset()
+        row = cursor.fetchone()
+        return None if row is None else str(row[0])
+
+    def _run_once(self, begin: str, fn: Callable[[psycopg.Connection[Any]], T], writes: bool) -> T:
         committing = False
+        xid: str | None = None
+        value: Any = None
+        refusal: DurabilityError | None = None
         try:
             with self._connection() as conn:
                 try:
-                    conn.execute(begin)
+                    xid = self._begin(conn, begin, writes)
                     try:
                         value = fn(conn)
                     except DurabilityError as exc:
                         if exc.keeps_writes:
-                            committing = True
+                            committing, refusal = True, exc
                             conn.execute("COMMIT")
                         else:
                             conn.execute("ROLLBACK")
                         raise
                     committing = True
                     conn.execute("COMMIT")
-                    return value
+                    return cast(T, value)
                 except BaseException:
                     status = conn.pgconn.transaction_status
                     if status in (
@@ -283,18 +326,15 @@ class PostgresStore(Store):
             if state in _RETRY_STATES or state == _UNIQUE_VIOLATION:
                 raise _Retry(exc) from None
             if _is_connection_error(exc):
-                if committing:
-                    raise StorageError(
-                        "the connection was lost while committing: the write may or may not"
-                        " have been committed (repeat it: journal operations are idempotent)",
-                        reason=self.dsn.mask(str(exc).strip()[:300]),
-                        outcome_unknown=True,
-                    ) from None
-                raise _Retry(exc, connection=True) from None
+                if committing and writes:  # committed or not: settled by ``run``
+                    raise outcome.LostAck(xid, value, refusal, str(exc).strip()[:300]) from None
+                raise _Retry(exc, connection=True) from None  # a read: nothing to know
             raise self.translate(exc) from None
 
     def write(self, fn: Callable[[StoreTx], T]) -> T:
-        return self.run("write", lambda conn: fn(PostgresTx(conn, locking=True)))
+        return self.run(
+            "write", lambda conn: fn(PostgresTx(conn, locking=True)), name=operation_name(fn)
+        )
 
     def read(self, fn: Callable[[StoreTx], T]) -> T:
         return self.run("read", lambda conn: fn(PostgresTx(conn)))

@@ -13,11 +13,10 @@ class CsrfToken(ApiHandler):
     methods = ("GET",)
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        if not self.runtime.auth.login_required:
-            auth.check_origin(request, self.runtime.auth)
+        auth.check_origin(request, self.runtime.auth)  # the guard checked it too
         return {
             "ok": True,
-            "token": auth.csrf_token_for(request),
+            "token": await auth.csrf_token_for(request),
             "runtime_id": self.runtime.runtime_id,
             "login": self.runtime.auth.login_required,
         }

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent import AgentConfig, AgentContext, AgentContextType, UserMessage, new_context_id
 from durability import failpoints
 from durability.errors import DurabilityError
-from python.durable import admission, rebuild
+from python.durable import admission, new_chats, rebuild
 from python.durable.admission import KeyedLocks, Submission
+from python.durable.new_chats import ChatSpec
 from python.durable.policy import ReplayPolicy
 from python.durable.scheduler import Scheduler
 from python.durable.session import DurableSession, session_of
@@ -78,6 +79,9 @@ class DurableChats:
         #: Journaled chats not rebuilt yet (oldest first): ``load`` rebuilds each once.
         self._later: dict[str, None] = {}
         self._load_locks = KeyedLocks()
+        #: Held while chats are made by a request (python/durable/new_chats.py): one id,
+        #: one chat.
+        self.opening = asyncio.Lock()
         self._rebuilder: asyncio.Task[None] | None = None
         #: The process's task scheduler (python/durable/scheduler.py); the server starts
         #: its loop (``Runtime.start``), ``close`` stops it.
@@ -96,6 +100,11 @@ class DurableChats:
         return AgentContext(
             config or self.config(), id=id, name=name, type=type, session=self._new_session
         )
+
+    async def open(self, specs: Sequence[ChatSpec]) -> list[AgentContext]:
+        """Make the chats a request asks for (chat_create, chat_load), journaled first, all
+        in one transaction, so a restart rebuilds them (python/durable/new_chats.py)."""
+        return await new_chats.open_chats(self, specs)
 
     def _new_session(self, context: AgentContext) -> DurableSession:
         session = DurableSession(context, self)

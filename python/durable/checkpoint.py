@@ -23,8 +23,9 @@ from python.durable.run import DurableRun, Projection
 from python.helpers.history import Bulk, History, Message, Topic
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent import Agent, AgentContext
+    from agent import Agent, AgentConfig, AgentContext
     from durability.journal import Journal
+    from python.helpers.log import Log
 
 STATE_VERSION = 1
 SKIP_DATA_KEYS = frozenset({"ctx_window"})  # the last prompt: large and rebuilt every turn
@@ -167,12 +168,47 @@ def project(context: AgentContext, run: DurableRun, journal: Journal | None = No
     streaming = context.streaming_agent
     state = {
         "v": STATE_VERSION,
+        "name": context.name,
         "agents": agents,
         "seq": {str(k): v for k, v in run.seq.items()},
         "start_agent": run.start_agent,
         "streaming_agent": streaming.number if streaming is not None else None,
     }
     return state, histories
+
+
+def new_chat_projection(
+    config: AgentConfig, name: str | None, history: History | None, log: Log | None
+) -> Projection:
+    """The projection of a chat made without a message (chat_create: empty; chat_load: the
+    export's log and agent 0's history), as ``project`` would give for it: its first
+    checkpoint, and (through ``restore_chain``) the live chat too."""
+    history = history if history is not None else History()
+    history.max_tokens = config.history_token_limit()
+    agent = {
+        "number": 0,
+        "profile": config.profile,
+        "history": {"counter": history.counter, "max_tokens": history.max_tokens},
+        "loop": {"iteration": -1, "last_response": ""},
+        "data": {},
+    }
+    state: dict[str, Any] = {
+        "v": STATE_VERSION,
+        "name": name,
+        "agents": [agent],
+        "seq": {},
+        "start_agent": 0,
+        "streaming_agent": None,
+    }
+    items = [item.output() for item in log.items] if log is not None else []
+    return state, {"agent:0": flatten_history(history), LOG_KEY: items}
+
+
+def first_checkpoint(state: dict[str, Any], histories: dict[str, list[Any]]) -> CheckpointData:
+    """``checkpoint_data`` for a chat that has not run: its resume base is itself."""
+    all_histories = dict(histories)
+    all_histories.update({RESUME_PREFIX + k: v for k, v in histories.items()})
+    return CheckpointData({"current": state, "resume": state}, all_histories)
 
 
 def set_resume_base(context: AgentContext, run: DurableRun, agent: Agent, *, phase: str) -> None:
@@ -254,6 +290,9 @@ def restore_chain(
         parent = agent
     restore_log(context, histories.get(prefix + LOG_KEY, []))
     context.streaming_agent = None
+    name = state.get("name")
+    if isinstance(name, str) and name:  # checkpoints before #17 have no name
+        context.name = name
 
 
 def agent_by_number(context: AgentContext, number: int) -> Agent:

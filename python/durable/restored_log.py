@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from durability import integrity
 from python.durable import seams
 from python.helpers.tool_request import first_object_end, partial_object
 
@@ -72,8 +73,15 @@ def append_calls(context: AgentContext, calls: list[Call]) -> int:
 
 
 def call_items(agent: Agent, call: Call) -> list[dict[str, Any]]:
-    """The log items (``Log.log`` arguments) that show ``call``, masked."""
-    items = _model_items(agent, call) if call.kind == "model" else _tool_items(agent, call)
+    """The log items (``Log.log`` arguments) that show ``call``, masked; a damaged call
+    (integrity.call_damages) as a marker only."""
+    damages = integrity.call_damages(call)
+    if damages:
+        items = [damaged_item(agent, call, damages)]
+    elif call.kind == "model":
+        items = _model_items(agent, call)
+    else:
+        items = _tool_items(agent, call)
     for item in items:
         item.setdefault("agentno", call.agent_no)
         item["call_id"] = call.id
@@ -82,6 +90,29 @@ def call_items(agent: Agent, call: Call) -> list[dict[str, Any]]:
         item["content"] = agent.mask(str(item.get("content") or ""))
         item["kvps"] = agent.mask_value(item.get("kvps") or {})
     return items
+
+
+def damaged_marker(reason: str) -> str:
+    """``[damaged record: digest mismatch]``: what the chat shows instead of a damaged value."""
+    return f"[damaged record: {reason.replace('_', ' ')}]"
+
+
+def damaged_item(agent: Agent, call: Call, damages: list[integrity.Damage]) -> dict[str, Any]:
+    """One warning in place of a damaged call: which record failed which check, and the ids
+    that find it (no stored value: the name too is covered by the damaged fingerprint)."""
+    lines = [
+        f"{damaged_marker(d.reason)} {d.record} of call {call.id}"
+        f" (agent {call.agent_no}, seq {call.seq}, attempt {call.attempt})"
+        for d in damages
+    ]
+    kvps = {"record": ", ".join(d.record for d in damages), "reason": damages[0].reason}
+    return {
+        "type": "warning",
+        "heading": f"{agent.agent_name}: Damaged journal record",
+        "content": "\n".join(lines),
+        "kvps": kvps,
+        "restored": "journal",
+    }
 
 
 def _uncertain(call: Call) -> bool:

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from agent import AgentConfig, AgentContext, AgentContextType, UserMessage
 from python.durable import admission, startup
 from python.durable.admission import Submission
 from python.durable.chats import DurableChats
+from python.durable.new_chats import ChatSpec
 from python.helpers.api import ApiError
 from python.helpers.auth import AuthConfig
 
@@ -116,10 +117,13 @@ class Runtime:
         """The chat is loaded here, or journaled and not rebuilt yet (``DurableChats.load``)."""
         return self.find_context(ctx_id) is not None or self.chats.is_deferred(ctx_id)
 
-    def create_context(self, ctx_id: str | None = None, name: str | None = None) -> AgentContext:
-        if ctx_id and self.known_context(ctx_id):
-            raise ApiError("context_exists", f"Chat '{ctx_id}' already exists.", 409)
-        return self.chats.create(ctx_id or None, name=name)
+    async def open_chats(self, specs: Sequence[ChatSpec]) -> list[AgentContext]:
+        """Make the chats chat_create / chat_load ask for: journaled first (all of them in one
+        transaction), so they survive a restart; 409 ``context_exists`` for an id in use
+        that must be kept (``ChatSpec.keep_id``)."""
+        if self._stopping:
+            raise ApiError("shutting_down", "The server is shutting down.", 503)
+        return await self.chats.open(specs)
 
     def user_contexts(self) -> list[AgentContext]:
         background = AgentContextType.BACKGROUND

@@ -1,12 +1,14 @@
-"""Login, CSRF tokens, origin checks and the external API key: the request guards."""
+"""Login, CSRF tokens, origin checks and the external API key: the request guards.
+
+Sessions live in the journal's database (durability/web_sessions.py); the cookie carries
+only their random id (python/helpers/web_session.py). docs/security.md has the whole model.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import ipaddress
 import os
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,11 +17,13 @@ from urllib.parse import urlsplit
 from dotenv import dotenv_values
 from starlette.requests import Request
 
+from python.helpers import credentials, web_session
 from python.helpers.api import ApiError, ApiHandler
 
-SESSION_AUTH_KEY = "authentication"
-SESSION_CSRF_KEY = "csrf_token"
-DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "0.0.0.0", "[::1]", "::1")
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+#: Addresses that mean "every interface": never a name a browser sends as Host.
+ANY_ADDRESS = ("0.0.0.0", "::", "")
+DEFAULT_TRUSTED_PROXIES = "127.0.0.1"
 
 
 def _env_value(name: str, usr: Path, environ: Mapping[str, str]) -> str:
@@ -33,69 +37,124 @@ def _env_value(name: str, usr: Path, environ: Mapping[str, str]) -> str:
     return ""
 
 
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
 @dataclass(frozen=True)
 class AuthConfig:
-    """Login credentials (hashed) and allowed origins, read once at start-up."""
+    """Login (its scrypt verifier), allowed hosts and origins, trusted proxies; read once."""
 
     login: str = ""
-    password_digest: str = field(default="", repr=False)
+    verifier: str = field(default="", repr=False)
     allowed_origins: tuple[str, ...] = ()
+    #: Host names besides loopback (ALLOWED_HOSTS, the bind address, ALLOWED_ORIGINS' hosts)
+    allowed_hosts: tuple[str, ...] = ()
+    #: Peers whose X-Forwarded-For / X-Forwarded-Proto count (FORWARDED_ALLOW_IPS)
+    trusted_proxies: str = DEFAULT_TRUSTED_PROXIES
+    #: The sessions' generation of the previous start, when the credentials changed since
+    previous_generation: str | None = None
 
     @classmethod
-    def load(cls, usr: Path, environ: Mapping[str, str] | None = None) -> AuthConfig:
+    def from_password(cls, login: str, password: str, **others: object) -> AuthConfig:
+        verifier = credentials.make_verifier(password) if login else ""
+        return cls(login=login, verifier=verifier, **others)  # type: ignore[arg-type]
+
+    @classmethod
+    def load(
+        cls, usr: Path, environ: Mapping[str, str] | None = None, *, bind_host: str | None = None
+    ) -> AuthConfig:
+        """From the environment and usr/.env. ``bind_host`` is the address the server
+        listens on: it is an allowed Host, and when it is not loopback and no login is set,
+        the first start makes a one-time password (python/helpers/credentials.py)."""
         env = os.environ if environ is None else environ
-        login = _env_value("AUTH_LOGIN", usr, env)
-        password = _env_value("AUTH_PASSWORD", usr, env)
-        origins = _env_value("ALLOWED_ORIGINS", usr, env)
-        digest = credentials_digest(login, password) if login else ""
-        allowed = tuple(o.strip().rstrip("/") for o in origins.split(",") if o.strip())
-        return cls(login=login, password_digest=digest, allowed_origins=allowed)
+
+        def value(name: str) -> str:
+            return _env_value(name, usr, env)
+
+        origins = tuple(o.rstrip("/") for o in _split(value("ALLOWED_ORIGINS")))
+        hosts = [h.lower() for h in _split(value("ALLOWED_HOSTS"))]
+        hosts += [_host_of(o) for o in origins if o != "*" and _host_of(o.removesuffix(":*"))]
+        if bind_host is not None and bind_host.strip("[]") not in ANY_ADDRESS:
+            hosts.append(bind_host.strip("[]").lower())
+        resolved = credentials.resolve(
+            usr,
+            value("AUTH_LOGIN"),
+            value("AUTH_PASSWORD"),
+            {credentials.OPT_OUT: value(credentials.OPT_OUT)},
+            bind_host,
+        )
+        if resolved.generated_password:
+            credentials.announce(
+                resolved.login,
+                resolved.generated_password,
+                bind_host or "",
+                usr / credentials.LOGIN_FILE,
+            )
+        return cls(
+            login=resolved.login,
+            verifier=resolved.verifier,
+            allowed_origins=origins,
+            allowed_hosts=tuple(dict.fromkeys(h for h in hosts if h)),
+            trusted_proxies=value("FORWARDED_ALLOW_IPS") or DEFAULT_TRUSTED_PROXIES,
+            previous_generation=resolved.previous_generation,
+        )
 
     @property
     def login_required(self) -> bool:
         return bool(self.login)
 
+    @property
+    def generation(self) -> str:
+        """The fingerprint of these credentials that every session is made under."""
+        return credentials.generation_of(self.login, self.verifier)
+
     def check_credentials(self, login: str, password: str) -> bool:
-        return self.login_required and hmac.compare_digest(
-            credentials_digest(login, password), self.password_digest
-        )
+        """Constant-time: the login compared with ``compare_digest``, the password through
+        scrypt even when the login is wrong."""
+        if not self.login_required:
+            return False
+        same_login = hmac.compare_digest(login.encode("utf-8", "replace"), self.login.encode())
+        return credentials.check_verifier(self.verifier, password) and same_login
 
 
-def credentials_digest(login: str, password: str) -> str:
-    return hashlib.sha256(f"{login}:{password}".encode()).hexdigest()
-
-
-def is_authenticated(request: Request, config: AuthConfig) -> bool:
+async def is_authenticated(request: Request, config: AuthConfig) -> bool:
     if not config.login_required:
         return True
-    stored = request.session.get(SESSION_AUTH_KEY, "")
-    return isinstance(stored, str) and hmac.compare_digest(stored, config.password_digest)
+    session = await web_session.current(request)
+    return session is not None and session.authenticated
 
 
-def csrf_token_for(request: Request) -> str:
-    """The session's CSRF token, created on first use."""
-    token = request.session.get(SESSION_CSRF_KEY)
-    if not isinstance(token, str) or not token:
-        token = secrets.token_urlsafe(32)
-        request.session[SESSION_CSRF_KEY] = token
-    return token
+async def csrf_token_for(request: Request) -> str:
+    """The session's CSRF token (a session is made when there is none)."""
+    return (await web_session.ensure(request)).csrf_token
 
 
 def _host_of(origin: str) -> str:
     try:
-        parts = urlsplit(origin)
+        parts = urlsplit(origin if "://" in origin else f"http://{origin}")
+        return (parts.hostname or "").lower()
     except ValueError:
         return ""
-    return (parts.hostname or "").lower()
 
 
-def origin_allowed(origin: str, config: AuthConfig) -> bool:
-    """Loopback hosts always; others only when listed in ALLOWED_ORIGINS ('host:*' = any port)."""
+def _netloc_of(origin: str) -> str:
+    try:
+        return urlsplit(origin).netloc.lower()
+    except ValueError:
+        return ""
+
+
+def origin_allowed(origin: str, config: AuthConfig, host_header: str = "") -> bool:
+    """Loopback origins, the server's own origin (the same host and port as the request's
+    allowed ``Host``), and those listed in ALLOWED_ORIGINS ('host:*' = any port)."""
     origin = origin.strip().rstrip("/")
     host = _host_of(origin)
-    if not host:
+    if not host or "://" not in origin:
         return False
-    if host in DEFAULT_ALLOWED_HOSTS:
+    if host_header and _netloc_of(origin) == host_header.strip().lower():
+        return True
+    if host in LOOPBACK_HOSTS:
         return True
     try:
         if ipaddress.ip_address(host).is_loopback:
@@ -134,23 +193,25 @@ def check_api_key(provided: str, expected: str) -> None:
         raise ApiError("unauthorized", "Invalid or missing API key.", 401)
 
 
-def check_csrf(request: Request, config: AuthConfig) -> None:
-    if not config.login_required:
-        check_origin(request, config)
-    expected = request.session.get(SESSION_CSRF_KEY)
+async def check_csrf(request: Request, config: AuthConfig) -> None:
+    check_origin(request, config)
+    session = await web_session.current(request)
+    expected = session.csrf_token if session is not None else ""
     provided = request.headers.get("x-csrf-token", "")
-    if not isinstance(expected, str) or not expected or not provided:
+    if not expected or not provided:
         raise ApiError("csrf_failed", "Missing CSRF token; GET /api/csrf_token first.", 403)
     if not hmac.compare_digest(provided.encode(), expected.encode()):
         raise ApiError("csrf_failed", "Invalid CSRF token.", 403)
 
 
 def check_origin(request: Request, config: AuthConfig) -> None:
+    """A request that names an origin (``Origin``, else ``Referer``) must name an allowed
+    one: reads as much as writes, with login on or off."""
     origin = request.headers.get("origin", "")
     if not origin and request.headers.get("referer"):
         parts = urlsplit(request.headers["referer"])
         origin = f"{parts.scheme}://{parts.netloc}"
-    if origin and not origin_allowed(origin, config):
+    if origin and not origin_allowed(origin, config, request.headers.get("host", "")):
         raise ApiError("forbidden", "Origin not allowed; see ALLOWED_ORIGINS.", 403)
 
 
@@ -168,7 +229,8 @@ async def guard_request(
             body = await read_input(request)
         check_api_key(api_key_from(request, body), api_token)
         return
-    if handler_cls.requires_auth and not is_authenticated(request, config):
+    check_origin(request, config)
+    if handler_cls.requires_auth and not await is_authenticated(request, config):
         raise ApiError("unauthorized", "Log in first.", 401)
     if handler_cls.csrf_required():
-        check_csrf(request, config)
+        await check_csrf(request, config)

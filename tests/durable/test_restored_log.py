@@ -4,7 +4,9 @@ call marked as such, and a resumed run shows every call once."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections import Counter
+from contextlib import closing
 
 import pytest
 
@@ -162,3 +164,28 @@ def test_a_rebuild_reads_the_current_chains_not_a_runs_resume_base():
 
     assert checkpoint.current_chains("agent:0") and checkpoint.current_chains("log")
     assert not checkpoint.current_chains(checkpoint.RESUME_PREFIX + "agent:0")
+
+
+async def test_a_damaged_call_is_shown_as_damaged_never_its_stored_value(harness, monkeypatch):
+    """Issue #17, point 11: the open call's arguments were changed on disk between the two
+    lives; recovery holds the run (corrupt_record) and the rebuilt chat shows the step as a
+    damaged record, not the changed arguments."""
+    _script(harness.model)
+    ctx = harness.chat()
+    await harness.crash(ctx, "do both steps", monkeypatch, "after_intent@2", "side_effect")
+    (open_call,) = [
+        c for c in harness.journal.list_calls(harness.run_of(ctx.id).id) if c.state == "open"
+    ]
+    forged = '{"args":{"label":"forged label"},"method":null}'
+    with closing(sqlite3.connect(harness.db)) as conn, conn:
+        conn.execute("UPDATE calls SET args = ? WHERE id = ?", (forged, open_call.id))
+    await harness.restart()
+    run = harness.run_of(ctx.id)
+    assert (run.status, run.reason) == ("needs_attention", "corrupt_record")
+    items = _items(harness, ctx.id)
+    text = repr(items)
+    assert "forged label" not in text
+    (shown,) = [i for i in items if i.get("call_id") == open_call.id]
+    assert shown["type"] == "warning" and shown["kvps"]["record"] == "call_args"
+    assert shown["content"].startswith("[damaged record: digest mismatch] call_args of call")
+    assert _tool_items(items, "one"), "the intact step before it is still shown"

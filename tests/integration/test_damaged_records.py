@@ -71,6 +71,16 @@ def _assert_held_for(crashable, call_id: str, reason: str) -> dict:
     return run
 
 
+def _assert_shown_damaged(crashable, run: dict, reason: str) -> None:
+    """The rebuilt chat shows the damaged step as damaged (issue #17, point 11): a marker
+    in place of the step, never the stored text (forged or cut)."""
+    items = chat_log(crashable.server, run["context_id"])
+    text = log_text(items)
+    assert "a forged answer" not in text, text[-2000:]
+    assert ANSWER not in text, text[-2000:]  # the cut text still held it
+    assert f"[damaged record: {reason}]" in text, text[-2000:]
+
+
 def test_changed_result_is_never_reused(crashable, model_server):
     call_id = _crash_after_committed_reply(crashable, model_server)
     _, stored = _model_call(_db(crashable))
@@ -80,6 +90,7 @@ def test_changed_result_is_never_reused(crashable, model_server):
     crashable.start()
     run = _assert_held_for(crashable, call_id, "digest_mismatch")
     assert model_server.calls == 1  # nothing was asked, nothing reused
+    _assert_shown_damaged(crashable, run, "digest mismatch")
     refused = crashable.server.api_message("hello?", context_id=run["context_id"])
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "run_held"
 
@@ -101,6 +112,7 @@ def test_truncated_result_holds_the_run_and_the_server_starts(crashable, model_s
 
     crashable.start()  # before the fix the server exited here
     run = _assert_held_for(crashable, call_id, "undecodable")
+    _assert_shown_damaged(crashable, run, "undecodable")
     decided = crashable.decide(run, "stop")
     assert decided.status_code == 200, decided.text
     crashable.wait_status(run["run_id"], "stopped")

@@ -207,3 +207,36 @@ def test_a_worker_starting_on_idle_chats_serves_them_after_it_answers(workers, m
     for n, context_id in enumerate(chats):
         log = post(b, "api_log_get", {"context_id": context_id, "length": 1000})
         assert _answers(log.json(), f"answer number {n}") == 1, log.text
+
+
+def test_chats_made_on_a_worker_that_died_are_served_by_another(workers, model_server):
+    """chat_create and chat_load through A journal the chats (issue #17, point 7); A is
+    SIGKILLed before any message; B serves both, with their name, log and history, and the
+    loaded chat goes on from its history on B."""
+    history = {"current": {"messages": [{"ai": False, "content": "loaded question"}]}}
+    chat = {
+        "name": "imported",
+        "agents": [{"number": 0, "history": json.dumps(history)}],
+        "log": {"items": [{"type": "user", "content": "loaded question"}]},
+    }
+    a = workers.start("worker-a")
+    b = workers.start("worker-b")
+    with a.ui_client() as client:
+        created = client.post("/api/chat_create", json={"name": "empty on a"}).json()["ctxid"]
+        answer = client.post("/api/chat_load", json={"chats": [chat]})
+        assert answer.status_code == 200, answer.text
+        (loaded,) = answer.json()["ctxids"]
+    a.kill()
+    with b.ui_client() as client:
+        polled = client.post("/api/poll", json={"context": created, "log_from": 0}).json()
+        assert polled["context"] == created and polled["logs"] == []  # loaded from the journal
+        listed = client.post("/api/poll", json={}).json()["contexts"]  # listed from now on
+        assert {c["id"]: c["name"] for c in listed}[created] == "empty on a"
+        polled = client.post("/api/poll", json={"context": loaded, "log_from": 0}).json()
+        assert [(i["type"], i["content"]) for i in polled["logs"]] == [("user", "loaded question")]
+        history_text = client.post("/api/history_get", json={"context": loaded}).json()["history"]
+        assert "loaded question" in history_text
+    model_server.tool("response", {"text": "answer from b"})
+    went_on = b.api_message("next question", context_id=loaded)
+    assert went_on.json()["response"] == "answer from b", went_on.text
+    assert "loaded question" in request_text(model_server.requests[-1])

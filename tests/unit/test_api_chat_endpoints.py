@@ -42,7 +42,9 @@ def _answer_echo(model: ScriptedModel) -> None:
 def client(model_server, tmp_path: Path):
     settings = _settings(model_server, tmp_path / "work", mcp_server_token="tok")
     runtime = Runtime(tmp_path / "usr", settings, AuthConfig())
-    with TestClient(build_app(runtime, discover_handlers(), secret_key="k")) as test_client:
+    with TestClient(
+        build_app(runtime, discover_handlers()), base_url="http://localhost"
+    ) as test_client:
         token = test_client.get("/api/csrf_token").json()["token"]
         test_client.headers["X-CSRF-Token"] = token
         test_client.runtime = runtime  # type: ignore[attr-defined]

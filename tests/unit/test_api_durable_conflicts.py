@@ -23,7 +23,9 @@ USER_PLAN = {"title": "Trip", "items": [{"id": "a", "text": "Book the train", "d
 @pytest.fixture
 def client(tmp_path: Path):
     runtime = Runtime(tmp_path, {"mcp_server_token": "tok"}, AuthConfig())
-    with TestClient(build_app(runtime, discover_handlers(), secret_key="k")) as test_client:
+    with TestClient(
+        build_app(runtime, discover_handlers()), base_url="http://localhost"
+    ) as test_client:
         test_client.headers["X-CSRF-Token"] = test_client.get("/api/csrf_token").json()["token"]
         test_client.runtime = runtime  # type: ignore[attr-defined]
         yield test_client

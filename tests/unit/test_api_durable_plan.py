@@ -20,7 +20,7 @@ PLAN = {"title": "Trip", "items": [{"id": "a", "text": "Book the train", "done":
 
 def _client(tmp_path: Path) -> TestClient:
     runtime = Runtime(tmp_path, {"mcp_server_token": "tok"}, AuthConfig())
-    client = TestClient(build_app(runtime, discover_handlers(), secret_key="k"))
+    client = TestClient(build_app(runtime, discover_handlers()), base_url="http://localhost")
     client.runtime = runtime  # type: ignore[attr-defined]
     return client
 

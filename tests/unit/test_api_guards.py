@@ -10,7 +10,7 @@ from starlette.testclient import TestClient
 
 from python.durable.runtime import Runtime
 from python.helpers.api import ApiError, ApiHandler
-from python.helpers.auth import AuthConfig, credentials_digest, origin_allowed
+from python.helpers.auth import AuthConfig, origin_allowed
 from run_ui import build_app, parse_args
 
 pytestmark = pytest.mark.unit
@@ -50,7 +50,7 @@ def _client(tmp_path: Path, auth: AuthConfig | None = None, token: str = "tok") 
         "csrf_token": CsrfToken,
         "health": Health,
     }
-    return TestClient(build_app(runtime, handlers, secret_key="k"))
+    return TestClient(build_app(runtime, handlers), base_url="http://localhost")
 
 
 def _token(client: TestClient) -> str:
@@ -99,7 +99,7 @@ def test_origin_rules():
 
 
 def test_login_required_gives_401_json_then_session_works(tmp_path):
-    auth = AuthConfig(login="ann", password_digest=credentials_digest("ann", "pw"))
+    auth = AuthConfig.from_password("ann", "pw")
     with _client(tmp_path, auth) as client:
         response = client.post("/api/echo", json={})
         assert response.status_code == 401

@@ -25,7 +25,9 @@ TASK = {
 def client(tmp_path: Path):
     """The app as run_ui.py builds it: the server opens its journal in usr/ at start."""
     runtime = Runtime(tmp_path, {"mcp_server_token": "tok"}, AuthConfig())
-    with TestClient(build_app(runtime, discover_handlers(), secret_key="k")) as test_client:
+    with TestClient(
+        build_app(runtime, discover_handlers()), base_url="http://localhost"
+    ) as test_client:
         test_client.headers["X-CSRF-Token"] = test_client.get("/api/csrf_token").json()["token"]
         yield test_client
 

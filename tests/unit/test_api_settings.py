@@ -23,7 +23,9 @@ def client(tmp_path: Path, monkeypatch):
     for key in [k for k in os.environ if k.upper().startswith("A0_SET_")]:
         monkeypatch.delenv(key)
     runtime = Runtime(tmp_path, dict(settings_mod.DEFAULTS), AuthConfig())
-    with TestClient(build_app(runtime, discover_handlers(), secret_key="k")) as test_client:
+    with TestClient(
+        build_app(runtime, discover_handlers()), base_url="http://localhost"
+    ) as test_client:
         test_client.headers["X-CSRF-Token"] = test_client.get("/api/csrf_token").json()["token"]
         yield test_client
 

@@ -28,7 +28,9 @@ def work(tmp_path: Path) -> Path:
 def client(tmp_path: Path, work: Path):
     settings = dict(settings_mod.DEFAULTS, workdir=str(work))
     runtime = Runtime(tmp_path / "usr", settings, AuthConfig())
-    with TestClient(build_app(runtime, discover_handlers(), secret_key="k")) as test_client:
+    with TestClient(
+        build_app(runtime, discover_handlers()), base_url="http://localhost"
+    ) as test_client:
         test_client.headers["X-CSRF-Token"] = test_client.get("/api/csrf_token").json()["token"]
         test_client.runtime = runtime  # type: ignore[attr-defined]
         yield test_client

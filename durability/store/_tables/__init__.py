@@ -15,6 +15,7 @@ from durability.store._tables.events import EventRows
 from durability.store._tables.inputs import InputRows
 from durability.store._tables.runs import RunRows
 from durability.store._tables.tasks import TaskRows
+from durability.store._tables.web_sessions import WebSessionRows
 
 
 class Tables(
@@ -27,6 +28,7 @@ class Tables(
     DecisionRows,
     EventRows,
     TaskRows,
+    WebSessionRows,
 ):
     """Every table; an engine's StoreTx puts its own statements before it, its dialect after."""
 
@@ -42,4 +44,5 @@ __all__ = [
     "RunRows",
     "Tables",
     "TaskRows",
+    "WebSessionRows",
 ]
