@@ -34,7 +34,6 @@ from python.helpers.chat_session import SessionFactory, StreamCallback
 from python.helpers.errors import HandledException, InterventionException, RepairableException
 from python.helpers.extensions import call_extensions, call_extensions_sync
 from python.helpers.history import History, Message
-from python.helpers.log import Log
 from python.helpers.models import ChatModel, ModelResult
 from python.helpers.reply_stream import ReplyStream
 from python.helpers.tool import Response, Tool, find_tool_class, tool_names
@@ -100,7 +99,7 @@ class AgentContext(ChatContext):
     def clear(self) -> None:
         """A fresh log, agent 0 and shells (``reset`` through the session)."""
         self.close_shells()
-        self.log = Log()
+        self.log = self.new_log()
         self.paused = False
         self.streaming_agent = None
         self.agent0 = Agent(0, self.config, self)
@@ -214,6 +213,7 @@ class Agent:
         result = await self.call_model(
             messages, kind="chat", on_reasoning=stream.on_reasoning, on_response=stream.on_response
         )
+        await stream.finish(result)
         await self.extensions("reasoning_stream_end")
         await self.extensions("response_stream_end")
         return stream.reply(result.response)
@@ -231,13 +231,18 @@ class Agent:
         if kind == "utility":
             await self.extensions("util_model_call_before", messages=messages)
         model = self._model(kind)
+        # Secrets are masked where they enter: the model sees `§§secret(NAME)`, never a value
+        # (history is masked already; this also covers system prompts and extras) ...
+        sent = self.mask_value(messages)
 
         async def effect() -> ModelResult:
-            return await model.call(messages, on_reasoning=on_reasoning, on_response=on_response)
+            return await model.call(sent, on_reasoning=on_reasoning, on_response=on_response)
 
-        return await self.context.session.model_call(
-            self, messages, kind, effect, on_reasoning=on_reasoning, on_response=on_response
+        result = await self.context.session.model_call(
+            self, sent, kind, effect, on_reasoning=on_reasoning, on_response=on_response
         )
+        # ... and a value in its reply is masked before the loop, the log or history see it
+        return ModelResult(self.mask(result.response), self.mask(result.reasoning))
 
     def _model(self, kind: str) -> ChatModel:
         if kind not in self._models:
@@ -282,6 +287,8 @@ class Agent:
         await self.handle_intervention()
         await self.extensions("tool_execute_before", tool_args=tool.args, tool_name=tool.name)
         response = await self.context.session.tool_call(self, tool, lambda: tool.execute(**kwargs))
+        # the tool saw real values; its result is masked before history, log or answer
+        response = _masked_response(self, response)
         await self.extensions("tool_execute_after", response=response, tool_name=tool.name)
         await tool.after_execution(response)
         await self.handle_intervention()
@@ -326,7 +333,7 @@ class Agent:
     def hist_add_message(self, ai: bool, content: str | dict) -> Message:
         data: dict[str, Any] = {"content": content, "ai": ai}
         call_extensions_sync("hist_add_before", self, content_data=data)
-        return self.history.add(ai, data["content"])
+        return self.history.add(ai, self.mask_value(data["content"]))  # memory holds no secret
 
     def hist_add_user_message(self, msg: UserMessage, intervention: bool = False) -> Message:
         self.history.new_topic()
@@ -390,11 +397,11 @@ class Agent:
         await call_extensions(point, self, loop_data=self.loop_data, **kwargs)
 
     def mask(self, text: str) -> str:
-        return secret_store.mask(text)
+        return str(self.context.mask(text))
 
     def mask_value(self, value: Any) -> Any:
-        """Strings, lists and dicts with every known secret masked."""
-        return secret_store.mask(value)
+        """Strings, lists and dicts with every known secret masked (the chat's masker)."""
+        return self.context.mask(value)
 
     def log_error(self, error: BaseException) -> None:
         """Log a clear, masked error item (no stack trace) and raise HandledException."""
@@ -406,6 +413,18 @@ class Agent:
             type="error", heading="Error", content=text, kvps=kvps, agentno=self.number
         )
         raise HandledException(text) from error
+
+
+def _masked_response(agent: Agent, response: Response) -> Response:
+    if not isinstance(response, Response):
+        return response
+    message = response.message
+    if isinstance(message, str):
+        message = agent.mask(message)
+    additional = response.additional
+    if additional:
+        additional = agent.mask_value(additional)
+    return Response(message, response.break_loop, additional)
 
 
 def _current_task_cancelling() -> bool:

@@ -44,7 +44,10 @@ class Masker:
         self._by_value = by_value
         self._by_name = {name: value for value, name in by_value.items()}
         ordered = sorted(by_value, key=lambda v: (-len(v), v))
-        self._pattern = re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
+        # a placeholder is matched first and kept whole: masking masked text changes nothing,
+        # even when a secret value occurs inside a placeholder ("secret", "cret(")
+        alternatives = [PLACEHOLDER.pattern, *(re.escape(v) for v in ordered)]
+        self._pattern = re.compile("|".join(alternatives)) if ordered else None
 
     @property
     def names(self) -> list[str]:
@@ -57,7 +60,35 @@ class Masker:
     def mask_text(self, text: str) -> str:
         if self._pattern is None or not text:
             return text
-        return self._pattern.sub(lambda m: placeholder(self._by_value[m.group(0)]), text)
+        return self._pattern.sub(self._replace, text)
+
+    def _replace(self, match: re.Match[str]) -> str:
+        name = self._by_value.get(match.group(0))
+        return match.group(0) if name is None else placeholder(name)
+
+    def mask_stream(self, text: str) -> str:
+        """``text`` masked, less a tail that could be the start of a secret: what a stream
+        may show now (the rest of the text arrives later and is masked then)."""
+        return self.hold_back(self.mask_text(text))
+
+    def hold_back(self, masked: str) -> str:
+        """Masked text less its longest tail that is the start of a secret value."""
+        if self._pattern is None or not masked:
+            return masked
+        keep = len(masked)
+        last = masked[-1]
+        for value in self._by_value:
+            if last not in value[:-1]:
+                continue  # no start of this value ends with that character
+            for size in range(min(len(value) - 1, len(masked)), 0, -1):
+                if masked.endswith(value[:size]):
+                    keep = min(keep, len(masked) - size)
+                    break
+        return masked[:keep]
+
+    def same_secrets(self, other: Masker) -> bool:
+        """Both hide the same values under the same names."""
+        return self._by_value == other._by_value
 
     def mask(self, value: Any) -> Any:
         """A masked copy of ``value``: str, dict (keys and values), list and tuple are walked."""
@@ -97,9 +128,17 @@ def is_secret_name(name: str) -> bool:
 
 
 def _read_dotenv(path: Path) -> dict[str, str]:
-    if not path.is_file():
+    return {k: v for k, v in read_env_file(path).items() if v}
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """The variables of a ``.env``-style file, each value exactly as written: python-dotenv's
+    ``${VAR}`` expansion is off, so a saved ``${AUTH_PASSWORD}`` never reads back as the
+    password (docs/configuration.md). Empty when the file does not exist."""
+    if not Path(path).is_file():
         return {}
-    return {k: v for k, v in dotenv_values(path).items() if isinstance(v, str) and v}
+    values = dotenv_values(path, interpolate=False)
+    return {k: v for k, v in values.items() if isinstance(v, str)}
 
 
 def collect_secrets(

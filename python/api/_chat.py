@@ -120,5 +120,5 @@ async def admit_user_message(
         ctx_id, message, follow_input=bool(client_message_id)
     )
     if ctx is not None and admitted.kind != "duplicate":
-        log_user_message(ctx, text, attachments, message_id)
+        log_user_message(ctx, message.message, attachments, message_id)
     return ctx, message, admitted

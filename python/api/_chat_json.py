@@ -17,6 +17,7 @@ from typing import Any
 from agent import AgentContext
 from durability.records import MAX_INT
 from python.durable.new_chats import ChatSpec
+from python.helpers import secrets
 from python.helpers.api import MAX_JSON_DEPTH, ApiError, bad_request
 from python.helpers.history import Bulk, History, Message, Topic
 from python.helpers.log import Log
@@ -74,6 +75,7 @@ def _chat(raw: Any) -> ChatSpec:
     if not isinstance(raw, dict):
         raise _Invalid("", "a chat must be a JSON object (or JSON text of one)")
     _check_value(raw, "")
+    raw = secrets.mask(raw)  # an entry point too: the chat's memory and log hold no secret
     wanted = raw.get("id")
     usable = isinstance(wanted, str) and _usable_id(wanted)
     name = raw.get("name")

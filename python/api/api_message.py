@@ -35,7 +35,7 @@ class ApiMessage(ApiHandler):
         if ctx is not None:
             self.runtime.set_api_lifetime(ctx.id, lifetime)
             if admitted.kind != "duplicate":
-                log_user_message(ctx, text, attachments, input_id)
+                log_user_message(ctx, message.message, attachments, input_id)
         answer = await self.runtime.wait_answer(admitted.task)
         status, response = await self.runtime.finish_outcome(admitted, answer)
         return {

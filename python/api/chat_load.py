@@ -18,6 +18,7 @@ class ChatLoad(ApiHandler):
         raw_chats = get_list(input, "chats")
         if not raw_chats:
             raise bad_request("'chats' must be a non-empty list", field="chats")
+        self.runtime.refresh_masker()  # the journal masks with the secrets parse_chat masks
         specs = [parse_chat(raw, index) for index, raw in enumerate(raw_chats)]
         contexts = await self.runtime.open_chats(specs)
         return {"message": "Chats loaded.", "ctxids": [ctx.id for ctx in contexts]}

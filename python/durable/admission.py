@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from durability.canonical import digest, digest_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent import UserMessage
+    from agent import AgentContext, UserMessage
     from durability import Journal
     from durability.records import Admission
     from python.durable.chats import DurableChats
@@ -70,6 +70,15 @@ def input_payload(msg: UserMessage) -> dict[str, Any]:
 def input_digest(journal: Journal, payload: dict[str, Any]) -> str:
     """SHA-256 of the masked canonical JSON of the payload."""
     return digest(journal.masker.mask(payload))
+
+
+def mask_message(context: AgentContext, msg: UserMessage) -> UserMessage:
+    """Where a message enters: every known secret in its text becomes ``§§secret(NAME)``
+    (in place, so the caller logs the masked text) before the agent, the model, the journal
+    or a log sees it; a retried message is masked the same way, so its digest matches."""
+    msg.message = str(context.mask(msg.message))
+    msg.system_message = [str(context.mask(text)) for text in msg.system_message]
+    return msg
 
 
 def ensure_input_id(msg: UserMessage) -> str:

@@ -251,9 +251,7 @@ def _log_item(item: dict[str, Any]) -> dict[str, Any]:
 
 def restore_log(context: AgentContext, items: list[dict[str, Any]]) -> None:
     """Replace the chat's log with checkpointed items (a new guid: the UI starts over)."""
-    from python.helpers.log import Log
-
-    log = Log()
+    log = context.new_log()
     for item in items:
         try:
             log.log(**_log_item(item))

@@ -75,14 +75,14 @@ def storable_text(value: Any, limit: int = 4000) -> str:
     return text[:limit].encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-async def commit(journal: Journal, agent: Agent, tool: Any, call: Call, response: Any) -> None:
-    """Commit the tool's result; an unstorable one closes the call as ``result_not_storable``
-    and raises it to the agent as a RepairableException."""
+async def commit(journal: Journal, agent: Agent, tool: Any, call: Call, response: Any) -> bool:
+    """Commit the tool's result; True when it is durable now, False when it rides on the
+    run's next write. An unstorable one closes the call as ``result_not_storable`` and
+    raises it to the agent as a RepairableException."""
     from python.helpers.errors import RepairableException
 
     try:  # a safe-replay tool's result rides on the run's next write (the journal decides)
-        await journal.aio.defer_result(call.id, tool_result(response))
-        return
+        return not await journal.aio.defer_result(call.id, tool_result(response))
     except NotSerializable as exc:
         type_name = offending_type(response)
         reason = storable_text(exc.fields.get("reason") or exc.message, 200)

@@ -166,6 +166,7 @@ class Runtime:
         the one admission path of every message endpoint (``DurableChats.admit``)."""
         if self._stopping:
             raise ApiError("shutting_down", "The server is shutting down.", 503)
+        self.refresh_masker()
         return await self.chats.admit(ctx_id, message, follow_input=follow_input)
 
     async def wait_answer(self, task: asyncio.Task[str] | None) -> str | None:
@@ -204,13 +205,22 @@ class Runtime:
     async def apply_mcp(self) -> None:
         """Connect the MCP servers of the settings (in the background) and mask their
         credentials from now on, in the journal too."""
-        from python.helpers import mcp_client, secrets
+        from python.helpers import mcp_client
 
         await mcp_client.manager().apply(self.settings)
-        if self._chats is not None:
-            masker = secrets.masker_for(self.usr)
-            if self._chats.journal.masker is not masker:
-                self._chats.journal.set_masker(masker)
+        self.refresh_masker()
+
+    def refresh_masker(self) -> None:
+        """The journal masks with the secrets known now: a secret written into usr/.env or
+        usr/secrets.env by hand counts from the next message on (no restart needed)."""
+        from python.helpers import secrets
+
+        if self._chats is None:
+            return
+        masker = secrets.masker_for(self.usr)
+        journal = self._chats.journal
+        if journal.masker is not masker and not journal.masker.same_secrets(masker):
+            journal.set_masker(masker)
 
     async def start(self) -> None:
         from python.helpers import secrets

@@ -11,10 +11,12 @@ boundaries of every call (docs/testing.md).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from durability import failpoints, paths
+from durability.adapters.shell import SHELL_POLICY
 from durability.canonical import canonical_json, digest
 from durability.errors import CorruptRecord, ReplayDivergence
 from durability.recovery import CHILD_POLICY, HOLD_POLICY
@@ -261,6 +263,13 @@ async def _reuse(
     return None
 
 
+async def _forget_receipt(session: DurableSession, call: Call) -> None:
+    """The journal holds the call's result now: its shell receipt (with the command's
+    output, which may show a secret in clear) is no longer evidence of anything."""
+    if call.policy == SHELL_POLICY and session.receipts is not None:
+        await asyncio.to_thread(session.receipts.discard, call.id)
+
+
 async def tool_call(
     session: DurableSession, agent: Agent, tool: Tool, effect: Callable[[], Awaitable[Response]]
 ) -> Response:
@@ -281,11 +290,13 @@ async def tool_call(
         response = await effect()
     except InterventionException:
         await journal.aio.commit_result(call.id, {"interrupted": True, "progress": tool.progress})
+        await _forget_receipt(session, call)
         raise
     except CorruptRecord as exc:  # the tool met a damaged record (the plan): nothing was used
         await session.hold("corrupt_record", exc.to_dict())
     except Exception as exc:
         await _failed(session, call, exc)
+        await _forget_receipt(session, call)
         raise
     fire("after_effect", tool.name)
     if call.state == "completed":  # a child workflow ran again: its answer must match
@@ -293,8 +304,10 @@ async def tool_call(
         if digest(journal.masker.mask(result)) != call.result_digest:
             await session.hold("replay_divergence", {**position(call), "why": "child_result"})
         return response
-    await results.commit(journal, agent, tool, call, response)
+    durable = await results.commit(journal, agent, tool, call, response)
     await fire_after_deferred(session, "after_result", tool.name)
+    if durable:
+        await _forget_receipt(session, call)
     return response
 
 

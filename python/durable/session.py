@@ -142,6 +142,7 @@ class DurableSession:
         decision) and ActiveRunExists (a run is open but not running in this process)."""
         self._admitting += 1
         try:
+            admission.mask_message(self.context, msg)
             content = await admission.content(self.journal, msg)
             async with self._admission:
                 return await self._submit(msg, content)
@@ -193,6 +194,7 @@ class DurableSession:
         chat works, the intervention handed to the working agent (journaled meanwhile)."""
         self.context.paused = False
         self.context.last_message = datetime.now(UTC)
+        admission.mask_message(self.context, msg)
         if self._task is not None and not self._task.done():
             self._journal_intervention(msg)
             self.context.get_agent().intervention = msg

@@ -62,12 +62,13 @@ def retain(usr: Path, settings: Mapping[str, Any]) -> None:
 
 
 def receipt_needed(journal: Journal) -> Callable[[str], bool]:
-    """A receipt is kept while its call's run is still open (active or held)."""
+    """A receipt is kept while its call is open (no result committed: the receipt is the
+    evidence recovery reads) in a run still open (active or held)."""
 
     def needed(call_id: str) -> bool:
         try:
             call = journal.get_call(call_id)
-            return journal.get_run(call.run_id).is_open
+            return call.state == "open" and journal.get_run(call.run_id).is_open
         except DurabilityError:  # the call or its run is gone (retention)
             return False
 

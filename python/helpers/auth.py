@@ -32,7 +32,8 @@ def _env_value(name: str, usr: Path, environ: Mapping[str, str]) -> str:
         return value
     env_file = usr / ".env"
     if env_file.is_file():
-        return (dotenv_values(env_file).get(name) or "").strip()
+        # literally, as settings.py reads it: ``${VAR}`` is never expanded
+        return (dotenv_values(env_file, interpolate=False).get(name) or "").strip()
     return ""
 
 

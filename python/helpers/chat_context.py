@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, ClassVar, Self
 
+from python.helpers import secrets as secret_store
 from python.helpers.agent_config import AgentConfig
 from python.helpers.chat_session import ChatSession
 from python.helpers.log import Log
@@ -38,6 +39,40 @@ class UserMessage:
     attachments: list[str] = field(default_factory=list)
     system_message: list[str] = field(default_factory=list)
     id: str | None = None
+
+
+class ChatMasker:
+    """Masks what enters a chat (messages, replies, tool results, log items): with every
+    secret known now (python/helpers/secrets.py: the environment, usr/.env, usr/secrets.env)
+    and then with the secrets of the chat's journal, so that what the chat holds, shows and
+    answers is byte for byte what the journal keeps (docs/durability.md, "Secrets")."""
+
+    def __init__(self, context: ChatContext) -> None:
+        self._context = context
+
+    def _journal_masker(self, fresh: Any) -> Any:
+        session = getattr(self._context, "session", None)
+        masker = getattr(getattr(session, "journal", None), "masker", None)
+        return None if masker is None or masker is fresh else masker
+
+    def mask(self, value: Any) -> Any:
+        """A masked copy of ``value`` (str, dict, list, tuple; anything else as it is)."""
+        fresh = secret_store.masker_for()
+        value = fresh.mask(value)
+        journal = self._journal_masker(fresh)
+        return journal.mask(value) if journal is not None else value
+
+    def hold_back(self, masked: str) -> str:
+        """Masked text less a tail that may be the start of a secret (a stream's text so
+        far: the rest comes later and shows whether it is one)."""
+        fresh = secret_store.masker_for()
+        masked = fresh.hold_back(masked)
+        journal = self._journal_masker(fresh)
+        return journal.hold_back(masked) if journal is not None else masked
+
+    def mask_stream(self, text: str) -> str:
+        """``text`` masked, less a tail that may be the start of a secret."""
+        return self.hold_back(str(self.mask(text)))
 
 
 def new_context_id() -> str:
@@ -68,7 +103,8 @@ class ChatContext:
         self.name = name
         self.config = config
         self.type = type
-        self.log = Log()
+        self.masker = ChatMasker(self)
+        self.log = self.new_log()
         self._resume = asyncio.Event()
         self._resume.set()
         self.created_at = datetime.now(UTC)
@@ -79,6 +115,14 @@ class ChatContext:
         self.output_data: dict[str, Any] = {}
         self.shells = ShellSessions(config.workdir_path())
         self.session: ChatSession = session(self)  # no chat exists without its session
+
+    def new_log(self) -> Log:
+        """An empty log whose items pass through the chat's masker."""
+        return Log(masker=self.masker)
+
+    def mask(self, value: Any) -> Any:
+        """``value`` with every known secret replaced by ``§§secret(NAME)``."""
+        return self.masker.mask(value)
 
     # -- registry -------------------------------------------------------------
     def _register(self) -> None:

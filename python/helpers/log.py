@@ -86,14 +86,14 @@ class LogItem:
     def stream(
         self, content: str = "", heading: str = "", kvps: Mapping[str, Any] | None = None
     ) -> LogItem:
-        """Append text to content and heading, and to string kvps values."""
-        self.content += self.log._mask(str(content))
-        self.heading += self.log._mask(str(heading))
+        """Append text to content and heading, and to string kvps values (the whole text is
+        masked again, so a secret split across two pieces is masked too)."""
+        self.content = self.log._mask(self.content + str(content))
+        self.heading = self.log._mask(self.heading + str(heading))
         for key, value in self.log._mask(dict(kvps or {})).items():
             old = self.kvps.get(key)
-            self.kvps[key] = (
-                old + value if isinstance(old, str) and isinstance(value, str) else value
-            )
+            joined = old + value if isinstance(old, str) and isinstance(value, str) else value
+            self.kvps[key] = self.log._mask(joined)
         self.log._changed(self)
         return self
 

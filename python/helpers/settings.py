@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dotenv import dotenv_values, set_key
+from dotenv import set_key
 
+from durability.masking import read_env_file as read_dotenv
 from durability.retention import DEFAULT_RETENTION_DAYS, DEFAULT_RETENTION_RUNS
 from python.helpers import files
 
@@ -177,10 +178,7 @@ def read_env_file(usr: Path) -> dict[str, str]:
 
 
 def _read_env_file(usr: Path) -> dict[str, str]:
-    path = usr / ENV_FILE
-    if not path.is_file():
-        return {}
-    return {k: v for k, v in dotenv_values(path).items() if isinstance(v, str)}
+    return read_dotenv(usr / ENV_FILE)  # literally: ``${VAR}`` is never expanded
 
 
 def env_defaults(source: Mapping[str, str]) -> dict[str, Any]:

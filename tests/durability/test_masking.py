@@ -158,3 +158,44 @@ def test_a_planted_secret_never_reaches_the_database_files(tmp_path):
     journal.close()
     assert SECRET.encode() not in _raw_bytes(path)
     assert b"OPENAI_API_KEY" in _raw_bytes(path)  # the placeholder is there
+
+
+def test_mask_stream_holds_back_what_may_be_the_start_of_a_secret():
+    masker = Masker({"KEY": SECRET})
+    assert masker.mask_stream("token sk-PLAN") == "token "
+    assert masker.mask_stream("token s") == "token "
+    assert masker.mask_stream(f"token {SECRET}") == "token §§secret(KEY)"
+    assert masker.mask_stream(f"token {SECRET} and sk-X") == "token §§secret(KEY) and sk-X"
+    assert Masker({}).mask_stream("sk-PLAN") == "sk-PLAN"
+
+
+def test_same_secrets_compares_names_and_values():
+    assert Masker({"A": SECRET}).same_secrets(Masker({"A": SECRET}))
+    assert not Masker({"A": SECRET}).same_secrets(Masker({"B": SECRET}))
+    assert not Masker({"A": SECRET}).same_secrets(Masker({}))
+
+
+def test_env_files_are_read_literally(tmp_path, monkeypatch):
+    """A ``${VAR}`` in usr/.env or secrets.env is text, never another variable's value
+    (issue #17, point 10)."""
+    from durability.masking import read_env_file
+
+    monkeypatch.setenv("AUTH_PASSWORD", "login-pw-0a1b2c")
+    env = tmp_path / ".env"
+    env.write_text("API_KEY_X='${AUTH_PASSWORD}'\nOTHER=${API_KEY_X}\n", encoding="utf-8")
+    secrets_env = tmp_path / "secrets.env"
+    secrets_env.write_text("MY_TOKEN=pre-${AUTH_PASSWORD}\n", encoding="utf-8")
+    assert read_env_file(env) == {"API_KEY_X": "${AUTH_PASSWORD}", "OTHER": "${API_KEY_X}"}
+    found = collect_secrets({}, env_files=[env], secrets_files=[secrets_env])
+    assert found == {"API_KEY_X": "${AUTH_PASSWORD}", "MY_TOKEN": "pre-${AUTH_PASSWORD}"}
+    assert read_env_file(tmp_path / "missing.env") == {}
+
+
+def test_masking_masked_text_changes_nothing():
+    """Entry masking and the journal's both mask the same text: a value that occurs inside a
+    placeholder ("cret") must not break the placeholder on the second pass."""
+    masker = Masker({"KEY": SECRET, "WORD": "cret"})
+    once = masker.mask(f"{SECRET} and cret")
+    assert once == "§§secret(KEY) and §§secret(WORD)"
+    assert masker.mask(once) == once
+    assert masker.mask_stream(once) == once

@@ -47,3 +47,26 @@ def test_prune_keeps_open_runs_receipts_only(journal, tmp_path: Path):
     assert removed == 2
     left = sorted(p.name for p in receipts.folder.iterdir())
     assert left == sorted(f"{open_call.id}{s}" for s in (".start", ".exit", ".out"))
+
+
+def test_prune_drops_a_committed_calls_receipt_even_in_an_open_run(journal, tmp_path: Path):
+    """A call whose result the journal holds needs no evidence, even while its run goes on
+    (or is held): its output file, which may show a secret in clear, goes."""
+    receipts = ShellReceipts(tmp_path / "receipts")
+    run, done = _intent(journal, "chat-a", "in-a")
+    journal.commit_result(done.id, {"message": "ok"})
+    later = journal.record_intent(
+        run.id,
+        agent_no=0,
+        seq=2,
+        kind="tool",
+        name="code_execution_tool",
+        args={"code": "true"},
+        policy="adapter:shell",
+    )
+    for call_id in (done.id, later.id):
+        _plant(receipts, call_id)
+
+    assert receipts.prune(receipt_needed(journal)) == 1
+    left = sorted(p.name for p in receipts.folder.iterdir())
+    assert left == sorted(f"{later.id}{s}" for s in (".start", ".exit", ".out"))

@@ -214,3 +214,18 @@ def test_external_api_chats_expire_after_their_lifetime(client, model_server):
     assert sweep(3700) == [ctx]
     assert runtime.find_context(ctx) is None
     assert runtime.find_context(kept["context_id"]) is not None  # 24 h by default
+
+
+def test_a_loaded_chat_holds_no_secret(client, model_server, _private_usr_dir):
+    """chat_load is an entry point too: its history and log are masked (issue #17)."""
+    secret = "sk-loaded-5e6f7a8b9c"
+    _answer_echo(model_server)
+    ctx = client.post("/api/message", json={"text": "remember me"}).json()["context"]
+    exported = client.post("/api/chat_export", json={"ctxid": ctx}).json()["content"]
+    (_private_usr_dir / "secrets.env").write_text(f"LOADED_KEY={secret}\n")
+    planted = exported.replace("remember me", f"remember {secret}")
+    loaded = client.post("/api/chat_load", json={"chats": [planted]}).json()
+    (new_id,) = loaded["ctxids"]
+    history = client.post("/api/history_get", json={"context": new_id}).text
+    assert secret not in history and "§§secret(LOADED_KEY)" in history
+    assert secret not in json.dumps(_poll(client, new_id, log_from=0)["logs"])

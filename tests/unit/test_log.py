@@ -137,3 +137,14 @@ def test_checkpointed_log_keeps_the_marks_and_drops_unknown_ones():
     log = Log()
     item = log.log(**_log_item({"type": "agent", "heading": "h", "restored": "journal"}))
     assert item.output()["restored"] == "journal" and "call_id" not in item.output()
+
+
+def test_a_secret_split_across_stream_pieces_is_masked():
+    from durability import Masker
+
+    log = Log(masker=Masker({"KEY": "sk-secret-42"}))
+    item = log.log("code_exe", kvps={"out": ""})
+    for piece in ("echo sk-sec", "ret-42", " done"):
+        item.stream(content=piece, kvps={"out": piece})
+    assert item.content == "echo §§secret(KEY) done"
+    assert item.kvps["out"] == "echo §§secret(KEY) done"
