@@ -16,8 +16,8 @@ from starlette.datastructures import UploadFile
 
 from agent import AgentContext, UserMessage
 from python.durable.admission import Submission
-from python.durable.runtime import Runtime
-from python.helpers.api import ApiError, bad_request, get_list, get_str
+from python.server.api import ApiError, bad_request, get_list, get_str
+from python.server.runtime import Runtime
 
 MAX_ATTACHMENT_BYTES = 50 * 1024 * 1024
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -70,7 +70,7 @@ async def save_form_files(runtime: Runtime, files: Any) -> list[str]:
             raise bad_request("'attachments' must be files")
         data = await upload.read()
         if len(data) > MAX_ATTACHMENT_BYTES:
-            raise ApiError("payload_too_large", "An attachment is too large.", 413)
+            raise ApiError("payload_too_large", "An attachment is too large.")
         name = upload.filename or "file"
         paths.append(await asyncio.to_thread(_write_upload, runtime.usr / "uploads", name, data))
     return paths
@@ -89,7 +89,7 @@ async def save_base64_files(runtime: Runtime, input: dict[str, Any]) -> list[str
         except (binascii.Error, ValueError):
             raise bad_request(f"attachment '{name}' is not valid base64") from None
         if len(data) > MAX_ATTACHMENT_BYTES:
-            raise ApiError("payload_too_large", "An attachment is too large.", 413)
+            raise ApiError("payload_too_large", "An attachment is too large.")
         paths.append(await asyncio.to_thread(_write_upload, runtime.usr / "uploads", name, data))
     return paths
 

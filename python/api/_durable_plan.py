@@ -6,8 +6,8 @@ from typing import Any
 
 from durability.documents import PLAN_KIND
 from python.api._chat import context_id_of
-from python.durable.runtime import Runtime
-from python.helpers.api import bad_request
+from python.server.api import bad_request
+from python.server.runtime import Runtime
 
 
 async def require_chat_id(runtime: Runtime, input: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 from python.api._chat import log_user_message, save_base64_files
-from python.helpers.api import ApiHandler, bad_request, get_number, get_str
+from python.server.api import ApiHandler, bad_request, get_number, get_str
 
 
 class ApiMessage(ApiHandler):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from python.api._chat import context_id_of
-from python.helpers.api import ApiHandler, bad_request
+from python.server.api import ApiHandler, bad_request
 
 
 class ChatRemove(ApiHandler):

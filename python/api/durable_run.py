@@ -6,7 +6,7 @@ from typing import Any
 
 from python.api._durable_evidence import add_evidence
 from python.api._durable_runs import detail_row, require_run_id
-from python.helpers.api import ApiHandler
+from python.server.api import ApiHandler
 
 
 class DurableRun(ApiHandler):

@@ -22,8 +22,8 @@ from python.durable import admission, startup
 from python.durable.admission import Submission
 from python.durable.chats import DurableChats
 from python.durable.new_chats import ChatSpec
-from python.helpers.api import ApiError
-from python.helpers.auth import AuthConfig
+from python.helpers.errors import ChatNotFound, ChatStopped, ShuttingDown
+from python.server.auth import AuthConfig
 
 if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
@@ -107,7 +107,7 @@ class Runtime:
     def get_context(self, ctx_id: str) -> AgentContext:
         ctx = self.find_context(ctx_id)
         if ctx is None:
-            raise ApiError("context_not_found", f"Chat '{ctx_id}' not found.", 404)
+            raise ChatNotFound(f"Chat '{ctx_id}' not found.")
         return ctx
 
     def find_context(self, ctx_id: str) -> AgentContext | None:
@@ -122,7 +122,7 @@ class Runtime:
         transaction), so they survive a restart; 409 ``context_exists`` for an id in use
         that must be kept (``ChatSpec.keep_id``)."""
         if self._stopping:
-            raise ApiError("shutting_down", "The server is shutting down.", 503)
+            raise ShuttingDown("The server is shutting down.")
         return await self.chats.open(specs)
 
     def user_contexts(self) -> list[AgentContext]:
@@ -165,7 +165,7 @@ class Runtime:
         """Take a message for the chat ``ctx_id`` (a new chat when empty) and start its run:
         the one admission path of every message endpoint (``DurableChats.admit``)."""
         if self._stopping:
-            raise ApiError("shutting_down", "The server is shutting down.", 503)
+            raise ShuttingDown("The server is shutting down.")
         self.refresh_masker()
         return await self.chats.admit(ctx_id, message, follow_input=follow_input)
 
@@ -177,9 +177,7 @@ class Runtime:
             result = await asyncio.shield(task)
         except asyncio.CancelledError:
             if task.cancelled():
-                raise ApiError(
-                    "chat_stopped", "The chat was stopped before it answered.", 409
-                ) from None
+                raise ChatStopped("The chat was stopped before it answered.") from None
             raise
         return "" if result is None else str(result)
 
@@ -276,7 +274,7 @@ class Runtime:
         removed = []
         for ctx_id, expiry in list(self._api_expiry.items()):
             if expiry <= now and not self.is_running(ctx_id):
-                with contextlib.suppress(ApiError):
+                with contextlib.suppress(ChatNotFound):
                     self.remove_context(ctx_id)
                 self._api_expiry.pop(ctx_id, None)
                 removed.append(ctx_id)
