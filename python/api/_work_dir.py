@@ -50,7 +50,7 @@ async def work_root(runtime: Runtime, input: dict[str, Any]) -> Path:
     """The work folder of the chat named by ``context`` (or of new chats), created if missing
     (404 ``context_not_found`` for an unknown chat)."""
     ctx_id = context_id_of(input, "context", "context_id", "ctxid")
-    config = (await runtime.chat(ctx_id)).config if ctx_id else runtime.agent_config()
+    config = (await runtime.chats.chat(ctx_id)).config if ctx_id else runtime.agent_config()
     return await asyncio.to_thread(_make_root, Path(config.workdir_path()))
 
 

@@ -17,6 +17,6 @@ class ApiTerminateChat(ApiHandler):
         ctx_id = context_id_of(input, "context_id")
         if not ctx_id:
             raise bad_request("'context_id' is required")
-        await self.runtime.chat(ctx_id)  # 404 when unknown or purged by retention
+        await self.runtime.chats.chat(ctx_id)  # 404 when unknown or purged by retention
         self.runtime.remove_context(ctx_id)
         return {"success": True, "message": "Chat terminated.", "context_id": ctx_id}
