@@ -18,22 +18,18 @@ BACKUP_DIR_NAME = "backups"
 
 class JournalNotFound(DurabilityError):
     code = "journal_not_found"
-    http_status = 404
 
 
 class BackupInvalid(DurabilityError):
     code = "backup_invalid"
-    http_status = 400
 
 
 class JournalInUse(DurabilityError):
     code = "journal_in_use"
-    http_status = 409
 
 
 class BackupFailed(DurabilityError):
     code = "backup_failed"
-    http_status = 500
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,7 @@
-"""Typed refusals of the journal: each has a stable ``code``, an HTTP status and fields."""
+"""Typed refusals of the journal: each has a stable ``code`` and structured fields.
+
+They know no HTTP status: the server maps each code to one (python/server/errors.py).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ class DurabilityError(Exception):
     """Base of every journal error. ``code`` is stable; ``fields`` never hold secrets."""
 
     code: ClassVar[str] = "durability_error"
-    http_status: ClassVar[int] = 500
     #: A refusal whose own writes (e.g. a conflict row) must still be committed.
     keeps_writes: ClassVar[bool] = False
 
@@ -30,7 +32,6 @@ class DurabilityError(Exception):
 
 class InvalidArgument(DurabilityError):
     code = "invalid_argument"
-    http_status = 400
 
 
 class NotSerializable(InvalidArgument):
@@ -39,12 +40,10 @@ class NotSerializable(InvalidArgument):
 
 class InputConflict(DurabilityError):
     code = "input_conflict"
-    http_status = 409
 
 
 class ActiveRunExists(DurabilityError):
     code = "active_run_exists"
-    http_status = 409
 
 
 class RunHeld(ActiveRunExists):
@@ -55,52 +54,42 @@ class RunHeld(ActiveRunExists):
 
 class NoActiveRun(DurabilityError):
     code = "no_active_run"
-    http_status = 409
 
 
 class RunNotFound(DurabilityError):
     code = "run_not_found"
-    http_status = 404
 
 
 class CallNotFound(DurabilityError):
     code = "call_not_found"
-    http_status = 404
 
 
 class RunNotActive(DurabilityError):
     code = "run_not_active"
-    http_status = 409
 
 
 class RunNotHeld(DurabilityError):
     code = "run_not_held"
-    http_status = 409
 
 
 class InvalidTransition(DurabilityError):
     code = "invalid_transition"
-    http_status = 409
 
 
 class OpenIntents(DurabilityError):
     code = "open_intents"
-    http_status = 409
 
 
 class NoOpenCall(DurabilityError):
     code = "no_open_call"
-    http_status = 409
 
 
 class IntentMissing(DurabilityError):
     code = "intent_missing"
-    http_status = 409
 
 
 class ResultConflict(DurabilityError):
     code = "result_conflict"
-    http_status = 409
 
 
 class DeferredWriteRefused(DurabilityError):
@@ -108,56 +97,46 @@ class DeferredWriteRefused(DurabilityError):
     was refused when it was committed; this write was refused with it, writing nothing."""
 
     code = "deferred_write_refused"
-    http_status = 409
 
 
 class ReplayDivergence(DurabilityError):
     """The loop asked for a different call than the one journaled at that position."""
 
     code = "replay_divergence"
-    http_status = 409
     keeps_writes = True  # the run is held with reason replay_divergence
 
 
 class StaleVersion(DurabilityError):
     code = "stale_version"
-    http_status = 409
 
 
 class NoteRequired(DurabilityError):
     code = "note_required"
-    http_status = 422
 
 
 class DocumentInvalid(DurabilityError):
     code = "document_invalid"
-    http_status = 400
 
 
 class DocumentTooLarge(DurabilityError):
     code = "document_too_large"
-    http_status = 413
 
 
 class DocumentConflict(DurabilityError):
     code = "document_conflict"
-    http_status = 409
     keeps_writes = True  # the conflict row is recorded for a person to resolve
 
 
 class ConflictNotFound(DurabilityError):
     code = "conflict_not_found"
-    http_status = 404
 
 
 class BlobNotFound(DurabilityError):
     code = "blob_not_found"
-    http_status = 404
 
 
 class CorruptCheckpoint(DurabilityError):
     code = "corrupt_checkpoint"
-    http_status = 500
 
 
 class CorruptRecord(DurabilityError):
@@ -166,18 +145,15 @@ class CorruptRecord(DurabilityError):
     A journal write that finds one holds the run in the same transaction."""
 
     code = "corrupt_record"
-    http_status = 500
     keeps_writes = True  # the hold (reason corrupt_record) is committed
 
 
 class CorruptDatabase(DurabilityError):
     code = "corrupt_database"
-    http_status = 500
 
 
 class SchemaTooNew(DurabilityError):
     code = "schema_too_new"
-    http_status = 500
 
 
 class FencingLost(DurabilityError):
@@ -185,14 +161,12 @@ class FencingLost(DurabilityError):
     over by another worker with a newer fencing token): it may write nothing for the run."""
 
     code = "fencing_lost"
-    http_status = 409
 
 
 class ConfigurationError(DurabilityError):
     """A setting (environment variable) is missing or wrong; ``setting`` names it."""
 
     code = "invalid_configuration"
-    http_status = 500
 
 
 class ResourceRefused(DurabilityError):
@@ -200,41 +174,34 @@ class ResourceRefused(DurabilityError):
     write outside its folder: ``..``, an absolute path, a link, a device."""
 
     code = "resource_refused"
-    http_status = 400
 
 
 class ResourceTooLarge(DurabilityError):
     code = "resource_too_large"
-    http_status = 413
 
 
 class ResourceUndecryptable(DurabilityError):
     """Stored resource bytes that the configured key cannot decrypt (wrong key, damage)."""
 
     code = "resource_undecryptable"
-    http_status = 500
 
 
 class ResourceNotFound(DurabilityError):
     code = "resource_not_found"
-    http_status = 404
 
 
 class StorageError(DurabilityError):
     code = "storage_error"
-    http_status = 503
 
 
 class JournalClosed(DurabilityError):
     code = "journal_closed"
-    http_status = 503
 
 
 class TaskNotFound(DurabilityError):
     """No scheduled task with this id (never created, or deleted)."""
 
     code = "task_not_found"
-    http_status = 404
 
 
 class TaskConflict(DurabilityError):
@@ -242,21 +209,18 @@ class TaskConflict(DurabilityError):
     person in the Tasks view, or an agent) changed the task since it was read."""
 
     code = "task_conflict"
-    http_status = 409
 
 
 class TaskExists(DurabilityError):
     """A task with this id already exists with another definition."""
 
     code = "task_exists"
-    http_status = 409
 
 
 class TaskInvalid(DurabilityError):
     """A task definition the scheduler cannot use; ``field`` names the part at fault."""
 
     code = "task_invalid"
-    http_status = 400
 
 
 ALL_ERRORS: tuple[type[DurabilityError], ...] = (

@@ -70,12 +70,10 @@ class ReceiptError(DurabilityError):
     """A receipt cannot be written for this call (bad identity, or evidence already exists)."""
 
     code = "invalid_receipt"
-    http_status = 400
 
 
 class ReceiptExists(ReceiptError):
     code = "receipt_exists"
-    http_status = 409
 
 
 def call_args_digest(masked_args: Any) -> str:

@@ -16,8 +16,9 @@ from starlette.datastructures import UploadFile
 
 from agent import AgentContext, UserMessage
 from python.durable.admission import Submission
-from python.durable.runtime import Runtime
-from python.helpers.api import ApiError, bad_request, get_list, get_str
+from python.helpers.errors import ChatStopped
+from python.server.api import ApiError, bad_request, get_list, get_str
+from python.server.runtime import Runtime
 
 MAX_ATTACHMENT_BYTES = 50 * 1024 * 1024
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -37,7 +38,7 @@ async def require_context(runtime: Runtime, input: dict[str, Any], *keys: str) -
     ctx_id = context_id_of(input, *keys)
     if not ctx_id:
         raise bad_request(f"'{keys[0]}' is required")
-    return await runtime.chat(ctx_id)
+    return await runtime.chats.chat(ctx_id)
 
 
 def safe_filename(name: str) -> str:
@@ -70,7 +71,7 @@ async def save_form_files(runtime: Runtime, files: Any) -> list[str]:
             raise bad_request("'attachments' must be files")
         data = await upload.read()
         if len(data) > MAX_ATTACHMENT_BYTES:
-            raise ApiError("payload_too_large", "An attachment is too large.", 413)
+            raise ApiError("payload_too_large", "An attachment is too large.")
         name = upload.filename or "file"
         paths.append(await asyncio.to_thread(_write_upload, runtime.usr / "uploads", name, data))
     return paths
@@ -89,7 +90,7 @@ async def save_base64_files(runtime: Runtime, input: dict[str, Any]) -> list[str
         except (binascii.Error, ValueError):
             raise bad_request(f"attachment '{name}' is not valid base64") from None
         if len(data) > MAX_ATTACHMENT_BYTES:
-            raise ApiError("payload_too_large", "An attachment is too large.", 413)
+            raise ApiError("payload_too_large", "An attachment is too large.")
         paths.append(await asyncio.to_thread(_write_upload, runtime.usr / "uploads", name, data))
     return paths
 
@@ -115,10 +116,24 @@ async def admit_user_message(
     attachments = await save_form_files(runtime, input.get("attachments"))
     if not text.strip() and not attachments:
         raise bad_request("'text' is required")
-    message = runtime.make_message(text, attachments, message_id)
+    message = UserMessage(text, attachments, id=message_id)
     ctx, admitted = await runtime.admit_message(
         ctx_id, message, follow_input=bool(client_message_id)
     )
     if ctx is not None and admitted.kind != "duplicate":
         log_user_message(ctx, message.message, attachments, message_id)
     return ctx, message, admitted
+
+
+async def wait_answer(task: asyncio.Task[str] | None) -> str | None:
+    """Wait for a chat's task: a cancelled request never cancels the chat (shielded); a
+    chat stopped before it answered is ``chat_stopped``."""
+    if task is None:
+        return None
+    try:
+        result = await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if task.cancelled():
+            raise ChatStopped("The chat was stopped before it answered.") from None
+        raise
+    return "" if result is None else str(result)

@@ -18,9 +18,9 @@ from agent import AgentContext
 from durability.records import MAX_INT
 from python.durable.new_chats import ChatSpec
 from python.helpers import secrets
-from python.helpers.api import MAX_JSON_DEPTH, ApiError, bad_request
 from python.helpers.history import Bulk, History, Message, Topic
 from python.helpers.log import Log
+from python.server.api import MAX_JSON_DEPTH, ApiError, bad_request
 
 MAX_ID_LENGTH = 200  # what the journal takes as a chat id
 _LOG_TYPE = re.compile(r"[a-z][a-z0-9_]{0,31}")  # python/helpers/log.py's item types
@@ -65,7 +65,7 @@ def parse_chat(raw: Any, index: int) -> ChatSpec:
         return _chat(raw)
     except _Invalid as exc:
         raise ApiError(
-            "bad_request", f"chat {index}: {exc}", 400, index=index, field=exc.where
+            "bad_request", f"chat {index}: {exc}", index=index, field=exc.where
         ) from None
 
 

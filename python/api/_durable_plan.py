@@ -6,8 +6,8 @@ from typing import Any
 
 from durability.documents import PLAN_KIND
 from python.api._chat import context_id_of
-from python.durable.runtime import Runtime
-from python.helpers.api import bad_request
+from python.server.api import bad_request
+from python.server.runtime import Runtime
 
 
 async def require_chat_id(runtime: Runtime, input: dict[str, Any]) -> str:
@@ -15,7 +15,7 @@ async def require_chat_id(runtime: Runtime, input: dict[str, Any]) -> str:
     ctx_id = context_id_of(input, "context_id", "context", "ctxid")
     if not ctx_id:
         raise bad_request("'context_id' is required")
-    await runtime.chat(ctx_id)
+    await runtime.chats.chat(ctx_id)
     return ctx_id
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from durability import integrity
 from durability.records import RESULT_STATES, RUN_STATUSES, TERMINAL_RUN_STATUSES
-from python.helpers.api import bad_request, get_str
+from python.server.api import bad_request, get_str
 
 PREVIEW_CHARS = 2000
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.durable.runtime import Runtime
 from python.durable.scheduler import Scheduler
-from python.helpers.api import bad_request, get_int, get_str
+from python.server.api import bad_request, get_int, get_str
+from python.server.runtime import Runtime
 
 ACTOR = "user"  # a person, through the Tasks view or the API
 

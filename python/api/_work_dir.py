@@ -19,8 +19,8 @@ from typing import Any
 from starlette.datastructures import UploadFile
 
 from python.api._chat import context_id_of
-from python.durable.runtime import Runtime
-from python.helpers.api import ApiError, bad_request, get_str
+from python.server.api import ApiError, bad_request, get_str
+from python.server.runtime import Runtime
 
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024  # per file
 MAX_PATH_BYTES = 4096  # PATH_MAX on Linux
@@ -39,20 +39,18 @@ class WorkPath:
 
 
 def outside(path: str) -> ApiError:
-    return ApiError(
-        "path_outside_workdir", f"'{path}' is outside the chat's work folder; refused.", 403
-    )
+    return ApiError("path_outside_workdir", f"'{path}' is outside the chat's work folder; refused.")
 
 
 def not_found(path: str) -> ApiError:
-    return ApiError("file_not_found", f"'{path}' does not exist in the work folder.", 404)
+    return ApiError("file_not_found", f"'{path}' does not exist in the work folder.")
 
 
 async def work_root(runtime: Runtime, input: dict[str, Any]) -> Path:
     """The work folder of the chat named by ``context`` (or of new chats), created if missing
     (404 ``context_not_found`` for an unknown chat)."""
     ctx_id = context_id_of(input, "context", "context_id", "ctxid")
-    config = (await runtime.chat(ctx_id)).config if ctx_id else runtime.agent_config()
+    config = (await runtime.chats.chat(ctx_id)).config if ctx_id else runtime.agent_config()
     return await asyncio.to_thread(_make_root, Path(config.workdir_path()))
 
 
@@ -132,7 +130,7 @@ def listing(target: WorkPath) -> dict[str, Any]:
     if not target.real.exists():
         raise not_found(target.rel)
     if not target.real.is_dir():
-        raise ApiError("not_a_directory", f"'{target.rel}' is a file, not a folder.", 400)
+        raise ApiError("not_a_directory", f"'{target.rel}' is a file, not a folder.")
     rows = []
     for child in target.lexical.iterdir():
         try:
@@ -156,7 +154,7 @@ async def save_upload(folder: WorkPath, upload: UploadFile) -> dict[str, Any]:
         raise bad_request("each uploaded file needs a file name", field="files")
     target = resolve(folder.root, f"{folder.rel}/{name}" if folder.rel else name)
     if target.real.is_dir():
-        raise ApiError("is_a_directory", f"'{target.rel}' is a folder; not replaced.", 400)
+        raise ApiError("is_a_directory", f"'{target.rel}' is a folder; not replaced.")
     tmp = target.real.parent / f".{name}.upload-{os.getpid()}-{id(upload)}"
     size = 0
     try:
@@ -164,7 +162,7 @@ async def save_upload(folder: WorkPath, upload: UploadFile) -> dict[str, Any]:
             while chunk := await upload.read(_CHUNK):
                 size += len(chunk)
                 if size > MAX_UPLOAD_BYTES:
-                    raise ApiError("payload_too_large", f"'{name}' is larger than 100 MiB.", 413)
+                    raise ApiError("payload_too_large", f"'{name}' is larger than 100 MiB.")
                 await asyncio.to_thread(out.write, chunk)
         os.replace(tmp, target.real)
     finally:

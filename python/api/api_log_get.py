@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from python.api._chat import require_context
-from python.helpers.api import ApiHandler, get_int
+from python.server.api import ApiHandler, get_int
 
 
 class ApiLogGet(ApiHandler):

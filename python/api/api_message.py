@@ -9,8 +9,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from python.api._chat import log_user_message, save_base64_files
-from python.helpers.api import ApiHandler, bad_request, get_number, get_str
+from agent import UserMessage
+from python.api._chat import log_user_message, save_base64_files, wait_answer
+from python.durable.admission import outcome
+from python.server.api import ApiHandler, bad_request, get_number, get_str
 
 
 class ApiMessage(ApiHandler):
@@ -27,7 +29,7 @@ class ApiMessage(ApiHandler):
         if not text.strip() and not attachments:
             raise bad_request("'message' is required")
         input_id = client_input_id or uuid.uuid4().hex
-        message = self.runtime.make_message(text, attachments, input_id)
+        message = UserMessage(text, attachments, id=input_id)
         # A retry whose first answer was lost does not know its chat: the journal does.
         ctx, admitted = await self.runtime.admit_message(
             ctx_id, message, follow_input=bool(client_input_id)
@@ -36,8 +38,8 @@ class ApiMessage(ApiHandler):
             self.runtime.set_api_lifetime(ctx.id, lifetime)
             if admitted.kind != "duplicate":
                 log_user_message(ctx, message.message, attachments, input_id)
-        answer = await self.runtime.wait_answer(admitted.task)
-        status, response = await self.runtime.finish_outcome(admitted, answer)
+        answer = await wait_answer(admitted.task)
+        status, response = await outcome(self.runtime.journal, admitted, answer)
         return {
             "context_id": admitted.context_id,
             "run_id": admitted.run_id,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from python.api._chat import context_id_of
-from python.helpers.api import ApiHandler, bad_request
+from python.server.api import ApiHandler, bad_request
 
 
 class ApiTerminateChat(ApiHandler):
@@ -17,6 +17,6 @@ class ApiTerminateChat(ApiHandler):
         ctx_id = context_id_of(input, "context_id")
         if not ctx_id:
             raise bad_request("'context_id' is required")
-        await self.runtime.chat(ctx_id)  # 404 when unknown or purged by retention
+        await self.runtime.chats.chat(ctx_id)  # 404 when unknown or purged by retention
         self.runtime.remove_context(ctx_id)
         return {"success": True, "message": "Chat terminated.", "context_id": ctx_id}

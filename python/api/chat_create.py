@@ -6,7 +6,7 @@ from typing import Any
 
 from python.api._chat_json import check_chat_id
 from python.durable.new_chats import ChatSpec
-from python.helpers.api import ApiHandler, get_str
+from python.server.api import ApiHandler, get_str
 
 
 class ChatCreate(ApiHandler):

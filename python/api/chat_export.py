@@ -7,7 +7,7 @@ from typing import Any
 
 from python.api._chat import require_context
 from python.api._chat_json import export_chat
-from python.helpers.api import ApiHandler
+from python.server.api import ApiHandler
 
 
 class ChatExport(ApiHandler):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from python.api._chat_json import parse_chat
-from python.helpers.api import ApiHandler, bad_request, get_list
+from python.server.api import ApiHandler, bad_request, get_list
 
 
 class ChatLoad(ApiHandler):

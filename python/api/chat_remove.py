@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from python.api._chat import context_id_of
-from python.helpers.api import ApiHandler, bad_request
+from python.server.api import ApiHandler, bad_request
 
 
 class ChatRemove(ApiHandler):
@@ -13,6 +13,6 @@ class ChatRemove(ApiHandler):
         ctx_id = context_id_of(input, "context")
         if not ctx_id:
             raise bad_request("'context' is required")
-        await self.runtime.chat(ctx_id)  # 404 when unknown or purged by retention
+        await self.runtime.chats.chat(ctx_id)  # 404 when unknown or purged by retention
         self.runtime.remove_context(ctx_id)
         return {"message": "Chat removed.", "ctxid": ctx_id}

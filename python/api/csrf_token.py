@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.helpers import auth
-from python.helpers.api import ApiHandler
+from python.server import auth
+from python.server.api import ApiHandler
 
 
 class CsrfToken(ApiHandler):

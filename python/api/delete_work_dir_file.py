@@ -7,7 +7,7 @@ import shutil
 from typing import Any
 
 from python.api._work_dir import WorkPath, listing, not_found, require_path, resolve, work_root
-from python.helpers.api import ApiHandler, bad_request
+from python.server.api import ApiHandler, bad_request
 
 
 def _delete(target: WorkPath) -> None:

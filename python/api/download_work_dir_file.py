@@ -7,7 +7,7 @@ from typing import Any
 from starlette.responses import FileResponse
 
 from python.api._work_dir import not_found, require_path, resolve, work_root
-from python.helpers.api import ApiError, ApiHandler
+from python.server.api import ApiError, ApiHandler
 
 
 class DownloadWorkDirFile(ApiHandler):
@@ -19,7 +19,7 @@ class DownloadWorkDirFile(ApiHandler):
         if not target.real.exists():
             raise not_found(target.rel)
         if not target.real.is_file():
-            raise ApiError("is_a_directory", f"'{target.rel}' is not a file.", 400)
+            raise ApiError("is_a_directory", f"'{target.rel}' is not a file.")
         return FileResponse(
             target.real,
             filename=target.lexical.name,

@@ -13,7 +13,7 @@ from typing import Any
 from durability.errors import DocumentConflict, DocumentInvalid, DurabilityError
 from python.api._durable_plan import conflict_row
 from python.api._durable_runs import actor_of
-from python.helpers.api import ApiError, ApiHandler, bad_request, get_int, get_str
+from python.server.api import ApiError, ApiHandler, bad_request, get_int, get_str
 
 RESOLUTIONS = {"keep_current": "kept_current", "take_proposed": "took_proposed", "merge": "merged"}
 WRITER = "user"  # the document's updated_by for a person's write (as durable_plan_set)
@@ -66,7 +66,6 @@ async def _write(journal: Any, conflict: Any, value: dict[str, Any], expected: i
             "stale_revision",
             f"The plan changed again: revision {current.revision} is current, not {expected}. "
             "Load it again and resolve the conflict on what is there now.",
-            409,
             current_revision=current.revision,
         )
     try:
@@ -78,11 +77,10 @@ async def _write(journal: Any, conflict: Any, value: dict[str, Any], expected: i
             e.code,
             f"The plan changed while resolving; your plan was kept as conflict "
             f"#{e.conflict_id}. Load the plan again.",
-            e.http_status,
         ) from None
     except DocumentInvalid as e:
         raise ApiError(
-            e.code, f"{e.message} (at {e.fields.get('path', '$')})", e.http_status, field="plan"
+            e.code, f"{e.message} (at {e.fields.get('path', '$')})", field="plan"
         ) from None
 
 
@@ -90,7 +88,7 @@ async def _call(awaitable: Any) -> Any:
     try:
         return await awaitable
     except DurabilityError as e:
-        raise ApiError(e.code, e.message, e.http_status) from None
+        raise ApiError(e.code, e.message) from None
 
 
 async def _answer(journal: Any, conflict: Any, *, applied: bool) -> dict[str, Any]:

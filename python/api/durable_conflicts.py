@@ -6,7 +6,7 @@ from typing import Any
 
 from python.api._chat import context_id_of
 from python.api._durable_plan import conflict_row
-from python.helpers.api import ApiHandler, bad_request, get_bool, get_str
+from python.server.api import ApiHandler, bad_request, get_bool, get_str
 
 KINDS = ("plan",)
 

@@ -7,7 +7,7 @@ from typing import Any
 from durability.records import DECISIONS, DECISIONS_NEEDING_NOTE
 from python.api._durable_runs import actor_of, detail_row, require_run_id
 from python.durable import decisions
-from python.helpers.api import ApiError, ApiHandler, bad_request, get_int, get_str
+from python.server.api import ApiError, ApiHandler, bad_request, get_int, get_str
 
 
 class DurableDecide(ApiHandler):
@@ -25,9 +25,7 @@ class DurableDecide(ApiHandler):
         note = get_str(input, "note") or None
         call_id = get_str(input, "call_id") or None
         if decision in DECISIONS_NEEDING_NOTE and not (note or "").strip():
-            raise ApiError(
-                "note_required", f"'{decision}' needs a note saying what was checked.", 422
-            )
+            raise ApiError("note_required", f"'{decision}' needs a note saying what was checked.")
         outcome = await decisions.apply_decision(
             self.runtime.chats,
             run_id,

@@ -6,7 +6,7 @@ from typing import Any
 
 from durability.documents import PLAN_KIND
 from python.api._durable_plan import plan_conflicts, require_chat_id
-from python.helpers.api import ApiHandler
+from python.server.api import ApiHandler
 
 
 class DurablePlanGet(ApiHandler):

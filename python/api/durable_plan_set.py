@@ -7,7 +7,7 @@ from typing import Any
 from durability.documents import PLAN_KIND
 from durability.errors import DocumentConflict, DocumentInvalid, DurabilityError
 from python.api._durable_plan import require_chat_id
-from python.helpers.api import ApiError, ApiHandler, bad_request, get_int
+from python.server.api import ApiError, ApiHandler, bad_request, get_int
 
 ACTOR = "user"  # a person, through the Plan panel or the API
 
@@ -38,11 +38,10 @@ class DurablePlanSet(ApiHandler):
                 f"The plan changed since it was read: revision {e.current_revision} is "
                 f"current, not {expected}. Your plan was kept as conflict "
                 f"#{e.conflict_id}; read the plan again and resolve the conflict.",
-                e.http_status,
             ) from None
         except DocumentInvalid as e:
             path = e.fields.get("path", "$")
-            raise ApiError(e.code, f"{e.message} (at {path})", e.http_status) from None
+            raise ApiError(e.code, f"{e.message} (at {path})") from None
         except DurabilityError as e:
-            raise ApiError(e.code, e.message, e.http_status) from None
+            raise ApiError(e.code, e.message) from None
         return {"context_id": ctx_id, "plan": document.value, "revision": document.revision}

@@ -7,7 +7,7 @@ from typing import Any
 from durability.records import MAX_RETRY_ATTEMPTS, TERMINAL_RUN_STATUSES
 from python.api._durable_runs import actor_of, detail_row, require_run_id
 from python.durable import decisions
-from python.helpers.api import ApiError, ApiHandler, bad_request, get_int
+from python.server.api import ApiError, ApiHandler, bad_request, get_int
 
 
 class DurableRetryGrant(ApiHandler):
@@ -22,7 +22,7 @@ class DurableRetryGrant(ApiHandler):
         if attempts > MAX_RETRY_ATTEMPTS:
             raise bad_request(f"'attempts' must be at most {MAX_RETRY_ATTEMPTS}")
         if (await journal.aio.get_run(run_id)).status in TERMINAL_RUN_STATUSES:
-            raise ApiError("run_not_active", "The run has ended; a retry grant cannot help.", 409)
+            raise ApiError("run_not_active", "The run has ended; a retry grant cannot help.")
         actor = actor_of(request, self.runtime)
         grant = await decisions.grant_retries(self.runtime.chats, run_id, attempts, actor=actor)
         detail = await journal.aio.read_run(run_id)

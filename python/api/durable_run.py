@@ -6,7 +6,7 @@ from typing import Any
 
 from python.api._durable_evidence import add_evidence
 from python.api._durable_runs import detail_row, require_run_id
-from python.helpers.api import ApiHandler
+from python.server.api import ApiHandler
 
 
 class DurableRun(ApiHandler):
@@ -16,5 +16,5 @@ class DurableRun(ApiHandler):
         runtime = self.runtime
         detail = await runtime.journal.aio.read_run(require_run_id(input))
         row = detail_row(detail)
-        row = await add_evidence(row, detail.calls, runtime.receipts, runtime.journal.masker)
+        row = await add_evidence(row, detail.calls, runtime.chats.receipts, runtime.journal.masker)
         return {"run": row}

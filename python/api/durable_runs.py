@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from python.api._durable_runs import detail_row, require_status
-from python.helpers.api import ApiHandler, get_int, get_str
+from python.server.api import ApiHandler, get_int, get_str
 
 
 class DurableRuns(ApiHandler):

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from python.api._work_dir import listing, resolve, work_root
-from python.helpers.api import ApiHandler, get_str
+from python.server.api import ApiHandler, get_str
 
 
 class GetWorkDirFiles(ApiHandler):

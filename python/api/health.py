@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from python.helpers.api import ApiHandler
+from python.server.api import ApiHandler
 
 
 class Health(ApiHandler):

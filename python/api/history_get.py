@@ -7,7 +7,7 @@ from typing import Any
 
 from agent import AgentContext
 from python.api._chat import require_context
-from python.helpers.api import ApiHandler
+from python.server.api import ApiHandler
 
 
 def history_text(ctx: AgentContext) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.helpers.api import ApiError, ApiHandler, get_str
+from python.server.api import ApiError, ApiHandler, get_str
 
 
 class McpServerGetDetail(ApiHandler):
@@ -17,5 +17,5 @@ class McpServerGetDetail(ApiHandler):
         name = get_str(input, "server_name", required=True)
         detail = mcp_client.manager().detail(name)
         if detail is None:
-            raise ApiError("mcp_server_not_found", f"No MCP server named '{name}'.", 404)
+            raise ApiError("mcp_server_not_found", f"No MCP server named '{name}'.")
         return {"server": detail}

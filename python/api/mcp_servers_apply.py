@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from python.helpers.api import ApiError, ApiHandler, bad_request
+from python.server.api import ApiError, ApiHandler, bad_request
 
 
 class McpServersApply(ApiHandler):
@@ -22,7 +22,7 @@ class McpServersApply(ApiHandler):
                 settings_mod.save, {"mcp_servers": value}, self.runtime.usr
             )
         except settings_mod.SettingsError as exc:
-            raise ApiError("invalid_setting", exc.message, 400) from None
+            raise ApiError("invalid_setting", exc.message) from None
         self.runtime.settings = dict(saved)
         self.runtime.apply_settings_to_chats()
         await self.runtime.apply_mcp()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.helpers.api import ApiHandler
+from python.server.api import ApiHandler
 
 
 class McpServersStatus(ApiHandler):

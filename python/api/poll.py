@@ -8,7 +8,7 @@ from typing import Any
 from agent import AgentContext
 from durability import Journal
 from python.api._chat import context_id_of
-from python.helpers.api import ApiHandler, get_int
+from python.server.api import ApiHandler, get_int
 
 
 def _log_snapshot(ctx: AgentContext, log_from: int) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from python.api._scheduler import revision_of, scheduler_of, task_id_of
-from python.helpers.api import ApiHandler
+from python.server.api import ApiHandler
 
 
 class SchedulerTaskDelete(ApiHandler):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from python.api._scheduler import scheduler_of, task_id_of
-from python.helpers.api import ApiHandler, bad_request, get_str
+from python.server.api import ApiHandler, bad_request, get_str
 
 
 class SchedulerTaskRun(ApiHandler):

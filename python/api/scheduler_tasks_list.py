@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from python.api._scheduler import scheduler_of
-from python.helpers.api import ApiHandler
 from python.helpers.scheduler_tasks import Filters, matches
+from python.server.api import ApiHandler
 
 
 class SchedulerTasksList(ApiHandler):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from python.api._settings_view import settings_view
-from python.helpers.api import ApiHandler
+from python.server.api import ApiHandler
 
 
 class SettingsGet(ApiHandler):

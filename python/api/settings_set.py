@@ -11,13 +11,13 @@ import asyncio
 from typing import Any
 
 from python.api._settings_view import API_KEY_PREFIX, SECRET_SETTINGS, settings_view
-from python.helpers.api import ApiError, ApiHandler, get_dict
+from python.server.api import ApiError, ApiHandler, get_dict
 
 
 def _invalid(errors: dict[str, str], code: str = "invalid_setting") -> ApiError:
     first = next(iter(errors))
     message = "; ".join(errors.values())
-    return ApiError(code, message, 400, field=first, fields=errors)
+    return ApiError(code, message, field=first, fields=errors)
 
 
 class SettingsSet(ApiHandler):

@@ -8,7 +8,7 @@ from typing import Any
 from starlette.datastructures import UploadFile
 
 from python.api._work_dir import listing, resolve, save_upload, work_root
-from python.helpers.api import ApiError, ApiHandler, bad_request, get_str
+from python.server.api import ApiError, ApiHandler, bad_request, get_str
 
 
 class UploadWorkDirFiles(ApiHandler):
@@ -21,7 +21,7 @@ class UploadWorkDirFiles(ApiHandler):
         root = await work_root(self.runtime, input)
         folder = resolve(root, get_str(input, "path"))
         if folder.real.exists() and not folder.real.is_dir():
-            raise ApiError("not_a_directory", f"'{folder.rel}' is a file, not a folder.", 400)
+            raise ApiError("not_a_directory", f"'{folder.rel}' is a file, not a folder.")
         await asyncio.to_thread(folder.real.mkdir, parents=True, exist_ok=True)
         uploaded = [await save_upload(folder, upload) for upload in files]
         return {"uploaded": uploaded, **await asyncio.to_thread(listing, folder)}

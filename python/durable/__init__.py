@@ -1,8 +1,8 @@
 """The glue between the agent loop (agent.py) and the journal (durability/).
 
 One ``DurableSession`` per chat owns the chat's life; ``DurableChats`` makes the chats of a
-process and admits their messages; ``Runtime`` is the server's state. docs/architecture.md
-has the module map.
+process and admits their messages (the server's ``Runtime`` is in python/server).
+docs/architecture.md has the module map.
 """
 
 from python.durable.admission import Submission

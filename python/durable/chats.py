@@ -24,7 +24,7 @@ from python.durable.new_chats import ChatSpec
 from python.durable.policy import ReplayPolicy
 from python.durable.scheduler import Scheduler
 from python.durable.session import DurableSession, session_of
-from python.helpers.api import ApiError
+from python.helpers.errors import ChatNotFound
 
 if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
@@ -248,7 +248,7 @@ class DurableChats:
             else:
                 await takeover.refresh_chat(self, session_of(context))
         if context is None:
-            raise ApiError("context_not_found", f"Chat '{context_id}' not found.", 404)
+            raise ChatNotFound(f"Chat '{context_id}' not found.")
         return context
 
     def keeps_open(self, run_id: str) -> bool:

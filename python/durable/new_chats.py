@@ -21,7 +21,7 @@ from durability.records import NewChat
 from python.durable import checkpoint
 from python.durable.run import Projection
 from python.durable.session import session_of
-from python.helpers.api import ApiError
+from python.helpers.errors import ChatExists
 from python.helpers.history import History
 from python.helpers.log import Log
 
@@ -94,7 +94,7 @@ async def _pick_id(chats: DurableChats, spec: ChatSpec, picked: list[str]) -> st
     wanted = spec.id
     if wanted and (wanted in picked or await _taken(chats, wanted)):
         if spec.keep_id:
-            raise ApiError("context_exists", f"Chat '{wanted}' already exists.", 409)
+            raise ChatExists(f"Chat '{wanted}' already exists.")
         wanted = None
     while not wanted or wanted in picked or await _taken(chats, wanted):
         wanted = new_context_id()

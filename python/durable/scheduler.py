@@ -47,7 +47,7 @@ from python.durable.admission import Submission, recorded_response
 from python.helpers import files
 from python.helpers import scheduler_tasks as tasks
 from python.helpers import scheduler_time as stime
-from python.helpers.api import ApiError
+from python.helpers.errors import ShuttingDown, TaskBusy
 from python.helpers.scheduler import Firing
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -207,21 +207,21 @@ class Scheduler:
         known = await self.journal.aio.input_context(input_id) is not None
         if not known and self._chat_working(chat_id):
             if manual:
-                raise ApiError("task_busy", "The task's chat is working; run it later.", 409)
+                raise TaskBusy("The task's chat is working; run it later.")
             return _with(firing, "deferred", reason="chat_busy")
         if open_run is not None and not known:
             held = open_run.status == "needs_attention"
             if manual and held:
                 why = "The task's chat has a run waiting for a decision (Recovery)."
-                raise ApiError("run_held", why, 409)
+                raise RunHeld(why)
             if manual:
-                raise ApiError("task_busy", "The task's chat has an open run; run it later.", 409)
+                raise TaskBusy("The task's chat has an open run; run it later.")
             if held:
                 return await self._skip(task, firing, slot, open_run.id)
             return _with(firing, "deferred", reason="run_pending", run_id=open_run.id)
         if self.chats.stopping:
             if manual:
-                raise ApiError("shutting_down", "The server is shutting down.", 503)
+                raise ShuttingDown("The server is shutting down.")
             return _with(firing, "deferred", reason="shutting_down")
         message = firing_message(definition, input_id, extra_text)
         name = str(definition.get("name") or task.id)

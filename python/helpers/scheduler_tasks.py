@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 
 from durability.errors import TaskInvalid
 from python.helpers import scheduler_time as stime
-from python.helpers.api import get_int, get_list
+from python.helpers.inputs import get_int, get_list
 
 KINDS = ("scheduled", "planned", "adhoc")
 MAX_NAME = 200

@@ -19,7 +19,7 @@ from typing import Any
 
 from durability.errors import DurabilityError
 from python.helpers import scheduler_tasks
-from python.helpers.api import ApiError
+from python.helpers.errors import DomainError
 from python.helpers.scheduler import TaskScheduler
 from python.helpers.tool import Response, Tool
 
@@ -73,7 +73,7 @@ class Scheduler(Tool):
             text = await getattr(self, f"_{method}")(scheduler)
         except SchedulerArgsError as e:
             text = refusal(e.code, str(e))
-        except ApiError as e:
+        except DomainError as e:
             text = refusal(e.code, e.message)
         except DurabilityError as e:
             field = e.fields.get("field")

@@ -25,8 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from python.helpers.api import MAX_JSON_BYTES, discover_handlers
 from python.helpers.settings import DEFAULTS
+from python.server.api import MAX_JSON_BYTES, discover_handlers
 from tests.support.model_server import ScriptedModel
 from tests.support.ui_server import REPO, SLOW_START, VENV_PYTHON, UiServer, ui_env_for
 

@@ -115,7 +115,7 @@ import uvicorn
 
 class Probe:  # records the collector's state when run_ui imports the durable runtime
     def find_spec(self, name, path=None, target=None):
-        if name == "python.durable.runtime":
+        if name == "python.server.runtime":
             print("importing:", gc.isenabled(), flush=True)
         return None
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from python.durable.runtime import Runtime
-from python.helpers.api import discover_handlers
-from python.helpers.auth import AuthConfig
+from python.server.api import discover_handlers
+from python.server.auth import AuthConfig
+from python.server.runtime import Runtime
 from run_ui import build_app
 from tests.support.model_server import ScriptedModel
 from tests.support.model_server import model_server as model_server

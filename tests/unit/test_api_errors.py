@@ -1,4 +1,4 @@
-"""The one exception -> response table and the input validators."""
+"""The one code -> status table at the edge (python/server/errors.py) and the validators."""
 
 from __future__ import annotations
 
@@ -7,7 +7,18 @@ import json
 import pytest
 from starlette.requests import Request
 
-from python.helpers import api
+from durability.errors import DurabilityError, RunHeld
+from python.helpers.errors import (
+    BadRequest,
+    ChatExists,
+    ChatNotFound,
+    ChatStopped,
+    DomainError,
+    ShuttingDown,
+    TaskBusy,
+)
+from python.server import api, errors
+from python.server.http_limits import BodyRefused
 
 pytestmark = pytest.mark.unit
 
@@ -16,16 +27,15 @@ def _body(response) -> dict:
     return json.loads(response.body)
 
 
-def test_api_error_keeps_code_message_and_status():
-    response = api.exception_to_response(api.ApiError("context_not_found", "Chat 'x'.", 404))
+def test_api_error_keeps_code_and_message_and_gets_the_tables_status():
+    response = api.exception_to_response(api.ApiError("context_not_found", "Chat 'x'."))
     assert response.status_code == 404
     assert _body(response) == {"error": {"code": "context_not_found", "message": "Chat 'x'."}}
 
 
-def test_duck_typed_errors_use_their_code_and_http_status():
-    class RunHeld(Exception):
+def test_typed_errors_of_every_family_use_their_code_and_the_tables_status():
+    class RunHeld(DomainError):
         code = "run_held"
-        http_status = 409
 
     response = api.exception_to_response(RunHeld("the run is held"))
     assert response.status_code == 409
@@ -72,10 +82,10 @@ def test_unknown_exception_is_internal_error_without_a_trace(caplog):
     ],
 )
 def test_wrong_types_are_bad_request(getter, data, key):
-    with pytest.raises(api.ApiError) as info:
+    with pytest.raises(BadRequest) as info:
         getter(data, key) if getter is not api.get_number else getter(data, key, default=1.0)
     assert info.value.code == "bad_request"
-    assert info.value.status == 400
+    assert errors.STATUS[info.value.code] == 400
     assert key in info.value.message
 
 
@@ -86,11 +96,11 @@ def test_validators_accept_good_values_and_defaults():
     assert api.get_int({}, "n", default=3) == 3
     assert api.get_bool({"b": "true"}, "b") is True
     assert api.get_number({"h": 2}, "h", default=24.0) == 2.0
-    with pytest.raises(api.ApiError):
+    with pytest.raises(BadRequest):
         api.get_str({}, "a", required=True)
-    with pytest.raises(api.ApiError):
+    with pytest.raises(BadRequest):
         api.get_int({"n": -1}, "n", minimum=0)
-    with pytest.raises(api.ApiError):
+    with pytest.raises(BadRequest):
         api.get_number({"h": 0}, "h", default=1.0)
 
 
@@ -105,9 +115,8 @@ def test_secrets_are_masked_in_error_responses_and_the_server_log(monkeypatch, c
     assert secret not in caplog.text
     assert "§§secret(API_KEY_OPENAI)" in caplog.text
 
-    class Held(Exception):
+    class Held(DurabilityError):
         code = "run_held"
-        http_status = 409
 
     held = api.exception_to_response(Held(f"held while using {secret}"))
     assert secret not in held.body.decode()
@@ -141,9 +150,8 @@ def test_typed_errors_carry_their_fields_into_the_body(monkeypatch):
 
 
 def test_fields_that_cannot_be_sent_are_left_out():
-    class Broken(Exception):
-        code = "broken"
-        http_status = 409
+    class Broken(DomainError):
+        code = "stale_revision"
 
         def to_dict(self):
             raise RuntimeError("no")
@@ -154,7 +162,7 @@ def test_fields_that_cannot_be_sent_are_left_out():
 
     for cls in (Broken, Nan):
         error = _body(api.exception_to_response(cls("refused")))["error"]
-        assert error == {"code": "broken", "message": "refused"}
+        assert error == {"code": "stale_revision", "message": "refused"}
 
 
 def _Request(body: bytes) -> Request:
@@ -191,7 +199,7 @@ def _Request(body: bytes) -> Request:
     ],
 )
 async def test_bodies_nothing_downstream_could_handle_are_bad_requests(raw, why):
-    with pytest.raises(api.ApiError) as info:
+    with pytest.raises(DomainError) as info:
         await api.read_input(_Request(raw))
     assert info.value.code == "bad_request"
 
@@ -206,3 +214,31 @@ def test_responses_escape_text_that_is_not_valid_unicode():
     response = api.ApiJSONResponse({"log": "broken \ud800 output", "ok": "\u00e9"})
     assert json.loads(response.body) == {"log": "broken \ud800 output", "ok": "\u00e9"}
     assert api.ApiJSONResponse({"ok": "\u00e9"}).body == '{"ok":"\u00e9"}'.encode()
+
+
+@pytest.mark.parametrize(
+    ("exc", "status"),
+    [
+        (ChatNotFound("Chat 'x' not found."), 404),
+        (ChatExists("Chat 'x' already exists."), 409),
+        (ChatStopped("The chat was stopped before it answered."), 409),
+        (TaskBusy("The task's chat is working; run it later."), 409),
+        (ShuttingDown("The server is shutting down."), 503),
+        (BadRequest("'path' is too long", field="path"), 400),
+        (RunHeld("The task's chat has a run waiting for a decision (Recovery)."), 409),
+        (BodyRefused("payload_too_large", "The body is too large.", limit=5), 413),
+    ],
+)
+def test_the_glues_refusals_answer_with_the_status_they_always_had(exc, status):
+    response = api.exception_to_response(exc)
+    assert response.status_code == status
+    assert _body(response)["error"] == exc.to_dict()
+
+
+def test_a_code_the_table_lacks_is_a_500_that_keeps_its_code():
+    class Unmapped(DomainError):
+        code = "not_in_the_table"
+
+    response = api.exception_to_response(Unmapped("refused"))
+    assert response.status_code == 500
+    assert _body(response)["error"] == {"code": "not_in_the_table", "message": "refused"}

@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from python.durable.runtime import Runtime
-from python.helpers.api import ApiHandler, discover_handlers
-from python.helpers.auth import AuthConfig
-from python.helpers.http_limits import BodyLimits
+from python.server.api import ApiHandler, discover_handlers
+from python.server.auth import AuthConfig
+from python.server.http_limits import BodyLimits
+from python.server.runtime import Runtime
 from run_ui import build_app
 from tests.support.model_server import ScriptedModel
 from tests.support.model_server import model_server as model_server

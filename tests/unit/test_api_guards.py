@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from python.durable.runtime import Runtime
-from python.helpers.api import ApiError, ApiHandler
-from python.helpers.auth import AuthConfig, origin_allowed
+from python.helpers.errors import ChatNotFound
+from python.server.api import ApiHandler
+from python.server.auth import AuthConfig, origin_allowed
+from python.server.runtime import Runtime
 from run_ui import build_app, parse_args
 
 pytestmark = pytest.mark.unit
@@ -35,7 +36,7 @@ class Boom(ApiHandler):
     requires_csrf = False
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
-        raise ApiError("context_not_found", "Chat 'nope' not found.", 404)
+        raise ChatNotFound("Chat 'nope' not found.")
 
 
 def _client(tmp_path: Path, auth: AuthConfig | None = None, token: str = "tok") -> TestClient:

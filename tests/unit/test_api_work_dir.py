@@ -10,10 +10,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from agent import AgentConfig
-from python.durable.runtime import Runtime
 from python.helpers import settings as settings_mod
-from python.helpers.api import discover_handlers
-from python.helpers.auth import AuthConfig
+from python.server.api import discover_handlers
+from python.server.auth import AuthConfig
+from python.server.runtime import Runtime
 from run_ui import build_app
 
 pytestmark = pytest.mark.unit

@@ -1,11 +1,15 @@
 """The import arrows of docs/architecture.md, read from the source with ``ast``.
 
-``webui -> python/api -> python/durable -> agent.py -> python/tools, python/helpers`` and
-``python/durable -> durability``: no import cycle among the project's modules;
-durability/ imports only itself, the standard library and its declared dependencies;
-agent.py imports neither python/durable nor python/api; python/helpers and python/tools
-import neither python/api nor python/durable. Imports inside ``if TYPE_CHECKING:`` are
-ignored (they never run); imports inside functions count.
+``webui -> python/api -> python/server -> python/durable -> agent.py -> python/tools,
+python/helpers`` and ``python/durable -> durability``: no import cycle among the project's
+modules; durability/ imports only itself, the standard library and its declared
+dependencies; agent.py imports none of python/durable, python/server, python/api;
+python/helpers and python/tools import none of them either; python/durable imports
+neither python/server nor python/api; python/server never imports python/api (it finds
+the endpoints by name). The HTTP libraries (starlette, uvicorn, python-multipart) are
+imported only by python/server, python/api and run_ui.py, so nothing below the edge can
+raise or catch an HTTP error. Imports inside ``if TYPE_CHECKING:`` are ignored (they never
+run); imports inside functions count.
 """
 
 from __future__ import annotations
@@ -168,6 +172,10 @@ def declared_dependencies(root: Path) -> set[str]:
 #: Distribution names whose import name differs.
 IMPORT_NAMES = {"python_dotenv": "dotenv", "pyyaml": "yaml"}
 
+#: The libraries that speak HTTP: imported only at the edge.
+HTTP_LIBRARIES = ("starlette", "uvicorn", "python_multipart", "multipart")
+EDGE = ("python.server", "python.api", "run_ui")
+
 
 def _in(module: str, *packages: str) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
@@ -186,14 +194,16 @@ def violations(root: Path) -> list[str]:
             outside = target not in modules and target not in stdlib and target not in allowed
             if _in(target, "agent", "run_ui", "python") or outside:
                 problems.append(f"{where}: durability/ imports only itself, stdlib, deps")
-        if source == "agent" and _in(target, "python.durable", "python.api"):
+        if source == "agent" and _in(target, "python.durable", *EDGE):
             problems.append(f"{where}: agent.py never imports the glue or the HTTP layer")
-        if _in(source, "python.helpers", "python.tools") and _in(
-            target, "python.api", "python.durable"
-        ):
-            problems.append(f"{where}: helpers and tools never import python/api or durable")
-        if _in(source, "python.durable") and _in(target, "python.api"):
+        if _in(source, "python.helpers", "python.tools") and _in(target, "python.durable", *EDGE):
+            problems.append(f"{where}: helpers and tools never import the glue or the server")
+        if _in(source, "python.durable") and _in(target, *EDGE):
             problems.append(f"{where}: python/durable never imports the HTTP layer")
+        if _in(source, "python.server") and _in(target, "python.api", "run_ui"):
+            problems.append(f"{where}: python/server never imports python/api or run_ui")
+        if target in HTTP_LIBRARIES and not _in(source, *EDGE):
+            problems.append(f"{where}: only python/server, python/api and run_ui speak HTTP")
     return problems
 
 
@@ -220,6 +230,17 @@ def _copy_tree(tmp_path: Path) -> Path:
         ("durability/_probe.py", "import agent\n", "durability/ imports only"),
         ("durability/_probe.py", "import requests\n", "durability/ imports only"),
         ("python/durable/_probe.py", "from python.api import poll\n", "never imports the HTTP"),
+        (
+            "python/durable/_probe.py",
+            "from python.server.errors import ApiError\n",
+            "never imports the HTTP",
+        ),
+        ("python/tools/_probe.py", "from python.server import api\n", "glue or the server"),
+        ("python/helpers/_probe.py", "import python.server.auth\n", "glue or the server"),
+        ("python/durable/_probe.py", "from starlette.requests import Request\n", "speak HTTP"),
+        ("python/tools/_probe.py", "def f():\n    import starlette\n", "speak HTTP"),
+        ("python/helpers/_probe.py", "from uvicorn import Server\n", "speak HTTP"),
+        ("python/server/_probe.py", "from python.api import poll\n", "never imports python/api"),
         (
             "python/helpers/_probe.py",
             "def later():\n    from python.durable import chats\n",
@@ -253,3 +274,14 @@ def test_type_checking_imports_are_ignored(tmp_path):
         "    from python.durable.session import DurableSession\n"
     )
     assert violations(root) == []
+
+
+def test_no_api_error_below_the_edge():
+    """The glue and the tools raise domain errors (python/helpers/errors.py): no name of
+    the edge's error (``ApiError``, which once carried an HTTP status) appears there."""
+    below = [
+        *(ROOT / "python" / "durable").rglob("*.py"),
+        *(ROOT / "python" / "tools").rglob("*.py"),
+    ]
+    found = [str(p.relative_to(ROOT)) for p in below if "ApiError" in p.read_text(encoding="utf-8")]
+    assert found == []

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from python.durable.runtime import Runtime
-from python.helpers.api import discover_handlers
-from python.helpers.auth import AuthConfig
-from python.helpers.hosts import HostAllowlist, host_name
+from python.server.api import discover_handlers
+from python.server.auth import AuthConfig
+from python.server.hosts import HostAllowlist, host_name
+from python.server.runtime import Runtime
 from run_ui import build_app
 
 pytestmark = pytest.mark.unit

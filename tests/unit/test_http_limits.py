@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from python.durable.runtime import Runtime
-from python.helpers import log_safety
-from python.helpers.api import ApiHandler
-from python.helpers.auth import AuthConfig
-from python.helpers.http_headers import SecurityHeadersMiddleware
-from python.helpers.http_limits import BodyLimitMiddleware, BodyLimits
+from python.server import log_safety
+from python.server.api import ApiHandler
+from python.server.auth import AuthConfig
+from python.server.http_headers import SecurityHeadersMiddleware
+from python.server.http_limits import BodyLimitMiddleware, BodyLimits
+from python.server.runtime import Runtime
 from run_ui import build_app
 
 pytestmark = pytest.mark.unit
@@ -186,7 +186,7 @@ def test_streams_beyond_the_bound_get_503_with_retry_after():
     async def app(scope, receive, send):
         from starlette.requests import Request
 
-        from python.helpers import api
+        from python.server import api
 
         try:
             await api.read_input(Request(scope, receive))

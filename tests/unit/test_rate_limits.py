@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from python.durable.runtime import Runtime
-from python.helpers import rate_limits
-from python.helpers.api import ApiHandler
-from python.helpers.auth import AuthConfig
-from python.helpers.rate_limits import FailureLimit
+from python.server import rate_limits
+from python.server.api import ApiHandler
+from python.server.auth import AuthConfig
+from python.server.rate_limits import FailureLimit
+from python.server.runtime import Runtime
 from run_ui import build_app
 
 pytestmark = pytest.mark.unit

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from durability import Journal, TaskConflict, TaskInvalid
+from durability import Journal, RunHeld, TaskConflict, TaskInvalid
 from durability.canonical import digest
 from python.durable import scheduler as scheduler_mod
-from python.helpers.api import ApiError
+from python.helpers.errors import TaskBusy
 
 pytestmark = pytest.mark.unit
 
@@ -186,7 +186,7 @@ async def test_run_now_is_keyed_and_refused_while_busy_or_held(scheduler, chats,
     assert await fired(scheduler) == []  # ad hoc tasks never fire by themselves
     first = await scheduler.run_now(task["uuid"], key="k1")
     assert (first.kind, first.input_id) == ("started", f"sched:{task['uuid']}:run:k1")
-    with pytest.raises(ApiError) as busy:
+    with pytest.raises(TaskBusy) as busy:
         await scheduler.run_now(task["uuid"], key="k2")  # its chat has an open run
     assert busy.value.code == "task_busy"
     journal.set_run_status(first.run_id, "completed")
@@ -194,11 +194,11 @@ async def test_run_now_is_keyed_and_refused_while_busy_or_held(scheduler, chats,
     assert (again.kind, again.run_id) == ("duplicate", first.run_id)
     second = await scheduler.run_now(task["uuid"], key="k2")
     journal.mark_needs_attention(second.run_id, "model_failed")
-    with pytest.raises(ApiError) as held:
+    with pytest.raises(RunHeld) as held:
         await scheduler.run_now(task["uuid"], key="k3")
     assert held.value.code == "run_held"
     chats.busy.add(task["context_id"])
-    with pytest.raises(ApiError):
+    with pytest.raises(TaskBusy):
         await scheduler.run_now(task["uuid"], key="k4")
 
 
@@ -303,6 +303,6 @@ async def test_a_manual_run_asked_again_gets_its_run_even_while_the_chat_works(
     chats.busy.add(task["context_id"])  # now something else works in the chat
     later = await scheduler.run_now(task["uuid"], key="call-1")
     assert (later.kind, later.run_id) == ("duplicate", first.run_id)
-    with pytest.raises(ApiError) as busy:
+    with pytest.raises(TaskBusy) as busy:
         await scheduler.run_now(task["uuid"], key="call-2")
     assert busy.value.code == "task_busy"

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from python.durable.runtime import Runtime
-from python.helpers import credentials
-from python.helpers.api import ApiHandler
-from python.helpers.auth import AuthConfig
+from python.server import credentials
+from python.server.api import ApiHandler
+from python.server.auth import AuthConfig
+from python.server.runtime import Runtime
 from run_ui import build_app
 
 pytestmark = pytest.mark.unit

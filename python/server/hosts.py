@@ -4,7 +4,7 @@ A page on another site that re-points its own name at this server (DNS rebinding
 its own name as ``Host`` and no ``Origin``; refusing unknown hosts is what stops it. The
 loopback names are always allowed; ALLOWED_HOSTS adds names (``*.example.com`` matches
 sub-domains, ``*`` any host), and so do the bind address (unless it is every interface)
-and the hosts of ALLOWED_ORIGINS (python/helpers/auth.py builds the list).
+and the hosts of ALLOWED_ORIGINS (python/server/auth.py builds the list).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from python.helpers.api import error_response
+from python.server.errors import error_response
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
@@ -66,6 +66,5 @@ class HostAllowlist:
         response = error_response(
             "host_not_allowed",
             "This server does not answer to that host name; add it to ALLOWED_HOSTS.",
-            400,
         )
         await response(scope, receive, send)

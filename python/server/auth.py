@@ -1,7 +1,7 @@
 """Login, CSRF tokens, origin checks and the external API key: the request guards.
 
 Sessions live in the journal's database (durability/web_sessions.py); the cookie carries
-only their random id (python/helpers/web_session.py). docs/security.md has the whole model.
+only their random id (python/server/web_session.py). docs/security.md has the whole model.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from urllib.parse import urlsplit
 from dotenv import dotenv_values
 from starlette.requests import Request
 
-from python.helpers import credentials, web_session
-from python.helpers.api import ApiError, ApiHandler
+from python.server import credentials, web_session
+from python.server.api import ApiHandler
+from python.server.errors import ApiError
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 #: Addresses that mean "every interface": never a name a browser sends as Host.
@@ -66,7 +67,7 @@ class AuthConfig:
     ) -> AuthConfig:
         """From the environment and usr/.env. ``bind_host`` is the address the server
         listens on: it is an allowed Host, and when it is not loopback and no login is set,
-        the first start makes a one-time password (python/helpers/credentials.py)."""
+        the first start makes a one-time password (python/server/credentials.py)."""
         env = os.environ if environ is None else environ
 
         def value(name: str) -> str:
@@ -191,7 +192,7 @@ def refuse_key_in_url(request: Request) -> None:
     """A key in the query string ends up in logs, histories and Referer headers: refused."""
     if "api_key" in request.query_params:
         message = "Send the API key in the X-API-KEY header, never in the URL."
-        raise ApiError("api_key_in_url", message, 400)
+        raise ApiError("api_key_in_url", message)
 
 
 def body_may_hold_key(request: Request) -> bool:
@@ -204,9 +205,9 @@ def body_may_hold_key(request: Request) -> bool:
 def check_api_key(provided: str, expected: str) -> None:
     """Refuse every call when no token is configured, or when it does not match."""
     if not expected:
-        raise ApiError("unauthorized", "The external API is disabled (no mcp_server_token).", 401)
+        raise ApiError("unauthorized", "The external API is disabled (no mcp_server_token).")
     if not provided or not hmac.compare_digest(provided.encode(), expected.encode()):
-        raise ApiError("unauthorized", "Invalid or missing API key.", 401)
+        raise ApiError("unauthorized", "Invalid or missing API key.")
 
 
 async def check_csrf(request: Request, config: AuthConfig) -> None:
@@ -215,9 +216,9 @@ async def check_csrf(request: Request, config: AuthConfig) -> None:
     expected = session.csrf_token if session is not None else ""
     provided = request.headers.get("x-csrf-token", "")
     if not expected or not provided:
-        raise ApiError("csrf_failed", "Missing CSRF token; GET /api/csrf_token first.", 403)
+        raise ApiError("csrf_failed", "Missing CSRF token; GET /api/csrf_token first.")
     if not hmac.compare_digest(provided.encode(), expected.encode()):
-        raise ApiError("csrf_failed", "Invalid CSRF token.", 403)
+        raise ApiError("csrf_failed", "Invalid CSRF token.")
 
 
 def check_origin(request: Request, config: AuthConfig) -> None:
@@ -228,7 +229,7 @@ def check_origin(request: Request, config: AuthConfig) -> None:
         parts = urlsplit(request.headers["referer"])
         origin = f"{parts.scheme}://{parts.netloc}"
     if origin and not origin_allowed(origin, config, request.headers.get("host", "")):
-        raise ApiError("forbidden", "Origin not allowed; see ALLOWED_ORIGINS.", 403)
+        raise ApiError("forbidden", "Origin not allowed; see ALLOWED_ORIGINS.")
 
 
 async def guard_request(
@@ -236,18 +237,18 @@ async def guard_request(
 ) -> None:
     """Apply the handler's flags in order: loopback, API key, login, CSRF."""
     if handler_cls.requires_loopback and not is_loopback_client(request):
-        raise ApiError("forbidden", "This endpoint only answers loopback clients.", 403)
+        raise ApiError("forbidden", "This endpoint only answers loopback clients.")
     if handler_cls.requires_api_key:
         refuse_key_in_url(request)
         key = request.headers.get("x-api-key", "")
         if not key and api_token and body_may_hold_key(request):
-            from python.helpers.api import read_input  # the body, within its size limit
+            from python.server.api import read_input  # the body, within its size limit
 
             key = api_key_from(request, await read_input(request))
         check_api_key(key, api_token)
         return
     check_origin(request, config)
     if handler_cls.requires_auth and not await is_authenticated(request, config):
-        raise ApiError("unauthorized", "Log in first.", 401)
+        raise ApiError("unauthorized", "Log in first.")
     if handler_cls.csrf_required():
         await check_csrf(request, config)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from python.helpers.api import error_response
+from python.server.errors import error_response
 
 LOGIN_BURST, LOGIN_PER_MINUTE = 10, 10.0
 API_KEY_BURST, API_KEY_PER_MINUTE = 20, 20.0
@@ -92,7 +92,6 @@ def too_many(retry_after: int, what: str) -> Response:
     response = error_response(
         "too_many_requests",
         f"Too many failed {what} from this address; try again in {retry_after} s.",
-        429,
         {"retry_after": retry_after},
     )
     response.headers["Retry-After"] = str(retry_after)

@@ -23,8 +23,9 @@ from python_multipart.multipart import parse_options_header
 from starlette.datastructures import FormData
 from starlette.formparsers import FormParser, MultiPartException, MultiPartParser
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from python.server.errors import ApiError, error_response
 
 logger = logging.getLogger("a0.http")
 
@@ -45,37 +46,27 @@ ENV_NAMES = {
 }
 
 
-class BodyRefused(Exception):
-    """A body the server will not read (on): ``code``, ``http_status`` and facts, mapped to
-    the error shape by python.helpers.api like every typed error."""
-
-    def __init__(self, code: str, message: str, http_status: int, **facts: Any) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.http_status = http_status
-        self.facts = facts
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.facts, "code": self.code, "message": self.message}
+class BodyRefused(ApiError):
+    """A body the server will not read (on): a code and facts (``limit``, ``setting``),
+    mapped to its status by the edge's table (python/server/errors.py)."""
 
 
 def too_large(what: str, limit: int, setting: str = "") -> BodyRefused:
     """413 ``payload_too_large``; ``setting`` names the limit when an operator can set it."""
     message = f"The {what} is larger than {limit} bytes"
     if not setting:
-        return BodyRefused("payload_too_large", f"{message}.", 413, limit=limit)
+        return BodyRefused("payload_too_large", f"{message}.", limit=limit)
     message += f" (the server's {setting})."
-    return BodyRefused("payload_too_large", message, 413, limit=limit, setting=setting)
+    return BodyRefused("payload_too_large", message, limit=limit, setting=setting)
 
 
 def disconnected() -> BodyRefused:
     message = "The client closed the connection before the body was complete."
-    return BodyRefused("bad_request", message, 400)
+    return BodyRefused("bad_request", message)
 
 
 def too_many(what: str, limit: int) -> BodyRefused:
-    return BodyRefused("payload_too_large", f"The form has more than {limit} {what}.", 413)
+    return BodyRefused("payload_too_large", f"The form has more than {limit} {what}.")
 
 
 @dataclass(frozen=True)
@@ -218,7 +209,7 @@ class _Stream:
         except TimeoutError:
             self.busy = True
             message = "Too many uploads at once; try again shortly."
-            raise BodyRefused("server_busy", message, 503) from None
+            raise BodyRefused("server_busy", message) from None
         self.holding = True
 
     def release(self) -> None:
@@ -240,9 +231,8 @@ class _Stream:
 
 
 async def _refuse(exc: BodyRefused, scope: Scope, send: Send) -> None:
-    error = {**exc.facts, "code": exc.code, "message": exc.message}
     headers = {"connection": "close"}
-    response = JSONResponse({"error": error}, status_code=exc.http_status, headers=headers)
+    response = error_response(exc.code, exc.message, exc.fields, headers=headers)
 
     async def no_body() -> Message:
         return {"type": "http.disconnect"}
@@ -296,7 +286,7 @@ class _LimitedMultiPart(MultiPartParser):
             for file in self._files_to_close_on_error:
                 file.close()
             message = "The multipart body ends before its closing boundary."
-            raise BodyRefused("bad_request", message, 400)
+            raise BodyRefused("bad_request", message)
         return form
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
@@ -315,7 +305,7 @@ class _LimitedMultiPart(MultiPartParser):
         _, options = parse_options_header(self._current_part.content_disposition)
         if b"filename" in options and self._current_files >= self.max_files:
             if not self.max_files:
-                raise BodyRefused("bad_request", "This form takes no files.", 400)
+                raise BodyRefused("bad_request", "This form takes no files.")
             raise too_many("files", MAX_FORM_FILES)
         if b"filename" not in options and self._current_fields >= self.max_fields:
             raise too_many("fields", MAX_FORM_FIELDS)
@@ -351,6 +341,6 @@ async def read_form(request: Request, *, files: bool = True) -> FormData:
     except ClientDisconnect:
         raise disconnected() from None
     except MultiPartException as exc:
-        raise BodyRefused("bad_request", f"The form is malformed: {exc.message}", 400) from None
+        raise BodyRefused("bad_request", f"The form is malformed: {exc.message}") from None
     except (ValueError, LookupError) as exc:  # a header or charset the parser cannot use
-        raise BodyRefused("bad_request", f"The form is malformed: {exc}", 400) from None
+        raise BodyRefused("bad_request", f"The form is malformed: {exc}") from None

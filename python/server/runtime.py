@@ -18,16 +18,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent import AgentConfig, AgentContext, AgentContextType, UserMessage
-from python.durable import admission, startup
+from python.durable import startup
 from python.durable.admission import Submission
 from python.durable.chats import DurableChats
 from python.durable.new_chats import ChatSpec
-from python.helpers.api import ApiError
-from python.helpers.auth import AuthConfig
+from python.helpers.errors import ChatNotFound, ShuttingDown
+from python.server.auth import AuthConfig
 
 if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
-    from durability.adapters.shell import ShellReceipts
     from durability.config import SharedConfig
     from python.durable.shared import SharedWorker
 
@@ -74,10 +73,6 @@ class Runtime:
     def journal(self) -> Journal:
         return self.chats.journal
 
-    @property
-    def receipts(self) -> ShellReceipts | None:
-        return self.chats.receipts
-
     # settings -----------------------------------------------------------------------
     @property
     def api_token(self) -> str:
@@ -104,25 +99,15 @@ class Runtime:
         return AgentConfig.from_settings(self.settings)
 
     # chats ----------------------------------------------------------------------------
-    def get_context(self, ctx_id: str) -> AgentContext:
-        ctx = self.find_context(ctx_id)
-        if ctx is None:
-            raise ApiError("context_not_found", f"Chat '{ctx_id}' not found.", 404)
-        return ctx
-
     def find_context(self, ctx_id: str) -> AgentContext | None:
         return self.chats.get(ctx_id) if ctx_id else None
-
-    def known_context(self, ctx_id: str) -> bool:
-        """The chat is loaded here, or journaled and not rebuilt yet (``DurableChats.load``)."""
-        return self.find_context(ctx_id) is not None or self.chats.is_deferred(ctx_id)
 
     async def open_chats(self, specs: Sequence[ChatSpec]) -> list[AgentContext]:
         """Make the chats chat_create / chat_load ask for: journaled first (all of them in one
         transaction), so they survive a restart; 409 ``context_exists`` for an id in use
         that must be kept (``ChatSpec.keep_id``)."""
         if self._stopping:
-            raise ApiError("shutting_down", "The server is shutting down.", 503)
+            raise ShuttingDown("The server is shutting down.")
         return await self.chats.open(specs)
 
     def user_contexts(self) -> list[AgentContext]:
@@ -130,19 +115,10 @@ class Runtime:
         return [c for c in self.chats.contexts() if c.type != background]
 
     def remove_context(self, ctx_id: str) -> None:
-        self.get_context(ctx_id)
+        if self.find_context(ctx_id) is None:
+            raise ChatNotFound(f"Chat '{ctx_id}' not found.")
         AgentContext.remove(ctx_id)
         self._api_expiry.pop(ctx_id, None)
-
-    def make_message(
-        self, text: str, attachments: list[str] | None = None, message_id: str | None = None
-    ) -> UserMessage:
-        return UserMessage(text, attachments or [], id=message_id)
-
-    async def chat(self, ctx_id: str) -> AgentContext:
-        """The chat named by a request (404 ``context_not_found`` when there is none, also
-        when retention removed every run of it: a purged chat is gone, as after a restart)."""
-        return await self.chats.chat(ctx_id)
 
     async def shared_chat(self, ctx_id: str) -> AgentContext | None:
         """The chat a poll shows: with shared workers, a chat another worker created is
@@ -165,33 +141,9 @@ class Runtime:
         """Take a message for the chat ``ctx_id`` (a new chat when empty) and start its run:
         the one admission path of every message endpoint (``DurableChats.admit``)."""
         if self._stopping:
-            raise ApiError("shutting_down", "The server is shutting down.", 503)
+            raise ShuttingDown("The server is shutting down.")
         self.refresh_masker()
         return await self.chats.admit(ctx_id, message, follow_input=follow_input)
-
-    async def wait_answer(self, task: asyncio.Task[str] | None) -> str | None:
-        """Wait for a chat task; a cancelled request never cancels the chat."""
-        if task is None:
-            return None
-        try:
-            result = await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if task.cancelled():
-                raise ApiError(
-                    "chat_stopped", "The chat was stopped before it answered.", 409
-                ) from None
-            raise
-        return "" if result is None else str(result)
-
-    async def finish_outcome(
-        self, submission: Submission, answer: str | None
-    ) -> tuple[str, str | None]:
-        """(run status, response) once the run's task ended; a held run has no response."""
-        return await admission.outcome(self.journal, submission, answer)
-
-    def is_running(self, ctx_id: str) -> bool:
-        ctx = self.find_context(ctx_id)
-        return ctx is not None and ctx.is_running()
 
     def cancel_chat(self, ctx_id: str) -> int:
         """Stop the chat's running task (the Stop button); returns how many were stopped."""
@@ -275,8 +227,9 @@ class Runtime:
         now = time.time() if now is None else now
         removed = []
         for ctx_id, expiry in list(self._api_expiry.items()):
-            if expiry <= now and not self.is_running(ctx_id):
-                with contextlib.suppress(ApiError):
+            ctx = self.find_context(ctx_id)
+            if expiry <= now and not (ctx is not None and ctx.is_running()):
+                with contextlib.suppress(ChatNotFound):
                     self.remove_context(ctx_id)
                 self._api_expiry.pop(ctx_id, None)
                 removed.append(ctx_id)
