@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from agent import AgentContext, UserMessage
 from durability import integrity, recovery
 from durability.errors import CorruptCheckpoint, CorruptRecord, DurabilityError
+from durability.status import HoldReason
+from durability.verdicts import Evidence, judge
 from python.durable import checkpoint
 from python.durable.driver import HELD, drive, held_text, stopped
 from python.durable.rebuild import hold_open_run
@@ -90,9 +92,10 @@ async def _resume_in_slot(session: DurableSession, run_id: str, permits: dict[st
         raise
     except Exception as exc:  # rebuilding this run failed: hold it, the others go on
         if isinstance(exc, CorruptRecord):
-            reason, detail = "corrupt_record", exc.to_dict()
+            verdict = judge(None, Evidence(record_damage=exc.to_dict()))
+            reason, detail = str(verdict.reason), verdict.hold_detail()
         else:
-            reason, detail = "recovery_error", recovery.error_detail(exc, "resume")
+            reason, detail = HoldReason.RECOVERY_ERROR, recovery.error_detail(exc, "resume")
         session.run = None
         try:
             await session.journal.aio.mark_needs_attention(run_id, reason, detail)
@@ -121,7 +124,8 @@ async def _prepare_resume(
     try:
         latest = await journal.aio.latest_checkpoint(run_id)
     except CorruptCheckpoint as exc:
-        await journal.aio.mark_needs_attention(run_id, "corrupt_checkpoint", exc.to_dict())
+        verdict = judge(None, Evidence(checkpoint_damage=exc.to_dict()))
+        await journal.aio.mark_needs_attention(run_id, str(verdict.reason), verdict.hold_detail())
         return None
     if latest is None:
         return await _restart_from_input(session, state, run)
