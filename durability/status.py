@@ -66,7 +66,7 @@ class Policy(StrEnum):
 ADAPTER_PREFIX = "adapter:"
 
 
-class Decision(StrEnum):
+class DecisionKind(StrEnum):
     """The five decisions a person makes on a held run (DESIGN section 5)."""
 
     RESUME = "resume"
@@ -76,7 +76,7 @@ class Decision(StrEnum):
     CONFIRMED_NOT_COMPLETED = "confirmed_not_completed"
 
 
-DECISIONS_NEEDING_NOTE = (Decision.CONFIRMED_COMPLETED, Decision.CONFIRMED_NOT_COMPLETED)
+DECISIONS_NEEDING_NOTE = (DecisionKind.CONFIRMED_COMPLETED, DecisionKind.CONFIRMED_NOT_COMPLETED)
 
 
 class HoldReason(StrEnum):

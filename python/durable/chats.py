@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from agent import AgentConfig, AgentContext, AgentContextType, UserMessage, new_context_id
 from durability import failpoints
 from durability.errors import DurabilityError
+from durability.status import RunStatus
 from python.durable import admission, new_chats, rebuild
 from python.durable.admission import KeyedLocks, Submission
 from python.durable.new_chats import ChatSpec
@@ -339,7 +340,7 @@ class DurableChats:
 def _withdraw(journal: Journal, run_id: str) -> None:
     """Remove a run admitted a moment ago that never started (and its input id with it)."""
     try:
-        journal.set_run_status(run_id, "failed", reason="chat_not_created")
+        journal.set_run_status(run_id, RunStatus.FAILED, reason="chat_not_created")
         journal.delete_run(run_id)
     except DurabilityError as exc:
         logger.warning("run %s could not be withdrawn: %s", run_id, exc.code)

@@ -11,15 +11,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agent import AgentContext, UserMessage
+from agent import UserMessage
 from durability import integrity, recovery
 from durability.errors import CorruptCheckpoint, CorruptRecord, DurabilityError
-from durability.status import HoldReason
+from durability.status import HoldReason, PlanAction, RunStatus
 from durability.verdicts import Evidence, judge
 from python.durable import checkpoint
-from python.durable.driver import HELD, drive, held_text, stopped
+from python.durable.driver import drive, stopped, warn_held
 from python.durable.rebuild import hold_open_run
 from python.durable.run import DurableRun
 from python.durable.session import DurableSession, session_of
@@ -30,11 +30,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from python.durable.chats import DurableChats
 
 logger = logging.getLogger("a0.durable")
-
-
-def _warn(context: AgentContext | None, heading: str, content: str, **kvps: Any) -> None:
-    if context is not None:
-        context.log.log(type="warning", heading=heading, content=content, kvps=kvps)
 
 
 async def recover(
@@ -49,15 +44,14 @@ async def recover(
     for plan in plans:
         context = chats.get(plan.run.context_id)
         try:
-            if plan.action in ("hold", "skip"):
+            if plan.action in (PlanAction.HOLD, PlanAction.SKIP):
                 run = plan.run
-                text = held_text(run.reason, run.reason_detail)
-                _warn(context, HELD, text, run_id=run.id, reason=run.reason)
-            elif plan.action == "resume" and context is not None:
+                warn_held(context, run.id, run.reason, run.reason_detail)
+            elif plan.action == PlanAction.RESUME and context is not None:
                 resume_run(session_of(context), plan.run.id, plan.permits)
         except Exception as exc:  # one run that cannot be resumed never stops the others
             detail = recovery.error_detail(exc, "resume")
-            held = (journal, plan.run.context_id, "recovery_error", detail)
+            held = (journal, plan.run.context_id, HoldReason.RECOVERY_ERROR, detail)
             await asyncio.to_thread(hold_open_run, *held)
     return plans
 
@@ -101,8 +95,7 @@ async def _resume_in_slot(session: DurableSession, run_id: str, permits: dict[st
             await session.journal.aio.mark_needs_attention(run_id, reason, detail)
         except DurabilityError as again:
             logger.warning("run %s could not be held: %s", run_id, again.code)
-        text = held_text(reason, detail)
-        _warn(session.context, HELD, text, run_id=run_id, reason=reason)
+        warn_held(session.context, run_id, reason, detail)
         return ""
     if prepared is None:
         return ""
@@ -116,7 +109,7 @@ async def _prepare_resume(
     """Rebuild the chain a run resumes from: (agent to drive, resume?) or None (not active)."""
     journal, context = session.journal, session.context
     run = await journal.aio.get_run(run_id)
-    if run.status != "active":
+    if run.status != RunStatus.ACTIVE:
         return None
     calls = await journal.aio.list_calls(run_id)
     known = {c.id for c in calls}

@@ -26,6 +26,7 @@ from durability.errors import (
     InvalidTransition,
     RunHeld,
 )
+from durability.status import RunStatus
 from python.durable import admission, driver, seams
 from python.durable.admission import Submission
 from python.durable.run import ClaimLost, DurableHold, DurableRun
@@ -187,7 +188,8 @@ class DurableSession:
     def start(self, run: Run, msg: UserMessage) -> Submission:
         """Run an input the journal just admitted for this chat."""
         task = self.spawn(driver.run_admitted(self, run, msg, self.context.agent0), run_id=run.id)
-        return Submission("started", run.id, run.input_id, "active", task, None, self.context.id)
+        active = RunStatus.ACTIVE
+        return Submission("started", run.id, run.input_id, active, task, None, self.context.id)
 
     def communicate(self, msg: UserMessage) -> asyncio.Task[str]:
         """``AgentContext.communicate``: a task that admits ``msg`` and runs it, or, while the

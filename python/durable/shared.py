@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from agent import UserMessage
 from durability import recovery
 from durability.errors import DurabilityError, FencingLost
+from durability.status import TERMINAL_RUN_STATUSES, HoldReason, PlanAction, RunStatus
 from python.durable import takeover
 from python.durable.chats import MAX_PARALLEL_RESUMES
 from python.durable.resume import resume_run
@@ -51,7 +52,6 @@ logger = logging.getLogger("a0.shared")
 
 #: How often the worker looks at its held runs and sweeps (at most; see ``interval``).
 POLL_SECONDS = 1.0
-TERMINAL = ("completed", "failed", "stopped")
 
 
 class SharedWorker:
@@ -176,9 +176,9 @@ class SharedWorker:
     def _release_finished(self, run_id: str) -> None:
         try:
             status = self.chats.journal.get_run(run_id).status
-            if status in TERMINAL:
+            if status in TERMINAL_RUN_STATUSES:
                 self._release(run_id)
-            elif status == "needs_attention":
+            elif status == RunStatus.NEEDS_ATTENTION:
                 self._held.add(run_id)
         except DurabilityError as exc:
             logger.warning("claim on run %s not checked (%s)", run_id, exc.code)
@@ -267,14 +267,14 @@ class SharedWorker:
         context = self.chats.get(claim.context_id)
         session = session_of(context) if context is not None else None
         mine = session is not None and session.run is not None and session.run.run_id == run.id
-        if run.status in TERMINAL:
+        if run.status in TERMINAL_RUN_STATUSES:
             self._held.discard(run.id)
             if mine and session is not None and session.is_running():
                 session.stop()  # a Stop decided through another worker
             else:
                 await asyncio.to_thread(self._release, run.id)
             return
-        if run.status != "active":
+        if run.status != RunStatus.ACTIVE:
             self._held.add(run.id)  # it waits here for a person's decision
             return
         if mine and session is not None and session.is_running():
@@ -340,14 +340,15 @@ class SharedWorker:
         except Exception as exc:
             detail = recovery.error_detail(exc, "takeover")
             with contextlib.suppress(DurabilityError):
-                await journal.aio.mark_needs_attention(claim.run_id, "recovery_error", detail)
+                reason = HoldReason.RECOVERY_ERROR
+                await journal.aio.mark_needs_attention(claim.run_id, reason, detail)
             logger.warning("run %s held after a failed takeover: %s", claim.run_id, detail["type"])
             return
         context = self.chats.get(claim.context_id) or await takeover.load_chat(
             self.chats, claim.context_id
         )
         session = session_of(context)
-        if plan.action != "resume":
+        if plan.action != PlanAction.RESUME:
             self._held.add(claim.run_id)  # a decision may come before the next tick sees it
             takeover.warn_held(context, plan.run)
             logger.info("run %s taken over and held (%s)", claim.run_id, plan.run.reason)
