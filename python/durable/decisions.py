@@ -52,7 +52,7 @@ async def apply_decision(
         outcome.run.status == RunStatus.ACTIVE
         and not session.is_running()
         # a shared worker continues the run only with its claim; else its holder does
-        and (chats.shared is None or await chats.shared.take(run_id))
+        and await chats.ownership.take(run_id)
     ):
         resume_run(session, run_id)
     return outcome

@@ -71,9 +71,8 @@ async def run_admitted(session: DurableSession, run: Run, msg: UserMessage, agen
 
     async def base_checkpoint() -> None:
         await checkpoint.write(session.context, state, session.journal)
-        shared = session.chats.shared
-        if shared is not None and msg.attachments:  # for a worker that may take it over
-            await shared.store_attachments(session, run.id, list(msg.attachments))
+        if msg.attachments:  # for a worker that may take it over
+            await session.chats.ownership.store_attachments(session, run.id, list(msg.attachments))
 
     return await drive(session, agent, resume=False, first=base_checkpoint)
 
@@ -102,9 +101,7 @@ async def drive(
 def claim_lost(session: DurableSession, lost: ClaimLost) -> None:
     """A shared worker lost the run's claim: it writes nothing more for the run and leaves
     it active for the worker that holds it now (python/durable/shared.py)."""
-    shared = session.chats.shared
-    if shared is not None:
-        shared.claim_lost(lost.run_id, lost.reason)
+    session.chats.ownership.claim_lost(lost.run_id, lost.reason)
     logger.warning("run %s stopped on this worker: claim lost (%s)", lost.run_id, lost.reason)
     session.context.log.log(
         type="warning",

@@ -4,7 +4,8 @@ With ``A0_DURABILITY_POSTGRES_DSN`` set, python/durable/startup.py opens the sha
 as this worker's (``journal.cluster``, durability/cluster.py) and ``Runtime.start`` starts a
 :class:`SharedWorker` next to the chats. It
 
-- gates every effect (``DurableChats.effect_gate``): a model or tool call starts only while
+- is the process's ``Ownership`` (python/durable/ownership.py; ``LocalOwnership`` with
+  SQLite) and gates every effect (``gate``): a model or tool call starts only while
   this worker's claim on the run is live on its own clock; otherwise the run stops here;
 - renews the claims by a heartbeat thread; a claim found taken over stops its run here;
 - on a run that ends (completed, failed, stopped) gives its claim up; a held run keeps it,
@@ -55,7 +56,10 @@ POLL_SECONDS = 1.0
 
 
 class SharedWorker:
-    """One server process's part in a shared journal (built by ``Runtime.start``)."""
+    """One server process's part in a shared journal (built by ``Runtime.start``): the
+    process's ``Ownership`` (python/durable/ownership.py) when the journal is shared."""
+
+    others_may_run = True  # a run open in the journal may work on another worker
 
     def __init__(
         self,
@@ -78,8 +82,7 @@ class SharedWorker:
         self._lost: set[str] = set()  # runs stopped here because their claim was lost
         self._held: set[str] = set()  # held runs this worker keeps, waiting for a decision
         self._not_chats: set[str] = set()  # contexts found removed in the journal
-        chats.effect_gate = self.gate
-        chats.shared = self
+        chats.ownership = self
 
     @property
     def worker_id(self) -> str:
@@ -101,6 +104,14 @@ class SharedWorker:
             self.cluster.lease_seconds,
             self.config.heartbeat_seconds,
         )
+
+    async def release(self, timeout: float) -> None:
+        """Shutting down: the chats' tasks end (at most ``timeout`` seconds), then the
+        claims are given up."""
+        pending = self.chats.tasks()
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+        await self.close()
 
     async def close(self) -> None:
         """Stop sweeping and renewing, and give every claim up (the runs stay active: the
@@ -188,6 +199,16 @@ class SharedWorker:
             self.cluster.release(run_id)
         except DurabilityError as exc:
             logger.warning("claim on run %s not released (%s): it expires", run_id, exc.code)
+
+    async def named_chat(
+        self, context_id: str, context: AgentContext | None
+    ) -> AgentContext | None:
+        """The chat a request names: loaded from the journal when another worker created
+        it, brought up to the journal first when idle."""
+        if context is None:
+            return await takeover.find_chat(self.chats, context_id)
+        await takeover.refresh_chat(self.chats, session_of(context))
+        return context
 
     async def chat_for_poll(self, context_id: str) -> AgentContext | None:
         """A chat as the UI's poll shows it: loaded from the journal when another worker
