@@ -27,13 +27,14 @@ from durability.records import (
     DecisionOutcome,
     Run,
 )
+from durability.status import CallState, DecisionKind, HoldReason, RunStatus
 from durability.store.base import StoreTx
 
 
 def _damaged_call_id(run: Run) -> str | None:
     """The call a ``corrupt_record`` hold names (its damaged result is what is decided on)."""
     detail = run.reason_detail
-    if run.reason != "corrupt_record" or not isinstance(detail, dict):
+    if run.reason != HoldReason.CORRUPT_RECORD or not isinstance(detail, dict):
         return None
     call_id = detail.get("call_id")
     return call_id if isinstance(call_id, str) else None
@@ -45,26 +46,30 @@ def _target_call(tx: StoreTx, run: Run, call_id: str | None) -> Call | None:
         call = tx.get_call(call_id)
         if call is None or call.run_id != run.id:
             raise CallNotFound("no such call in this run", run_id=run.id, call_id=call_id)
-        if call.state != "open" and call.id != damaged:
+        if call.state != CallState.OPEN and call.id != damaged:
             raise NoOpenCall("the call is not uncertain", call_id=call_id, state=call.state)
         return call
     call = _damaged_call(tx, run)
     if call is not None:
         return call
-    open_calls = tx.list_calls(run.id, ["open"])
+    open_calls = tx.list_calls(run.id, [CallState.OPEN])
     return open_calls[-1] if open_calls else None  # the innermost, most recent intent
 
 
 def _damaged_call(tx: StoreTx, run: Run) -> Call | None:
     damaged = _damaged_call_id(run)
     call = tx.get_call(damaged) if damaged is not None else None
-    if call is not None and call.run_id == run.id and call.state in ("open", *RESULT_STATES):
+    if (
+        call is not None
+        and call.run_id == run.id
+        and call.state in (CallState.OPEN, *RESULT_STATES)
+    ):
         return call
     return None
 
 
 def _close(tx: StoreTx, call: Call, state: str, now: float, result: object = None) -> None:
-    has_result = state == "completed"
+    has_result = state == CallState.COMPLETED
     tx.update_call(
         dataclasses.replace(
             call,
@@ -107,40 +112,40 @@ def apply_decision(
             status=run.status,
         )
     target: Call | None
-    if decision == "stop":
+    if decision == DecisionKind.STOP:
         if run.status not in OPEN_RUN_STATUSES:
             raise InvalidTransition(
                 f"the run is already {run.status}",
                 run_id=run_id,
                 status=run.status,
-                wanted="stopped",
+                wanted=RunStatus.STOPPED,
             )
-        open_calls = tx.list_calls(run_id, ["open"])
+        open_calls = tx.list_calls(run_id, [CallState.OPEN])
         for call in open_calls:
-            _close(tx, call, "abandoned", now)
+            _close(tx, call, CallState.ABANDONED, now)
         target = open_calls[-1] if open_calls else _damaged_call(tx, run)
         updated = bump(
-            tx, run, now, status="stopped", reason="stopped_by_decision", reason_detail=None
+            tx, run, now, status=RunStatus.STOPPED, reason="stopped_by_decision", reason_detail=None
         )
     else:
-        if run.status != "needs_attention":
+        if run.status != RunStatus.NEEDS_ATTENTION:
             raise RunNotHeld(
                 "the run is not waiting for a decision", run_id=run_id, status=run.status
             )
         target = _target_call(tx, run, call_id)
-        if target is None and decision != "resume":
+        if target is None and decision != DecisionKind.RESUME:
             raise NoOpenCall("the run has no uncertain call to decide on", run_id=run_id)
         if target is not None:
-            if decision == "resume":
-                _close(tx, target, "abandoned", now)
-            elif decision == "new_attempt":
-                _close(tx, target, "superseded", now)
-            elif decision == "confirmed_completed":
+            if decision == DecisionKind.RESUME:
+                _close(tx, target, CallState.ABANDONED, now)
+            elif decision == DecisionKind.NEW_ATTEMPT:
+                _close(tx, target, CallState.SUPERSEDED, now)
+            elif decision == DecisionKind.CONFIRMED_COMPLETED:
                 result = {"confirmed_completed": True, "actor": actor, "note": note}
-                _close(tx, target, "completed", now, result)
+                _close(tx, target, CallState.COMPLETED, now, result)
             else:
-                _close(tx, target, "not_completed", now)
-        updated = bump(tx, run, now, status="active", reason=None, reason_detail=None)
+                _close(tx, target, CallState.NOT_COMPLETED, now)
+        updated = bump(tx, run, now, status=RunStatus.ACTIVE, reason=None, reason_detail=None)
     record = Decision(
         id=0,
         run_id=run_id,

@@ -7,6 +7,7 @@ from typing import Any
 
 from durability.errors import InvalidTransition, OpenIntents, RunNotActive, RunNotFound
 from durability.records import TERMINAL_RUN_STATUSES, Run
+from durability.status import CallState, RunStatus
 from durability.store.base import StoreTx
 
 
@@ -18,7 +19,7 @@ def load_run(tx: StoreTx, run_id: str) -> Run:
 
 
 def require_active(run: Run) -> None:
-    if run.status != "active":
+    if run.status != RunStatus.ACTIVE:
         raise RunNotActive(f"the run is {run.status}, not active", run_id=run.id, status=run.status)
 
 
@@ -39,7 +40,7 @@ def transition(
         raise InvalidTransition(
             f"the run is already {run.status}", run_id=run.id, status=run.status, wanted=status
         )
-    if run.status == "needs_attention" and status == "active":
+    if run.status == RunStatus.NEEDS_ATTENTION and status == RunStatus.ACTIVE:
         raise InvalidTransition(
             "a held run becomes active again only through a decision",
             run_id=run.id,
@@ -47,7 +48,7 @@ def transition(
             wanted=status,
         )
     if status in TERMINAL_RUN_STATUSES:
-        open_calls = tx.list_calls(run.id, ["open"])
+        open_calls = tx.list_calls(run.id, [CallState.OPEN])
         if open_calls:  # only the stop decision ends a run with open calls (abandoning them)
             raise OpenIntents(
                 "the run still has calls without a result",

@@ -22,6 +22,7 @@ from typing import Any
 from durability.canonical import digest, fingerprint
 from durability.errors import CorruptCheckpoint, CorruptRecord, NotSerializable
 from durability.records import RESULT_STATES, Call, Event
+from durability.status import CallState
 from durability.store.base import DocumentRow, StoreTx
 
 
@@ -131,7 +132,7 @@ def used_damage(call: Call) -> Damage | None:
     """Damage in the part of a call that a resume uses: a committed result is reused; an open
     call's arguments go to receipt adapters and name its receipts. (A committed call's
     arguments are not used: the loop's own arguments are checked against the fingerprint.)"""
-    if call.state == "open":
+    if call.state == CallState.OPEN:
         return args_damage(call)
     if call.state in RESULT_STATES:
         return result_damage(call)

@@ -5,20 +5,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-RUN_STATUSES = ("active", "needs_attention", "completed", "stopped", "failed")
-OPEN_RUN_STATUSES = ("active", "needs_attention")
-TERMINAL_RUN_STATUSES = ("completed", "stopped", "failed")
+from durability.status import DECISIONS_NEEDING_NOTE as DECISIONS_NEEDING_NOTE
+from durability.status import OPEN_RUN_STATUSES as OPEN_RUN_STATUSES
+from durability.status import RESULT_STATES as RESULT_STATES
+from durability.status import TERMINAL_RUN_STATUSES as TERMINAL_RUN_STATUSES
+from durability.status import CallKind, CallState, DecisionKind, RunStatus
 
-CALL_KINDS = ("model", "tool", "subordinate")
-#: open: intent on disk, no result. completed / failed: result committed.
-#: abandoned: outcome unknown, left behind (resume / stop). superseded: outcome unknown,
-#: re-run on purpose as attempt + 1 (new_attempt). not_completed: a person confirmed it
-#: never happened; the next intent at that position is its first real execution.
-CALL_STATES = ("open", "completed", "failed", "abandoned", "superseded", "not_completed")
-RESULT_STATES = ("completed", "failed")
-
-DECISIONS = ("resume", "stop", "new_attempt", "confirmed_completed", "confirmed_not_completed")
-DECISIONS_NEEDING_NOTE = ("confirmed_completed", "confirmed_not_completed")
+#: The values as plain strings (they name the choices in messages and CLI help).
+RUN_STATUSES = tuple(s.value for s in RunStatus)
+CALL_KINDS = tuple(k.value for k in CallKind)
+#: open, completed, failed, abandoned, superseded, not_completed (durability/status.py)
+CALL_STATES = tuple(s.value for s in CallState)
+DECISIONS = tuple(d.value for d in DecisionKind)
 
 #: The most retries one grant may allow (the journal, the API and the CLI refuse more).
 MAX_RETRY_ATTEMPTS = 100

@@ -1,20 +1,16 @@
-"""The start-up scan: classify every non-terminal run as DESIGN.md section 5 says.
+"""The start-up scan: gather each non-terminal run's evidence and carry out the verdict.
 
-Policy only: this module decides, the journal records, and the agent-side glue
-(python/durable/resume.py) rebuilds the chats and resumes the runs it is told to.
+The rules themselves (DESIGN.md section 5) are durability/verdicts.py's ``judge``; this
+module reads what it needs (the checkpoint, the damaged records, the recovery attempts, the
+pins, the receipts), asks it, and records the answer. The agent-side glue
+(python/durable/resume.py at start-up, python/durable/shared.py on a takeover) rebuilds the
+chats and resumes the runs it is told to.
 
-| found | plan |
+| verdict | plan |
 | --- | --- |
-| run already held | ``skip``: never re-queued, its version does not change |
-| checkpoint corrupt | ``hold`` (corrupt_checkpoint), nothing repaired |
-| a record the resume would use is damaged | ``hold`` (corrupt_record), nothing repaired |
-| recovery keeps failing without progress | ``hold`` (recovery_attempts_exceeded) |
-| no open intent | ``resume`` |
-| open subordinate intent (child workflow) | the child resumes inside the run |
-| open tool intent, safe_replay and pin matches | ``resume`` with a ``replay`` permit |
-| open intent, adapter policy, adapter proves completed | result committed from the receipt |
-| open intent, adapter proves not started | ``resume`` with a ``run`` permit |
-| anything else (model calls included) | ``hold`` (uncertain_call) |
+| ``skip`` (already held) | ``skip``: never re-queued, its version does not change |
+| ``hold`` (run or call) | ``hold`` with the verdict's reason and detail |
+| ``resume``; open calls ``child``, ``replay``, ``run``, ``receipt`` | ``resume`` + permits |
 | classifying the run raised (any exception) | ``hold`` (recovery_error); the others go on |
 """
 
@@ -28,26 +24,29 @@ from durability import integrity, replay
 from durability.errors import CorruptCheckpoint, CorruptRecord, DurabilityError
 from durability.journal import Journal
 from durability.records import Call, Run
+from durability.status import (
+    ADAPTER_PREFIX,
+    CallKind,
+    CallState,
+    HoldReason,
+    Permit,
+    PlanAction,
+    Policy,
+    ReceiptOutcome,
+    RunStatus,
+)
+from durability.verdicts import Action, AdapterVerdict, Evidence, Why, judge, to_verdict
+
+__all__ = ["AdapterVerdict", "RecoveryPlan", "apply_plan", "classify_run", "scan", "to_verdict"]
 
 #: Longest exception message kept in a recovery_error detail (it is masked as well).
 ERROR_MESSAGE_CHARS = 500
 
 #: Consecutive recovery attempts that made no progress before a run is parked.
 MAX_RECOVERY_ATTEMPTS = 3
-CHILD_POLICY = "child"
-HOLD_POLICY = "hold"  # nothing proves the outcome: an open intent is held for a person
-SAFE_REPLAY_POLICY = "safe_replay"
-ADAPTER_PREFIX = "adapter:"
-
-
-@dataclass(frozen=True)
-class AdapterVerdict:
-    """What a receipt adapter proves about one open call."""
-
-    outcome: str  # completed | not_started | unknown | rejected
-    output: Any = None  # the recorded output, for completed
-    reason: str | None = None  # for rejected
-
+CHILD_POLICY = Policy.CHILD
+HOLD_POLICY = Policy.HOLD  # nothing proves the outcome: an open intent is held for a person
+SAFE_REPLAY_POLICY = Policy.SAFE_REPLAY
 
 #: policy name (e.g. "adapter:shell") -> callable(call) -> verdict. A verdict may also be
 #: given as a string ("completed", "not_started", "unknown", "rejected:<reason>") or a
@@ -55,33 +54,20 @@ class AdapterVerdict:
 Adapter = Callable[[Call], Any]
 
 
-def to_verdict(value: Any) -> AdapterVerdict:
-    """Normalise an adapter's answer; anything malformed counts as rejected."""
-    if isinstance(value, AdapterVerdict):
-        return value
-    if isinstance(value, tuple) and len(value) == 2 and value[0] == "completed":
-        return AdapterVerdict("completed", output=value[1])
-    if isinstance(value, str):
-        if value in ("completed", "not_started", "unknown"):
-            return AdapterVerdict(value)
-        if value.startswith("rejected"):
-            return AdapterVerdict("rejected", reason=value.partition(":")[2] or "rejected")
-    return AdapterVerdict("rejected", reason="malformed_verdict")
-
-
 @dataclass
 class RecoveryPlan:
     """What to do with one run found open at start-up."""
 
     run: Run
-    action: str  # resume | hold | skip
+    action: str  # a PlanAction: resume | hold | skip
     reason: str | None = None
     detail: dict[str, Any] | None = None
     permits: dict[str, str] = field(default_factory=dict)  # call id -> replay | run
     receipts: dict[str, Any] = field(default_factory=dict)  # call id -> proven output
 
 
-def _call_detail(call: Call, why: str) -> dict[str, Any]:
+def _position(call: Call) -> dict[str, Any]:
+    """Where the call sits, as a recovery hold records it."""
     return {
         "call_id": call.id,
         "kind": call.kind,
@@ -90,7 +76,6 @@ def _call_detail(call: Call, why: str) -> dict[str, Any]:
         "seq": call.seq,
         "attempt": call.attempt,
         "policy": call.policy,
-        "why": why,
     }
 
 
@@ -104,7 +89,7 @@ def error_detail(exc: BaseException, stage: str) -> dict[str, Any]:
 
 
 def _progress(journal: Journal, run_id: str) -> int:
-    return sum(1 for c in journal.list_calls(run_id) if c.state != "open")
+    return sum(1 for c in journal.list_calls(run_id) if c.state != CallState.OPEN)
 
 
 def _stalled_attempts(journal: Journal, run: Run, progress: int) -> int:
@@ -131,48 +116,49 @@ def _input_damage(journal: Journal, run: Run) -> integrity.Damage | None:
     return None if first is None else integrity.event_damage(first)
 
 
-def _classify_call(
-    journal: Journal,
-    run: Run,
-    call: Call,
-    plan: RecoveryPlan,
-    adapters: Mapping[str, Adapter],
-    is_safe: Callable[[str], bool],
-) -> dict[str, Any] | None:
-    """Fill the plan for one open call; return a hold detail when it cannot be proven."""
-    if call.kind == "subordinate":
-        return None if call.policy == CHILD_POLICY else _call_detail(call, "child_not_pinned")
-    if call.kind == "model":
-        return _call_detail(call, "model_call_outcome_unknown")
-    if call.policy == SAFE_REPLAY_POLICY:
-        if is_safe(call.name):
-            plan.permits[call.id] = "replay"
-            return None
-        return _call_detail(call, "pin_mismatch")
-    if call.policy.startswith(ADAPTER_PREFIX):
+def _ask_adapter(adapter: Adapter, call: Call) -> AdapterVerdict:
+    try:
+        return to_verdict(adapter(call))
+    except Exception as exc:  # an adapter failure proves nothing
+        reason = f"adapter_error: {type(exc).__name__}"
+        return AdapterVerdict(ReceiptOutcome.REJECTED, reason=reason)
+
+
+def _call_evidence(
+    call: Call, adapters: Mapping[str, Adapter], is_safe: Callable[[str], bool]
+) -> Evidence:
+    """An open call's evidence: its pin (safe_replay) or its receipt (an adapter policy)."""
+    pinned, receipt = False, None
+    if call.kind == CallKind.TOOL and call.policy == Policy.SAFE_REPLAY:
+        pinned = is_safe(call.name)
+    elif call.kind == CallKind.TOOL and call.policy.startswith(ADAPTER_PREFIX):
         adapter = adapters.get(call.policy)
-        if adapter is None:
-            return _call_detail(call, "no_adapter")
-        try:
-            verdict = to_verdict(adapter(call))
-        except Exception as exc:  # an adapter failure proves nothing
-            verdict = AdapterVerdict("rejected", reason=f"adapter_error: {type(exc).__name__}")
-        if verdict.outcome == "completed":
-            plan.receipts[call.id] = verdict.output
-            return None
-        if verdict.outcome == "not_started":
-            plan.permits[call.id] = "run"
-            return None
-        if verdict.outcome == "rejected":
-            journal.append_event(
-                run.context_id,
-                "receipt_rejected",
-                {"call_id": call.id, "reason": verdict.reason},
-                run_id=run.id,
-            )
-            return {**_call_detail(call, "receipt_rejected"), "receipt_reason": verdict.reason}
-        return _call_detail(call, "receipt_unknown")
-    return _call_detail(call, "no_replay_policy")
+        receipt = None if adapter is None else _ask_adapter(adapter, call)
+    return Evidence(recovering=True, known=True, pinned=pinned, receipt=receipt)
+
+
+def _run_evidence(journal: Journal, run: Run, max_attempts: int) -> tuple[Evidence, list[Call]]:
+    """The run's evidence (and its calls); nothing more is read once one thing holds it."""
+    if run.status == RunStatus.NEEDS_ATTENTION:
+        return Evidence(held=True), []
+    try:
+        checkpoint = journal.latest_checkpoint(run.id)
+    except CorruptCheckpoint as exc:
+        return Evidence(checkpoint_damage=exc.to_dict()), []
+    calls = journal.list_calls(run.id)
+    damage = next(integrity.run_call_damages(calls), None)
+    if damage is None and checkpoint is None:
+        damage = _input_damage(journal, run)
+    if damage is not None:
+        return Evidence(record_damage=damage.to_dict()), calls
+    progress = sum(1 for c in calls if c.state != CallState.OPEN)
+    try:
+        stalled = _stalled_attempts(journal, run, progress)
+    except CorruptRecord as exc:
+        return Evidence(record_damage=exc.fields), calls
+    if stalled >= max_attempts:
+        return Evidence(stalled={"attempts": max_attempts, "progress": progress}), calls
+    return Evidence(), calls
 
 
 def _default_is_safe(tool_name: str) -> bool:
@@ -188,40 +174,44 @@ def classify_run(
     max_attempts: int = MAX_RECOVERY_ATTEMPTS,
 ) -> RecoveryPlan:
     """Decide, without changing anything but receipt events, what recovery does."""
-    if run.status == "needs_attention":
-        return RecoveryPlan(run, "skip", run.reason, run.reason_detail)
-    try:
-        checkpoint = journal.latest_checkpoint(run.id)
-    except CorruptCheckpoint as exc:
-        return RecoveryPlan(run, "hold", "corrupt_checkpoint", exc.to_dict())
-    calls = journal.list_calls(run.id)
-    damage = next(integrity.run_call_damages(calls), None)
-    if damage is None and checkpoint is None:
-        damage = _input_damage(journal, run)
-    if damage is not None:
-        return RecoveryPlan(run, "hold", "corrupt_record", damage.to_dict())
-    progress = sum(1 for c in calls if c.state != "open")
-    try:
-        stalled = _stalled_attempts(journal, run, progress)
-    except CorruptRecord as exc:
-        return RecoveryPlan(run, "hold", "corrupt_record", exc.fields)
-    if stalled >= max_attempts:
-        parked = {"attempts": max_attempts, "progress": progress}
-        return RecoveryPlan(run, "hold", "recovery_attempts_exceeded", parked)
-    plan = RecoveryPlan(run, "resume")
-    for call in [c for c in calls if c.state == "open"]:
-        detail = _classify_call(journal, run, call, plan, adapters or {}, is_safe)
-        if detail is not None:
-            return RecoveryPlan(run, "hold", "uncertain_call", detail)
+    evidence, calls = _run_evidence(journal, run, max_attempts)
+    verdict = judge(None, evidence)
+    if verdict.action is Action.SKIP:
+        return RecoveryPlan(run, PlanAction.SKIP, run.reason, run.reason_detail)
+    if verdict.action is Action.HOLD:
+        return RecoveryPlan(run, PlanAction.HOLD, verdict.reason, verdict.hold_detail())
+    plan = RecoveryPlan(run, PlanAction.RESUME)
+    for call in [c for c in calls if c.state == CallState.OPEN]:
+        call_evidence = _call_evidence(call, adapters or {}, is_safe)
+        verdict = judge(call, call_evidence)
+        if verdict.action is Action.RECEIPT and call_evidence.receipt is not None:
+            plan.receipts[call.id] = call_evidence.receipt.output
+        elif verdict.action in (Action.REPLAY, Action.RUN):
+            plan.permits[call.id] = Permit(verdict.action)
+        elif verdict.action is Action.WATCH:  # watching is not built yet: held as unknown
+            detail = {**_position(call), "why": Why.RECEIPT_UNKNOWN}
+            return RecoveryPlan(run, PlanAction.HOLD, HoldReason.UNCERTAIN_CALL, detail)
+        elif verdict.action is Action.HOLD:
+            if verdict.why is Why.RECEIPT_REJECTED:
+                reason = call_evidence.receipt.reason if call_evidence.receipt else None
+                journal.append_event(
+                    run.context_id,
+                    "receipt_rejected",
+                    {"call_id": call.id, "reason": reason},
+                    run_id=run.id,
+                )
+            detail = verdict.hold_detail(_position(call))
+            return RecoveryPlan(run, PlanAction.HOLD, verdict.reason, detail)
     return plan
 
 
 def apply_plan(journal: Journal, plan: RecoveryPlan) -> RecoveryPlan:
     """Record the plan: hold the run, or commit proven receipts and count the attempt."""
     run = plan.run
-    if plan.action == "hold":
-        plan.run = journal.mark_needs_attention(run.id, plan.reason or "held", plan.detail)
-    elif plan.action == "resume":
+    if plan.action == PlanAction.HOLD:
+        reason = plan.reason or HoldReason.HELD
+        plan.run = journal.mark_needs_attention(run.id, reason, plan.detail)
+    elif plan.action == PlanAction.RESUME:
         for call_id, output in plan.receipts.items():
             journal.commit_result(call_id, {"receipt": output})
         progress = _progress(journal, run.id)
@@ -248,7 +238,8 @@ def scan(
             )
             plans.append(apply_plan(journal, plan))
         except Exception as exc:  # one bad run never stops the scan of the others
-            held = RecoveryPlan(run, "hold", "recovery_error", error_detail(exc, "scan"))
+            detail = error_detail(exc, "scan")
+            held = RecoveryPlan(run, PlanAction.HOLD, HoldReason.RECOVERY_ERROR, detail)
             try:
                 plans.append(apply_plan(journal, held))
             except Exception:

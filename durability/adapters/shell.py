@@ -34,13 +34,14 @@ from typing import Any
 from durability.canonical import digest, is_digest
 from durability.errors import DurabilityError
 from durability.records import Call
+from durability.status import Policy, ReceiptOutcome
 
-SHELL_POLICY = "adapter:shell"
+SHELL_POLICY: str = Policy.SHELL
 
 NEVER_STARTED = "never_started"
-COMPLETED = "completed"
-UNKNOWN = "unknown"
-REJECTED = "rejected"
+COMPLETED = ReceiptOutcome.COMPLETED
+UNKNOWN = ReceiptOutcome.UNKNOWN
+REJECTED = ReceiptOutcome.REJECTED
 
 #: Stable rejection reasons.
 REASONS = (
@@ -236,9 +237,9 @@ class ShellReceipts:
         ``"rejected:<reason>"``.
         """
         found = self.explain(call)
-        if found["classification"] == "completed":
+        if found["classification"] == ReceiptOutcome.COMPLETED:
             keys = ("message", "output", "exit_code")
-            return "completed", {key: found[key] for key in keys}
+            return ReceiptOutcome.COMPLETED, {key: found[key] for key in keys}
         return found["classification"]
 
     def explain(self, call: Any) -> dict[str, Any]:
@@ -253,16 +254,16 @@ class ShellReceipts:
         verdict = self.inspect(call_id, args_digest)
         if verdict.status == COMPLETED:
             return {
-                "classification": "completed",
+                "classification": ReceiptOutcome.COMPLETED,
                 "exit_code": verdict.exit_code,
                 "output": verdict.output,
                 "message": completed_result_text(verdict.output or "", verdict.exit_code),
                 "detail": verdict.detail,
             }
         if verdict.status == NEVER_STARTED:
-            return {"classification": "not_started"}
+            return {"classification": ReceiptOutcome.NOT_STARTED}
         if verdict.status == UNKNOWN:
-            return {"classification": "unknown", "detail": verdict.detail}
+            return {"classification": ReceiptOutcome.UNKNOWN, "detail": verdict.detail}
         return {
             "classification": f"rejected:{verdict.reason}",
             "reason": verdict.reason,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from durability.canonical import digest, digest_bytes
+from durability.status import RunStatus
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent import AgentContext, UserMessage
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from python.durable.chats import DurableChats
 
 #: Statuses whose run has no answer for a client (yet, or ever).
-NO_ANSWER = ("needs_attention", "active", "stopped")
+NO_ANSWER = (RunStatus.NEEDS_ATTENTION, RunStatus.ACTIVE, RunStatus.STOPPED)
 
 
 @dataclass
@@ -112,7 +113,7 @@ async def duplicate(chats: DurableChats, adm: Admission, input_id: str) -> Submi
     run = adm.run
     task = None
     response = None
-    if run.status == "active":
+    if run.status == RunStatus.ACTIVE:
         owner = chats.get(run.context_id)
         if owner is not None and owner.is_running():
             task = owner.task  # one open run per chat: the working task is this run's

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent import AgentConfig, AgentContext, AgentContextType, UserMessage, new_context_id
 from durability import failpoints
 from durability.errors import DurabilityError
+from durability.status import RunStatus
 from python.durable import admission, new_chats, rebuild
 from python.durable.admission import KeyedLocks, Submission
 from python.durable.new_chats import ChatSpec
+from python.durable.ownership import LocalOwnership, Ownership
 from python.durable.policy import ReplayPolicy
 from python.durable.scheduler import Scheduler
 from python.durable.session import DurableSession, session_of
@@ -29,8 +31,6 @@ from python.helpers.errors import ChatNotFound
 if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
     from durability.adapters.shell import ShellReceipts
-    from durability.records import Call
-    from python.durable.shared import SharedWorker
 
 logger = logging.getLogger("a0.durable")
 
@@ -39,7 +39,6 @@ MAX_PARALLEL_RESUMES = 2
 #: ``A0_CRASH_MODE=freeze``: durability/failpoints.py); requests still load them.
 REBUILD_FAILPOINT = "startup.idle_rebuild"
 ConfigFactory = Callable[[], AgentConfig]
-EffectGate = Callable[["Call"], Awaitable[None]]
 
 
 def _settings_config() -> AgentConfig:
@@ -66,11 +65,9 @@ class DurableChats:
             policy.preload()
         self.policy = policy
         self.config = config or _settings_config
-        #: Before each effect (after its intent is durable); a shared journal's claims go
-        #: here (docs/shared-workers.md). None: every effect may start.
-        self.effect_gate: EffectGate | None = None
-        #: A worker of a shared journal (python/durable/shared.py); None with SQLite.
-        self.shared: SharedWorker | None = None
+        #: Who runs which run: this process every run (SQLite), or a shared journal's
+        #: worker the runs it claims (python/durable/shared.py replaces it at start-up).
+        self.ownership: Ownership = LocalOwnership(self)
         self.stopping = False  # shutting down: cancelled runs stay active for recovery
         self._sessions: dict[str, DurableSession] = {}
         self._background: set[asyncio.Task[Any]] = set()
@@ -240,13 +237,8 @@ class DurableChats:
             await self.load(context_id)
         await self.forget_purged(context_id)
         context = self.get(context_id) if context_id else None
-        if self.shared is not None and context_id:
-            from python.durable import takeover
-
-            if context is None:
-                context = await takeover.find_chat(self, context_id)
-            else:
-                await takeover.refresh_chat(self, session_of(context))
+        if context_id:
+            context = await self.ownership.named_chat(context_id, context)
         if context is None:
             raise ChatNotFound(f"Chat '{context_id}' not found.")
         return context
@@ -254,7 +246,7 @@ class DurableChats:
     def keeps_open(self, run_id: str) -> bool:
         """A cancelled task leaves its run active (no ``stop`` decision): the server is
         shutting down, or this shared worker lost the run's claim."""
-        return self.stopping or (self.shared is not None and self.shared.keeps_open(run_id))
+        return self.stopping or self.ownership.keeps_open(run_id)
 
     async def forget_purged(self, only: str | None = None) -> list[str]:
         """Drop the loaded chats (or ``only`` that one) whose every run retention removed
@@ -339,7 +331,7 @@ class DurableChats:
 def _withdraw(journal: Journal, run_id: str) -> None:
     """Remove a run admitted a moment ago that never started (and its input id with it)."""
     try:
-        journal.set_run_status(run_id, "failed", reason="chat_not_created")
+        journal.set_run_status(run_id, RunStatus.FAILED, reason="chat_not_created")
         journal.delete_run(run_id)
     except DurabilityError as exc:
         logger.warning("run %s could not be withdrawn: %s", run_id, exc.code)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from durability.errors import DurabilityError
 from durability.records import DecisionOutcome, RetryGrant
+from durability.status import DecisionKind, HoldReason, RunStatus
 from python.durable.resume import resume_run
 from python.durable.session import session_of
 
@@ -45,13 +46,13 @@ async def apply_decision(
         kvps={"run_id": run_id, "decision": decision},
     )
     session = session_of(context)
-    if decision == "stop" and session.is_running():
+    if decision == DecisionKind.STOP and session.is_running():
         session.stop()  # the run ended: stop its task too
     elif (
-        outcome.run.status == "active"
+        outcome.run.status == RunStatus.ACTIVE
         and not session.is_running()
         # a shared worker continues the run only with its claim; else its holder does
-        and (chats.shared is None or await chats.shared.take(run_id))
+        and await chats.ownership.take(run_id)
     ):
         resume_run(session, run_id)
     return outcome
@@ -64,9 +65,10 @@ async def grant_retries(
     journal = chats.journal
     grant = await journal.aio.grant_retries(run_id, attempts, actor=actor)
     run = await journal.aio.get_run(run_id)
-    if run.status == "needs_attention" and run.reason == "model_failed":
+    if run.status == RunStatus.NEEDS_ATTENTION and run.reason == HoldReason.MODEL_FAILED:
         try:
-            await apply_decision(chats, run_id, "resume", version=run.version, actor=actor)
+            resume = DecisionKind.RESUME
+            await apply_decision(chats, run_id, resume, version=run.version, actor=actor)
         except DurabilityError:
             pass  # someone decided first; the grant stays for the next attempt
     return grant

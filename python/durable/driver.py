@@ -23,29 +23,43 @@ from durability.errors import (
     StaleVersion,
 )
 from durability.integrity import Damage
+from durability.status import DecisionKind, HoldReason, RunStatus
+from durability.verdicts import Why
 from python.durable import checkpoint, seams
 from python.durable.run import ClaimLost, DurableHold, DurableRun
 from python.helpers.errors import HandledException
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent import Agent, UserMessage
+    from agent import Agent, AgentContext, UserMessage
     from durability import Journal
     from durability.records import Run
     from python.durable.session import DurableSession
 
 logger = logging.getLogger("a0.durable")
 HELD = "Run held for a decision"
+FAILED, COMPLETED = RunStatus.FAILED, RunStatus.COMPLETED
 
 
 def held_text(reason: str | None, detail: Any = None) -> str:
     """The chat's warning for a held run; a damaged record is named."""
     text = f"This run waits for a person's decision (reason: {reason})."
-    if reason == "corrupt_record" and isinstance(detail, dict):
+    if reason == HoldReason.CORRUPT_RECORD and isinstance(detail, dict):
         skip = ("record", "reason", "code", "message")
         ids = {k: v for k, v in detail.items() if k not in skip}
         damage = Damage(str(detail.get("record")), str(detail.get("reason")), ids)
         text += f" A journaled record is damaged and was not used: {damage.describe()}."
     return text
+
+
+def warn(context: AgentContext | None, heading: str, content: str, **kvps: Any) -> None:
+    """A warning in the chat's log (nothing when the chat is not loaded)."""
+    if context is not None:
+        context.log.log(type="warning", heading=heading, content=content, kvps=kvps)
+
+
+def warn_held(context: AgentContext | None, run_id: str, reason: str | None, detail: Any) -> None:
+    """The chat's warning that its run waits for a person."""
+    warn(context, HELD, held_text(reason, detail), run_id=run_id, reason=reason)
 
 
 async def run_admitted(session: DurableSession, run: Run, msg: UserMessage, agent: Agent) -> str:
@@ -57,9 +71,8 @@ async def run_admitted(session: DurableSession, run: Run, msg: UserMessage, agen
 
     async def base_checkpoint() -> None:
         await checkpoint.write(session.context, state, session.journal)
-        shared = session.chats.shared
-        if shared is not None and msg.attachments:  # for a worker that may take it over
-            await shared.store_attachments(session, run.id, list(msg.attachments))
+        if msg.attachments:  # for a worker that may take it over
+            await session.chats.ownership.store_attachments(session, run.id, list(msg.attachments))
 
     return await drive(session, agent, resume=False, first=base_checkpoint)
 
@@ -88,9 +101,7 @@ async def drive(
 def claim_lost(session: DurableSession, lost: ClaimLost) -> None:
     """A shared worker lost the run's claim: it writes nothing more for the run and leaves
     it active for the worker that holds it now (python/durable/shared.py)."""
-    shared = session.chats.shared
-    if shared is not None:
-        shared.claim_lost(lost.run_id, lost.reason)
+    session.chats.ownership.claim_lost(lost.run_id, lost.reason)
     logger.warning("run %s stopped on this worker: claim lost (%s)", lost.run_id, lost.reason)
     session.context.log.log(
         type="warning",
@@ -124,9 +135,7 @@ async def _drive(
         claim_lost(session, lost)
         return ""
     except DurableHold as hold:
-        kvps = {"run_id": run.run_id, "reason": hold.reason}
-        content = held_text(hold.reason, hold.detail)
-        session.context.log.log(type="warning", heading=HELD, content=content, kvps=kvps)
+        warn_held(session.context, run.run_id, hold.reason, hold.detail)
         return ""
     except asyncio.CancelledError:
         await stopped(session, run.run_id)
@@ -149,21 +158,20 @@ async def _finish(session: DurableSession, response: str, *, failed: bool) -> No
     run, journal = session.current_run(), session.journal
     open_calls = await journal.aio.open_intents(run.run_id)
     if open_calls:  # never end a run whose call has no journaled outcome: hold it instead
-        detail = {**seams.position(open_calls[-1]), "why": "run_ended_with_open_call"}
+        reason = HoldReason.UNCERTAIN_CALL
+        detail = {**seams.position(open_calls[-1]), "why": Why.RUN_ENDED_WITH_OPEN_CALL}
         with contextlib.suppress(InvalidTransition):
-            await journal.aio.mark_needs_attention(run.run_id, "uncertain_call", detail)
-        session.context.log.log(
-            type="warning",
-            heading=HELD,
-            content="The run ended with a call whose outcome is not journaled; it waits "
-            "for a person's decision (reason: uncertain_call).",
-            kvps={"run_id": run.run_id, "reason": "uncertain_call"},
+            await journal.aio.mark_needs_attention(run.run_id, reason, detail)
+        content = (
+            "The run ended with a call whose outcome is not journaled; it waits "
+            f"for a person's decision (reason: {reason})."
         )
+        warn(session.context, HELD, content, run_id=run.run_id, reason=reason)
         return
     payload = {"response": response, "failed": failed}
     await journal.aio.append_event(session.context.id, "run_result", payload, run_id=run.run_id)
     try:
-        await journal.aio.set_run_status(run.run_id, "failed" if failed else "completed")
+        await journal.aio.set_run_status(run.run_id, FAILED if failed else COMPLETED)
     except (OpenIntents, InvalidTransition, RunNotActive) as exc:
         logger.warning("run %s could not be closed: %s", run.run_id, exc.code)
 
@@ -175,7 +183,7 @@ def stop_quietly(journal: Journal, run_id: str) -> None:
         try:
             run = journal.get_run(run_id)
             if run.is_open:
-                journal.decide(run_id, "stop", version=run.version, actor="user:stop")
+                journal.decide(run_id, DecisionKind.STOP, version=run.version, actor="user:stop")
             return
         except StaleVersion:
             continue

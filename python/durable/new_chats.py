@@ -106,6 +106,6 @@ async def _taken(chats: DurableChats, context_id: str) -> bool:
     journaled by another worker."""
     if chats.get(context_id) is not None or chats.is_deferred(context_id):
         return True
-    if chats.shared is None:  # every journaled chat of this process is one of the above
+    if not chats.ownership.others_may_run:  # every journaled chat here is one of the above
         return False
     return bool(await chats.journal.aio.list_runs(None, context_id=context_id, limit=1))

@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING, Any
 from agent import AgentContext
 from durability import recovery
 from durability.errors import CorruptCheckpoint
+from durability.status import HoldReason, RunStatus
 from python.durable import checkpoint, restored_log
+from python.durable.driver import warn
 from python.durable.session import session_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,7 +81,7 @@ def restore_contexts(chats: DurableChats, *, idle_later: bool = False) -> list[A
         read = read_chat(journal, context_id, newest)
 
         def hold(detail: Any, context_id: str = context_id) -> str | None:
-            return hold_open_run(journal, context_id, "recovery_error", detail)
+            return hold_open_run(journal, context_id, HoldReason.RECOVERY_ERROR, detail)
 
         context = build_chat(chats, read, hold)
         if context is not None:
@@ -99,7 +101,8 @@ async def load_chat(chats: DurableChats, context_id: str) -> AgentContext | None
 
     def hold(detail: Any) -> str | None:  # a chat left for later had no open run; if it
         # has one now, it is held all the same (in a thread: the loop does not wait)
-        held = asyncio.to_thread(hold_open_run, journal, context_id, "recovery_error", detail)
+        reason = HoldReason.RECOVERY_ERROR
+        held = asyncio.to_thread(hold_open_run, journal, context_id, reason, detail)
         chats.in_background(held)
         return None
 
@@ -152,7 +155,7 @@ def build_chat(chats: DurableChats, read: ChatRead, hold: Hold) -> AgentContext 
             context.created_at = datetime.fromtimestamp(read.created, UTC)
         if read.damaged:
             text = "The chat's latest checkpoint failed validation; it could not be rebuilt."
-            _warn(context, "Checkpoint damaged", text, reason=read.damaged_reason)
+            warn(context, "Checkpoint damaged", text, reason=read.damaged_reason)
         if read.latest is not None:
             state = read.latest.state.get("current") or {}
             checkpoint.restore_chain(context, state, read.latest.histories)
@@ -187,7 +190,7 @@ def _failed_chat(
     text = f"This chat could not be rebuilt from the journal ({detail['type']}); " + (
         "its run waits for a person's decision." if run_id else "it is shown empty."
     )
-    _warn(context, "Chat not rebuilt", text, run_id=run_id, reason="recovery_error")
+    warn(context, "Chat not rebuilt", text, run_id=run_id, reason=HoldReason.RECOVERY_ERROR)
     return context
 
 
@@ -197,17 +200,12 @@ def hold_open_run(journal: Journal, context_id: str, reason: str, detail: Any) -
         run = journal.active_run(context_id)
         if run is None:
             return None
-        if run.status == "active":
+        if run.status == RunStatus.ACTIVE:
             journal.mark_needs_attention(run.id, reason, detail)
         return run.id
     except Exception as exc:
         logger.warning("run of chat %s could not be held: %s", context_id, type(exc).__name__)
         return None
-
-
-def _warn(context: AgentContext | None, heading: str, content: str, **kvps: Any) -> None:
-    if context is not None:
-        context.log.log(type="warning", heading=heading, content=content, kvps=kvps)
 
 
 def _chat_events(journal: Journal, context_id: str) -> list[Event]:

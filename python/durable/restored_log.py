@@ -19,6 +19,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from durability import integrity
+from durability.status import CallKind, CallState
 from python.durable import seams
 from python.helpers.tool_request import first_object_end, partial_object
 
@@ -31,7 +32,7 @@ logger = logging.getLogger("a0.durable")
 
 #: call states whose step the chat shows (superseded and not_completed attempts are
 #: replaced by a later attempt at the same position)
-SHOWN_STATES = ("completed", "failed", "abandoned", "open")
+SHOWN_STATES = (CallState.COMPLETED, CallState.FAILED, CallState.ABANDONED, CallState.OPEN)
 RESPONSE_TOOL = "response"
 
 
@@ -78,7 +79,7 @@ def call_items(agent: Agent, call: Call) -> list[dict[str, Any]]:
     damages = integrity.call_damages(call)
     if damages:
         items = [damaged_item(agent, call, damages)]
-    elif call.kind == "model":
+    elif call.kind == CallKind.MODEL:
         items = _model_items(agent, call)
     else:
         items = _tool_items(agent, call)
@@ -118,19 +119,19 @@ def damaged_item(agent: Agent, call: Call, damages: list[integrity.Damage]) -> d
 def _uncertain(call: Call) -> bool:
     """An open call nobody can vouch for (an open subordinate call is its child's work,
     which has its own calls)."""
-    return call.state == "open" and call.kind != "subordinate"
+    return call.state == CallState.OPEN and call.kind != CallKind.SUBORDINATE
 
 
 def _model_items(agent: Agent, call: Call) -> list[dict[str, Any]]:
     args = call.args if isinstance(call.args, dict) else {}
     if args.get("kind") == "utility":
         return []  # history summaries are not shown live either
-    if call.state == "open":
+    if call.state == CallState.OPEN:
         heading = f"{agent.agent_name}: Model call, outcome unknown"
         return [{"type": "agent", "heading": heading}]
     result = call.result if isinstance(call.result, dict) else {}
     response = result.get("response")
-    if call.state != "completed" or not isinstance(response, str):
+    if call.state != CallState.COMPLETED or not isinstance(response, str):
         return []  # a failure holds the run (its warning says so) or was asked again
     reasoning = str(result.get("reasoning") or "")
     end = first_object_end(response)
@@ -165,7 +166,7 @@ def _tool_items(agent: Agent, call: Call) -> list[dict[str, Any]]:
     tool_args: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
     method = args.get("method")
     text = _tool_text(agent, call)
-    if call.name == RESPONSE_TOOL and call.state == "completed":
+    if call.name == RESPONSE_TOOL and call.state == CallState.COMPLETED:
         return [{"type": "response", "heading": f"{agent.agent_name}: Responding", "content": text}]
     full_name = f"{call.name}:{method}" if method else call.name
     heading = f"{agent.agent_name}: Using tool '{full_name}'"
@@ -175,11 +176,11 @@ def _tool_items(agent: Agent, call: Call) -> list[dict[str, Any]]:
 def _tool_text(agent: Agent, call: Call) -> str:
     """What the tool item showed when the call ended (nothing while it is open)."""
     result = call.result
-    if call.state == "completed":
+    if call.state == CallState.COMPLETED:
         return seams.recorded_response(agent, result).message.strip()
-    if call.state == "failed":
+    if call.state == CallState.FAILED:
         error = result if isinstance(result, dict) else {}
         return str(error.get("message") or "the tool failed")
-    if call.state == "abandoned":
+    if call.state == CallState.ABANDONED:
         return agent.read_prompt("fw.call_abandoned.md", tool_name=call.name)
     return ""

@@ -11,13 +11,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agent import AgentContext, UserMessage
+from agent import UserMessage
 from durability import integrity, recovery
 from durability.errors import CorruptCheckpoint, CorruptRecord, DurabilityError
+from durability.status import HoldReason, PlanAction, RunStatus
+from durability.verdicts import Evidence, judge
 from python.durable import checkpoint
-from python.durable.driver import HELD, drive, held_text, stopped
+from python.durable.driver import drive, stopped, warn_held
 from python.durable.rebuild import hold_open_run
 from python.durable.run import DurableRun
 from python.durable.session import DurableSession, session_of
@@ -28,11 +30,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from python.durable.chats import DurableChats
 
 logger = logging.getLogger("a0.durable")
-
-
-def _warn(context: AgentContext | None, heading: str, content: str, **kvps: Any) -> None:
-    if context is not None:
-        context.log.log(type="warning", heading=heading, content=content, kvps=kvps)
 
 
 async def recover(
@@ -47,15 +44,14 @@ async def recover(
     for plan in plans:
         context = chats.get(plan.run.context_id)
         try:
-            if plan.action in ("hold", "skip"):
+            if plan.action in (PlanAction.HOLD, PlanAction.SKIP):
                 run = plan.run
-                text = held_text(run.reason, run.reason_detail)
-                _warn(context, HELD, text, run_id=run.id, reason=run.reason)
-            elif plan.action == "resume" and context is not None:
+                warn_held(context, run.id, run.reason, run.reason_detail)
+            elif plan.action == PlanAction.RESUME and context is not None:
                 resume_run(session_of(context), plan.run.id, plan.permits)
         except Exception as exc:  # one run that cannot be resumed never stops the others
             detail = recovery.error_detail(exc, "resume")
-            held = (journal, plan.run.context_id, "recovery_error", detail)
+            held = (journal, plan.run.context_id, HoldReason.RECOVERY_ERROR, detail)
             await asyncio.to_thread(hold_open_run, *held)
     return plans
 
@@ -90,16 +86,16 @@ async def _resume_in_slot(session: DurableSession, run_id: str, permits: dict[st
         raise
     except Exception as exc:  # rebuilding this run failed: hold it, the others go on
         if isinstance(exc, CorruptRecord):
-            reason, detail = "corrupt_record", exc.to_dict()
+            verdict = judge(None, Evidence(record_damage=exc.to_dict()))
+            reason, detail = str(verdict.reason), verdict.hold_detail()
         else:
-            reason, detail = "recovery_error", recovery.error_detail(exc, "resume")
+            reason, detail = HoldReason.RECOVERY_ERROR, recovery.error_detail(exc, "resume")
         session.run = None
         try:
             await session.journal.aio.mark_needs_attention(run_id, reason, detail)
         except DurabilityError as again:
             logger.warning("run %s could not be held: %s", run_id, again.code)
-        text = held_text(reason, detail)
-        _warn(session.context, HELD, text, run_id=run_id, reason=reason)
+        warn_held(session.context, run_id, reason, detail)
         return ""
     if prepared is None:
         return ""
@@ -113,7 +109,7 @@ async def _prepare_resume(
     """Rebuild the chain a run resumes from: (agent to drive, resume?) or None (not active)."""
     journal, context = session.journal, session.context
     run = await journal.aio.get_run(run_id)
-    if run.status != "active":
+    if run.status != RunStatus.ACTIVE:
         return None
     calls = await journal.aio.list_calls(run_id)
     known = {c.id for c in calls}
@@ -121,7 +117,8 @@ async def _prepare_resume(
     try:
         latest = await journal.aio.latest_checkpoint(run_id)
     except CorruptCheckpoint as exc:
-        await journal.aio.mark_needs_attention(run_id, "corrupt_checkpoint", exc.to_dict())
+        verdict = judge(None, Evidence(checkpoint_damage=exc.to_dict()))
+        await journal.aio.mark_needs_attention(run_id, str(verdict.reason), verdict.hold_detail())
         return None
     if latest is None:
         return await _restart_from_input(session, state, run)

@@ -43,6 +43,7 @@ from durability.errors import (
     RunNotFound,
     TaskInvalid,
 )
+from durability.status import RunStatus
 from python.durable.admission import Submission, recorded_response
 from python.helpers import files
 from python.helpers import scheduler_tasks as tasks
@@ -210,7 +211,7 @@ class Scheduler:
                 raise TaskBusy("The task's chat is working; run it later.")
             return _with(firing, "deferred", reason="chat_busy")
         if open_run is not None and not known:
-            held = open_run.status == "needs_attention"
+            held = open_run.status == RunStatus.NEEDS_ATTENTION
             if manual and held:
                 why = "The task's chat has a run waiting for a decision (Recovery)."
                 raise RunHeld(why)

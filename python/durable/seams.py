@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from durability import failpoints, paths
-from durability.adapters.shell import SHELL_POLICY
 from durability.canonical import canonical_json, digest
 from durability.errors import CorruptRecord, ReplayDivergence
-from durability.recovery import CHILD_POLICY, HOLD_POLICY
+from durability.status import CallKind, CallState, Permit, Policy
+from durability.verdicts import Action, Evidence, Verdict, judge
 from python.durable import checkpoint, results
 from python.durable.policy import SUBORDINATE_TOOL
 from python.durable.run import DurableHold, DurableRun
@@ -36,7 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from python.helpers.chat_session import StreamCallback
 
 MODEL_CALL_NAME = "model"
-PERMITTED = ("replay", "run")  # recovery permits that let an open call run again
+PERMITTED = (Permit.REPLAY, Permit.RUN)  # recovery permits that let an open call run again
 
 
 class RecordedToolError(Exception):
@@ -86,12 +87,26 @@ async def _intent(
             policy=policy,
         )
     except ReplayDivergence as exc:  # the engine already held the run
-        raise DurableHold("replay_divergence", exc.to_dict()) from None
+        verdict = judge(None, Evidence(divergence=exc.to_dict()))
+        raise DurableHold(str(verdict.reason), verdict.hold_detail()) from None
     except CorruptRecord as exc:  # a damaged result is never reused; the engine held the run
-        raise DurableHold("corrupt_record", exc.to_dict()) from None
+        verdict = judge(None, Evidence(record_damage=exc.to_dict()))
+        raise DurableHold(str(verdict.reason), verdict.hold_detail()) from None
     fire("after_intent", name)
     run.note_call(agent.number, name)
     return call, seq
+
+
+def evidence(session: DurableSession, call: Call, **found: Any) -> Evidence:
+    """What the loop knows of a call the journal returned: whether it was open before
+    the run was resumed, and what recovery allowed it."""
+    run = session.current_run()
+    known = call.id in run.known_calls
+    return Evidence(known=known, permit=run.permits.get(call.id, ""), **found)
+
+
+async def _hold(session: DurableSession, verdict: Verdict, call: Call) -> NoReturn:
+    await session.hold(str(verdict.reason), verdict.hold_detail(position(call)))
 
 
 async def _failed(session: DurableSession, call: Call, exc: BaseException) -> None:
@@ -136,6 +151,27 @@ async def _replay_reply(
     return reply
 
 
+async def _model_verdict(session: DurableSession, call: Call, kind: str) -> Verdict:
+    """The verdict on a model call; a failure is retried only through a retry grant (used
+    here, counted down by the journal, which supersedes the call: attempt + 1)."""
+    found = evidence(session, call, utility=kind == "utility")
+    verdict = judge(call, found)
+    if verdict.action is Action.ASK_GRANT:
+        run_id = session.current_run().run_id
+        granted = await session.journal.aio.consume_retry(run_id, call_id=call.id)
+        verdict = judge(call, replace(found, grant=granted))
+    return verdict
+
+
+def _recorded_failure(call: Call) -> Exception:
+    """A committed model failure, raised again as the first time."""
+    result = call.result if isinstance(call.result, dict) else {}
+    if result.get("error") == "repairable":  # the loop went on after it: so again
+        return RepairableException(str(result.get("message") or "model call failed"))
+    # a utility call: the loop copes (compression truncates)
+    return ModelError(str(result.get("message") or "model error"), result.get("status"))
+
+
 async def model_call(
     session: DurableSession,
     agent: Agent,
@@ -151,31 +187,25 @@ async def model_call(
     journal = session.journal
     args = _model_args(session, agent, messages, kind)
     while True:
-        call, seq = await _intent(session, agent, "model", MODEL_CALL_NAME, args, HOLD_POLICY)
-        result = call.result if isinstance(call.result, dict) else {}
-        if call.state == "completed":
-            if result.get("interrupted"):
-                await session.hold("replay_divergence", {**position(call), "why": "interrupted"})
-            if isinstance(result.get("response"), str):
-                reply = ModelResult(result["response"], str(result.get("reasoning") or ""))
-                start = len(session.context.log.items)
-                reply = await _replay_reply(reply, on_reasoning, on_response)
-                _mark_model_items(session, agent, start, call.id, "journal")
-                return reply
-            continue  # confirmed by a person: no reply to reuse, ask at the next position
-        if call.state == "abandoned":
-            continue  # outcome unknown and left behind: ask again at the next position
-        if call.state == "failed":
-            if result.get("error") == "repairable":  # the loop went on after it: so again
-                raise RepairableException(str(result.get("message") or "model call failed"))
-            if kind == "utility":  # the loop copes (compression truncates): as the first time
-                raise ModelError(str(result.get("message") or "model error"), result.get("status"))
-            if await journal.aio.consume_retry(run.run_id, call_id=call.id):
-                run.seq[agent.number] = seq  # same position, attempt + 1
-                continue
-            await session.hold("model_failed", {**position(call), "error": call.result})
-        if call.id in run.known_calls:  # open before the crash: the outcome is unknown
-            await session.hold("uncertain_call", {**position(call), "why": "model_call"})
+        call, seq = await _intent(
+            session, agent, CallKind.MODEL, MODEL_CALL_NAME, args, Policy.HOLD
+        )
+        verdict = await _model_verdict(session, call, kind)
+        if verdict.action is Action.HOLD:
+            await _hold(session, verdict, call)
+        if verdict.action is Action.REUSE:
+            result = call.result
+            reply = ModelResult(result["response"], str(result.get("reasoning") or ""))
+            start = len(session.context.log.items)
+            reply = await _replay_reply(reply, on_reasoning, on_response)
+            _mark_model_items(session, agent, start, call.id, "journal")
+            return reply
+        if verdict.action is Action.FAIL:
+            raise _recorded_failure(call)
+        if verdict.action is Action.RETRY:
+            run.seq[agent.number] = seq  # same position, attempt + 1
+        if verdict.action is not Action.RUN:
+            continue  # next (confirmed, no reply), abandoned or retried: ask again
         await session.before_effect(call)
         start = len(session.context.log.items)
         try:
@@ -183,12 +213,14 @@ async def model_call(
         except ModelError as exc:
             error = {"error": "model_error", "status": exc.status, "message": str(exc)[:2000]}
             await journal.aio.commit_result(call.id, error, failed=True)
-            if kind == "utility":
+            failed = replace(call, state=CallState.FAILED, result=error)
+            verdict = await _model_verdict(session, failed, kind)
+            if verdict.action is Action.FAIL:
                 raise
-            if await journal.aio.consume_retry(run.run_id, call_id=call.id):
-                run.seq[agent.number] = seq
-                continue
-            await session.hold("model_failed", {**position(call), "error": error})
+            if verdict.action is Action.HOLD:
+                await _hold(session, verdict, call)
+            run.seq[agent.number] = seq  # retried: same position, attempt + 1
+            continue
         except InterventionException:
             await journal.aio.commit_result(call.id, {"interrupted": True})
             raise
@@ -231,42 +263,37 @@ def _mark_tool_item(run: DurableRun, tool: Tool, call: Call, child: bool) -> Non
     """Name the call on the tool's log item and say whether the journal supplied its
     outcome (``journal``) or cannot vouch for it (``uncertain``: the run is held)."""
     restored = ""
-    if call.state in ("completed", "failed", "abandoned"):
+    if call.state in (CallState.COMPLETED, CallState.FAILED, CallState.ABANDONED):
         restored = "journal"
-    elif call.state == "open" and call.id in run.known_calls and not child:
+    elif call.state == CallState.OPEN and call.id in run.known_calls and not child:
         restored = "" if run.permits.get(call.id) in PERMITTED else "uncertain"
     tool.log_marks = {"call_id": call.id, "restored": restored}
     if isinstance(tool.log, LogItem):
         tool.log.mark(**tool.log_marks)
 
 
-async def _reuse(
-    session: DurableSession, agent: Agent, tool: Tool, call: Call, child: bool
-) -> Response | None:
+async def _reuse(session: DurableSession, agent: Agent, tool: Tool, call: Call) -> Response | None:
     """What the journal already holds at this position, or None when the tool must run."""
-    run = session.current_run()
-    if call.state == "completed" and not child:
-        if isinstance(call.result, dict) and call.result.get("interrupted"):
-            await session.hold("replay_divergence", {**position(call), "why": "interrupted"})
+    verdict = judge(call, evidence(session, call))
+    if verdict.action is Action.HOLD:
+        await _hold(session, verdict, call)
+    if verdict.action is Action.REUSE:
         return recorded_response(agent, call.result)
-    if call.state == "failed":
+    if verdict.action is Action.FAIL:
         error = call.result if isinstance(call.result, dict) else {}
         message = str(error.get("message") or "the tool failed")
         if error.get("error") in ("repairable", results.NOT_STORABLE):
             raise RepairableException(message)
         raise RecordedToolError(message)
-    if call.state == "abandoned":
+    if verdict.action is Action.ABANDONED:
         return Response(agent.read_prompt("fw.call_abandoned.md", tool_name=tool.name), False)
-    uncertain = call.state == "open" and call.id in run.known_calls and not child
-    if uncertain and run.permits.get(call.id) not in PERMITTED:
-        await session.hold("uncertain_call", {**position(call), "why": "not_proven"})
-    return None
+    return None  # run, replay, or a child workflow that resumes
 
 
 async def _forget_receipt(session: DurableSession, call: Call) -> None:
     """The journal holds the call's result now: its shell receipt (with the command's
     output, which may show a secret in clear) is no longer evidence of anything."""
-    if call.policy == SHELL_POLICY and session.receipts is not None:
+    if call.policy == Policy.SHELL and session.receipts is not None:
         await asyncio.to_thread(session.receipts.discard, call.id)
 
 
@@ -275,13 +302,13 @@ async def tool_call(
 ) -> Response:
     """Journal one tool execution; reuse a committed result instead of running the tool."""
     journal = session.journal
-    kind = "subordinate" if tool.name == SUBORDINATE_TOOL else "tool"
+    kind = CallKind.SUBORDINATE if tool.name == SUBORDINATE_TOOL else CallKind.TOOL
     policy = await session.chats.policy.of(tool)
     args = {"method": tool.method, "args": tool.args}
     call, _seq = await _intent(session, agent, kind, tool.name, args, policy)
-    child = kind == "subordinate" and policy == CHILD_POLICY
+    child = kind == CallKind.SUBORDINATE and policy == Policy.CHILD
     _mark_tool_item(session.current_run(), tool, call, child)
-    reused = await _reuse(session, agent, tool, call, child)
+    reused = await _reuse(session, agent, tool, call)
     if reused is not None:
         return reused
     tool.call_identity = (call.id, digest(call.args))  # receipts name the call by it
@@ -293,16 +320,19 @@ async def tool_call(
         await _forget_receipt(session, call)
         raise
     except CorruptRecord as exc:  # the tool met a damaged record (the plan): nothing was used
-        await session.hold("corrupt_record", exc.to_dict())
+        verdict = judge(call, Evidence(record_damage=exc.to_dict()))
+        await _hold(session, verdict, call)
     except Exception as exc:
         await _failed(session, call, exc)
         await _forget_receipt(session, call)
         raise
     fire("after_effect", tool.name)
-    if call.state == "completed":  # a child workflow ran again: its answer must match
+    if call.state == CallState.COMPLETED:  # a child workflow ran again: its answer must match
         result = results.tool_result(response)
-        if digest(journal.masker.mask(result)) != call.result_digest:
-            await session.hold("replay_divergence", {**position(call), "why": "child_result"})
+        differs = digest(journal.masker.mask(result)) != call.result_digest
+        verdict = judge(call, evidence(session, call, child_answer_differs=differs))
+        if verdict.action is Action.HOLD:
+            await _hold(session, verdict, call)
         return response
     durable = await results.commit(journal, agent, tool, call, response)
     await fire_after_deferred(session, "after_result", tool.name)

@@ -26,6 +26,7 @@ from durability.errors import (
     InvalidTransition,
     RunHeld,
 )
+from durability.status import RunStatus
 from python.durable import admission, driver, seams
 from python.durable.admission import Submission
 from python.durable.run import ClaimLost, DurableHold, DurableRun
@@ -105,10 +106,9 @@ class DurableSession:
         return task
 
     def _task_done(self, run_id: str | None, task: asyncio.Task[str]) -> None:
-        shared = self.chats.shared
         ended = run_id or self.last_run_id
-        if shared is not None and ended is not None:
-            shared.run_ended(ended)
+        if ended is not None:
+            self.chats.ownership.run_ended(ended)
         if task.cancelled():
             if run_id is not None and not self.chats.keeps_open(run_id):  # idempotent
                 self.chats.in_background(
@@ -158,7 +158,7 @@ class DurableSession:
         except RunHeld:
             raise
         except ActiveRunExists:
-            if self.chats.shared is None:
+            if not self.chats.ownership.others_may_run:
                 raise
             # shared workers: the chat's run works on another worker; the message joins it
             # there (its owner hands it to the agent, python/durable/shared.py)
@@ -187,7 +187,8 @@ class DurableSession:
     def start(self, run: Run, msg: UserMessage) -> Submission:
         """Run an input the journal just admitted for this chat."""
         task = self.spawn(driver.run_admitted(self, run, msg, self.context.agent0), run_id=run.id)
-        return Submission("started", run.id, run.input_id, "active", task, None, self.context.id)
+        active = RunStatus.ACTIVE
+        return Submission("started", run.id, run.input_id, active, task, None, self.context.id)
 
     def communicate(self, msg: UserMessage) -> asyncio.Task[str]:
         """``AgentContext.communicate``: a task that admits ``msg`` and runs it, or, while the
@@ -315,9 +316,8 @@ class DurableSession:
     async def iteration_end(self, agent: Agent, *, final: bool) -> None:
         with self._fenced():
             await seams.iteration_end(self, agent, final=final)
-        shared = self.chats.shared
-        if shared is not None and self.run is not None:
-            await shared.after_iteration(self, self.run.run_id)
+        if self.run is not None:
+            await self.chats.ownership.after_iteration(self, self.run.run_id)
 
     @contextlib.contextmanager
     def _fenced(self) -> Iterator[None]:
@@ -335,10 +335,8 @@ class DurableSession:
     async def before_effect(self, call: Call) -> None:
         """Called right before an effect starts, after its intent is durable: the place
         where a worker of a shared journal checks that it still holds the run's claim
-        (``DurableChats.effect_gate``; none with SQLite)."""
-        gate = self.chats.effect_gate
-        if gate is not None:
-            await gate(call)
+        (``Ownership.gate``; every effect may start with SQLite)."""
+        await self.chats.ownership.gate(call)
 
     async def hold(self, reason: str, detail: Any = None) -> NoReturn:
         """Hold the run for a person and unwind the chain."""

@@ -4,7 +4,8 @@ With ``A0_DURABILITY_POSTGRES_DSN`` set, python/durable/startup.py opens the sha
 as this worker's (``journal.cluster``, durability/cluster.py) and ``Runtime.start`` starts a
 :class:`SharedWorker` next to the chats. It
 
-- gates every effect (``DurableChats.effect_gate``): a model or tool call starts only while
+- is the process's ``Ownership`` (python/durable/ownership.py; ``LocalOwnership`` with
+  SQLite) and gates every effect (``gate``): a model or tool call starts only while
   this worker's claim on the run is live on its own clock; otherwise the run stops here;
 - renews the claims by a heartbeat thread; a claim found taken over stops its run here;
 - on a run that ends (completed, failed, stopped) gives its claim up; a held run keeps it,
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from agent import UserMessage
 from durability import recovery
 from durability.errors import DurabilityError, FencingLost
+from durability.status import TERMINAL_RUN_STATUSES, HoldReason, PlanAction, RunStatus
 from python.durable import takeover
 from python.durable.chats import MAX_PARALLEL_RESUMES
 from python.durable.resume import resume_run
@@ -51,11 +53,13 @@ logger = logging.getLogger("a0.shared")
 
 #: How often the worker looks at its held runs and sweeps (at most; see ``interval``).
 POLL_SECONDS = 1.0
-TERMINAL = ("completed", "failed", "stopped")
 
 
 class SharedWorker:
-    """One server process's part in a shared journal (built by ``Runtime.start``)."""
+    """One server process's part in a shared journal (built by ``Runtime.start``): the
+    process's ``Ownership`` (python/durable/ownership.py) when the journal is shared."""
+
+    others_may_run = True  # a run open in the journal may work on another worker
 
     def __init__(
         self,
@@ -78,8 +82,7 @@ class SharedWorker:
         self._lost: set[str] = set()  # runs stopped here because their claim was lost
         self._held: set[str] = set()  # held runs this worker keeps, waiting for a decision
         self._not_chats: set[str] = set()  # contexts found removed in the journal
-        chats.effect_gate = self.gate
-        chats.shared = self
+        chats.ownership = self
 
     @property
     def worker_id(self) -> str:
@@ -101,6 +104,14 @@ class SharedWorker:
             self.cluster.lease_seconds,
             self.config.heartbeat_seconds,
         )
+
+    async def release(self, timeout: float) -> None:
+        """Shutting down: the chats' tasks end (at most ``timeout`` seconds), then the
+        claims are given up."""
+        pending = self.chats.tasks()
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+        await self.close()
 
     async def close(self) -> None:
         """Stop sweeping and renewing, and give every claim up (the runs stay active: the
@@ -176,9 +187,9 @@ class SharedWorker:
     def _release_finished(self, run_id: str) -> None:
         try:
             status = self.chats.journal.get_run(run_id).status
-            if status in TERMINAL:
+            if status in TERMINAL_RUN_STATUSES:
                 self._release(run_id)
-            elif status == "needs_attention":
+            elif status == RunStatus.NEEDS_ATTENTION:
                 self._held.add(run_id)
         except DurabilityError as exc:
             logger.warning("claim on run %s not checked (%s)", run_id, exc.code)
@@ -188,6 +199,16 @@ class SharedWorker:
             self.cluster.release(run_id)
         except DurabilityError as exc:
             logger.warning("claim on run %s not released (%s): it expires", run_id, exc.code)
+
+    async def named_chat(
+        self, context_id: str, context: AgentContext | None
+    ) -> AgentContext | None:
+        """The chat a request names: loaded from the journal when another worker created
+        it, brought up to the journal first when idle."""
+        if context is None:
+            return await takeover.find_chat(self.chats, context_id)
+        await takeover.refresh_chat(self.chats, session_of(context))
+        return context
 
     async def chat_for_poll(self, context_id: str) -> AgentContext | None:
         """A chat as the UI's poll shows it: loaded from the journal when another worker
@@ -267,14 +288,14 @@ class SharedWorker:
         context = self.chats.get(claim.context_id)
         session = session_of(context) if context is not None else None
         mine = session is not None and session.run is not None and session.run.run_id == run.id
-        if run.status in TERMINAL:
+        if run.status in TERMINAL_RUN_STATUSES:
             self._held.discard(run.id)
             if mine and session is not None and session.is_running():
                 session.stop()  # a Stop decided through another worker
             else:
                 await asyncio.to_thread(self._release, run.id)
             return
-        if run.status != "active":
+        if run.status != RunStatus.ACTIVE:
             self._held.add(run.id)  # it waits here for a person's decision
             return
         if mine and session is not None and session.is_running():
@@ -340,14 +361,15 @@ class SharedWorker:
         except Exception as exc:
             detail = recovery.error_detail(exc, "takeover")
             with contextlib.suppress(DurabilityError):
-                await journal.aio.mark_needs_attention(claim.run_id, "recovery_error", detail)
+                reason = HoldReason.RECOVERY_ERROR
+                await journal.aio.mark_needs_attention(claim.run_id, reason, detail)
             logger.warning("run %s held after a failed takeover: %s", claim.run_id, detail["type"])
             return
         context = self.chats.get(claim.context_id) or await takeover.load_chat(
             self.chats, claim.context_id
         )
         session = session_of(context)
-        if plan.action != "resume":
+        if plan.action != PlanAction.RESUME:
             self._held.add(claim.run_id)  # a decision may come before the next tick sees it
             takeover.warn_held(context, plan.run)
             logger.info("run %s taken over and held (%s)", claim.run_id, plan.run.reason)

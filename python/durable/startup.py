@@ -23,6 +23,7 @@ from durability.masking import Masker
 from durability.paths import journal_path, receipts_dir
 from durability.recovery import RecoveryPlan
 from durability.retention import DEFAULT_RETENTION_DAYS, DEFAULT_RETENTION_RUNS, apply_retention
+from durability.status import CallState, PlanAction
 from python.durable.chats import ConfigFactory, DurableChats
 from python.durable.policy import ReplayPolicy
 from python.durable.rebuild import restore_contexts
@@ -68,7 +69,7 @@ def receipt_needed(journal: Journal) -> Callable[[str], bool]:
     def needed(call_id: str) -> bool:
         try:
             call = journal.get_call(call_id)
-            return call.state == "open" and journal.get_run(call.run_id).is_open
+            return call.state == CallState.OPEN and journal.get_run(call.run_id).is_open
         except DurabilityError:  # the call or its run is gone (retention)
             return False
 
@@ -110,7 +111,7 @@ async def open_chats(
         plans = []
     if receipts is not None:
         await asyncio.to_thread(_prune, receipts, chats.journal)
-    held = [p for p in plans if p.action in ("hold", "skip")]
+    held = [p for p in plans if p.action in (PlanAction.HOLD, PlanAction.SKIP)]
     resumed = len(plans) - len(held)
     logger.info(
         "journal open: %d chats, %d idle ones later, %d runs recovered, %d held",

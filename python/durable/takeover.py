@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from durability.errors import DurabilityError
-from python.durable import checkpoint, rebuild
-from python.durable.driver import HELD, held_text
+from python.durable import checkpoint, driver, rebuild
 from python.durable.session import DurableSession, session_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -87,9 +86,7 @@ async def refresh_chat(chats: DurableChats, session: DurableSession) -> None:
 
 
 def warn_held(context: AgentContext, run: Run) -> None:
-    text = held_text(run.reason, run.reason_detail)
-    kvps = {"run_id": run.id, "reason": run.reason}
-    context.log.log(type="warning", heading=HELD, content=text, kvps=kvps)
+    driver.warn_held(context, run.id, run.reason, run.reason_detail)
 
 
 # resources ---------------------------------------------------------------------------------

@@ -124,9 +124,7 @@ class Runtime:
         """The chat a poll shows: with shared workers, a chat another worker created is
         loaded and an idle chat is brought up to the journal (at most once a second);
         with SQLite the loaded chat (one start-up left for later is rebuilt now)."""
-        if self.shared is None:
-            return await self.chats.load(ctx_id)
-        return await self.shared.chat_for_poll(ctx_id)
+        return await self.chats.ownership.chat_for_poll(ctx_id)
 
     async def forget_purged_chats(self) -> list[str]:
         """Drop the loaded chats whose every run retention removed; returns their ids."""
@@ -184,7 +182,7 @@ class Runtime:
             chats, _plans = await startup.open_chats(self.usr, self.settings, masker, config)
             self._chats = chats
         else:
-            self._chats = await self._start_shared(masker)
+            self._chats = await self._start_shared(masker, self.shared_config)
         # After recovery: recovered runs come first. On shared workers every worker fires;
         # a slot's input id (sched:<task>:<slot>) lets the journal take it once.
         self._chats.scheduler.start()
@@ -196,12 +194,10 @@ class Runtime:
         if self._chats is not None and not self._stopping:
             self._chats.rebuild_later()
 
-    async def _start_shared(self, masker: Any) -> DurableChats:
+    async def _start_shared(self, masker: Any, shared: SharedConfig) -> DurableChats:
         """Open the shared journal as this worker's and start claiming and sweeping."""
         from python.durable.shared import SharedWorker
 
-        shared = self.shared_config
-        assert shared is not None
         chats = await startup.open_shared_chats(self.usr, shared, masker, self.agent_config)
         resources = None
         try:
@@ -252,12 +248,9 @@ class Runtime:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
-        if self.shared is not None:  # the chats' tasks end, then the claims are given up
-            pending = self._chats.tasks() if self._chats is not None else []
-            if pending:
-                await asyncio.wait(pending, timeout=timeout)
-            try:
-                await self.shared.close()
+        if self._chats is not None:  # the chats' tasks end, then a shared worker's claims
+            try:  # are given up
+                await self._chats.ownership.release(timeout)
             except Exception as exc:
                 logger.warning("shared worker not closed cleanly: %s", type(exc).__name__)
         if self._chats is not None:
