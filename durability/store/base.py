@@ -424,6 +424,14 @@ class Store(ABC):
     def close(self) -> None: ...
 
 
+def operation_name(fn: Callable[..., object]) -> str:
+    """The journal operation a transaction function belongs to, for log lines:
+    ``commit_result.<locals>.op`` (or ``CallOps.commit_result.<locals>.op``) gives
+    ``commit_result``; a private helper ``_admit`` gives ``admit``."""
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    return name.split(".<locals>", 1)[0].rsplit(".", 1)[-1].lstrip("_") or name
+
+
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 

@@ -53,7 +53,13 @@ from durability.errors import (
 )
 from durability.store import _postgres_outcome as outcome
 from durability.store._postgres_rows import PostgresTx
-from durability.store.base import Store, StoreTx, numbered_migrations, pending_migrations
+from durability.store.base import (
+    Store,
+    StoreTx,
+    numbered_migrations,
+    operation_name,
+    pending_migrations,
+)
 
 T = TypeVar("T")
 
@@ -85,13 +91,6 @@ def check_namespace(namespace: str) -> str:
     if namespace.startswith("pg_"):
         raise InvalidArgument("a namespace may not start with pg_", field="namespace")
     return namespace
-
-
-def operation_name(fn: Callable[..., object]) -> str:
-    """The operation a transaction function belongs to (``commit_result.<locals>.op``
-    gives ``commit_result``), for log lines."""
-    name = getattr(fn, "__qualname__", None) or type(fn).__name__
-    return name.split(".<locals>", 1)[0].rsplit(".", 1)[-1]
 
 
 def _is_connection_error(exc: BaseException) -> bool:
