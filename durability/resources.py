@@ -42,6 +42,8 @@ from durability.errors import (
     ResourceTooLarge,
     ResourceUndecryptable,
 )
+from durability.store.base import StoreTx
+from durability.store.rows import SnapshotRow
 
 KINDS = ("attachments", "workdir")
 MAX_NAME_LENGTH = 4096
@@ -246,9 +248,6 @@ class SharedResources:
         *,
         fenced: bool,
     ) -> Snapshot:
-        from durability.store import _postgres_resources as sql
-        from durability.store._postgres_rows import PostgresTx
-
         manifest = json.dumps(
             {"v": MANIFEST_VERSION, "entries": [e.__dict__ for e in entries]},
             sort_keys=True,
@@ -257,34 +256,35 @@ class SharedResources:
         sealed_manifest = self.cipher.encrypt(manifest)
         total = sum(e.size for e in entries)
         now = self._clock()
-        present = self.store.run("read", lambda c: sql.existing_addresses(c, list(bodies)))
+        present = self.store.read(lambda tx: tx.resources.existing_addresses(list(bodies)))
         sealed = {a: self.cipher.encrypt(d) for a, d in bodies.items() if a not in present}
         cluster = self.journal.cluster if fenced else None
 
         pinned: list[int] = []  # a repeat (after a lost connection) carries the first token
 
-        def op(conn: Any) -> int:
+        def save_resources(tx: StoreTx) -> int:
             if cluster is not None and run_id is not None:
                 held = pinned[0] if pinned else None
-                token = cluster.check_fence(PostgresTx(conn), run_id=run_id, pinned=held)
+                token = cluster.check_fence(tx, run_id=run_id, pinned=held)
                 if token is not None and not pinned:
                     pinned.append(token)
             for address, token in sealed.items():
-                sql.insert_file(conn, address, len(bodies[address]), token, now)
-            return sql.insert_snapshot(conn, context_id, run_id, kind, sealed_manifest, total, now)
+                tx.resources.insert_file(address, len(bodies[address]), token, now)
+            return tx.resources.insert_snapshot(
+                context_id, run_id, kind, sealed_manifest, total, now
+            )
 
-        snapshot_id = self.store.run("write", op, name="save_resources")
+        snapshot_id = self.store.write(save_resources)
         return Snapshot(
             snapshot_id, context_id, run_id, kind, entries, total, now, refused, len(sealed)
         )
 
     # read back
-    def _snapshot(self, row: tuple[Any, ...] | None) -> Snapshot | None:
+    def _snapshot(self, row: SnapshotRow | None) -> Snapshot | None:
         if row is None:
             return None
-        snapshot_id, context_id, run_id, kind, sealed, total, created_at = row
         try:
-            body = json.loads(self.cipher.decrypt(sealed))
+            body = json.loads(self.cipher.decrypt(row.manifest))
             entries = [Entry(**e) for e in body["entries"]]
             for e in entries:
                 if not (
@@ -298,42 +298,42 @@ class SharedResources:
             raise
         except (ValueError, KeyError, TypeError):
             raise ResourceUndecryptable(
-                "a resource manifest is malformed", snapshot_id=snapshot_id
+                "a resource manifest is malformed", snapshot_id=row.id
             ) from None
         return Snapshot(
-            int(snapshot_id), context_id, run_id, kind, entries, int(total), float(created_at)
+            int(row.id),
+            row.context_id,
+            row.run_id,
+            row.kind,
+            entries,
+            int(row.total_size),
+            float(row.created_at),
         )
 
     def get(self, snapshot_id: int) -> Snapshot:
-        from durability.store import _postgres_resources as sql
-
-        found = self._snapshot(self.store.run("read", lambda c: sql.get_snapshot(c, snapshot_id)))
+        found = self._snapshot(self.store.read(lambda tx: tx.resources.get_snapshot(snapshot_id)))
         if found is None:
             raise ResourceNotFound("no such resource snapshot", snapshot_id=snapshot_id)
         return found
 
     def latest(self, context_id: str, kind: str, *, run_id: str | None = None) -> Snapshot | None:
         """The newest snapshot of a chat (or of one run) of ``kind``."""
-        from durability.store import _postgres_resources as sql
-
         if kind not in KINDS:
             raise InvalidArgument(f"kind must be one of {', '.join(KINDS)}", field="kind")
         return self._snapshot(
-            self.store.run("read", lambda c: sql.latest_snapshot(c, context_id, kind, run_id))
+            self.store.read(lambda tx: tx.resources.latest_snapshot(context_id, kind, run_id))
         )
 
     # restore
     def restore(self, snapshot_id: int, into: str | os.PathLike[str]) -> Path:
         """Write the snapshot's files into the NEW private directory ``into`` (see the
         module doc); returns it. Nothing is written when any name is refused."""
-        from durability.store import _postgres_resources as sql
-
         snapshot = self.get(snapshot_id)
         for entry in snapshot.entries:
             check_name(entry.path)
         _check_tree([e.path for e in snapshot.entries])
         addresses = sorted({e.address for e in snapshot.entries})
-        sealed = self.store.run("read", lambda c: sql.get_files(c, addresses))
+        sealed = self.store.read(lambda tx: tx.resources.get_files(addresses))
         plain: dict[str, bytes] = {}
         for address in addresses:
             if address not in sealed:

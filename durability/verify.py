@@ -11,8 +11,8 @@ from typing import Any
 
 from durability import integrity
 from durability.store import sqlite_ops
-from durability.store._sqlite_rows import SqliteTx
 from durability.store.sqlite import migrations
+from durability.store.sqlite_tx import SqliteTx
 
 REQUIRED_TABLES = ("runs", "calls", "checkpoints", "blobs", "inputs", "events", "decisions")
 

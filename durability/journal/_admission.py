@@ -14,7 +14,8 @@ from durability.journal._operation import JournalBase, operation
 from durability.journal._plan import Plan, read, write
 from durability.journal._validation import mask_storable, require_digest, require_text
 from durability.records import Admission, Run
-from durability.store.base import InputRow, StoreTx
+from durability.store.base import StoreTx
+from durability.store.rows import InputRow
 
 
 class AdmissionOps:
@@ -55,7 +56,7 @@ class AdmissionOps:
         require_text("input_id", input_id)
 
         def op(tx: StoreTx) -> str | None:
-            row = tx.get_input(input_id)
+            row = tx.inputs.get(input_id)
             return row.context_id if row is not None else None
 
         return read(op)
@@ -90,14 +91,14 @@ def _admit(
 
     def op(tx: StoreTx) -> Admission:
         adopt.clear()  # a backend may run op again (e.g. after a conflict)
-        known = tx.get_input(input_id)
+        known = tx.inputs.get(input_id)
         if known is not None:
             return recorded(tx, known)
-        open_run = tx.open_run_for_context(context_id)
+        open_run = tx.runs.open_for_context(context_id)
         if open_run is not None:
             # A racing copy of this input may have committed its run after the first
             # read (PostgreSQL reads each statement afresh): it is the same input.
-            known = tx.get_input(input_id)
+            known = tx.inputs.get(input_id)
             if known is not None:
                 return recorded(tx, known)
         if open_run is not None and open_run.status == "needs_attention":
@@ -114,7 +115,7 @@ def _admit(
                     context_id=context_id,
                     run_id=open_run.id,
                 )
-            tx.ensure_context(context_id, now)
+            tx.contexts.ensure(context_id, now)
             run = Run(
                 id=new_id(),
                 context_id=context_id,
@@ -128,15 +129,15 @@ def _admit(
                 created_at=now,
                 updated_at=now,
             )
-            tx.insert_run(run)
+            tx.runs.insert(run)
         else:
             if open_run is None:
                 raise NoActiveRun("the chat has no active run", context_id=context_id)
             run = open_run
-        tx.insert_input(InputRow(input_id, content_digest, context_id, run.id, kind, now))
+        tx.inputs.insert(InputRow(input_id, content_digest, context_id, run.id, kind, now))
         event_type = "input" if kind == "run" else "intervention"
         event = {"input_id": input_id, "message": payload}
-        tx.insert_event(context_id, run.id, event_type, event, now, digest(event))
+        tx.events.insert(context_id, run.id, event_type, event, now, digest(event))
         if kind == "run" and cluster is not None:  # the admitting worker runs it
             adopt.append(cluster.adopt_new_run(tx, run.id))
         return Admission(run, created=True, kind=kind)

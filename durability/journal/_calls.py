@@ -76,7 +76,7 @@ class CallOps:
     @operation()
     def get_call(journal: JournalBase, call_id: str) -> Plan[Call]:
         def op(tx: StoreTx) -> Call:
-            call = tx.get_call(call_id)
+            call = tx.calls.get(call_id)
             if call is None:
                 raise CallNotFound("no such call", call_id=call_id)
             return call
@@ -89,12 +89,12 @@ class CallOps:
     ) -> Plan[list[Call]]:
         """The run's calls in journal order; with ``from_seq`` ({agent_no: seq}), only those
         at or past their agent's sequence number (every call of an agent not named)."""
-        return read(lambda tx: tx.list_calls(run_id, None, from_seq))
+        return read(lambda tx: tx.calls.list(run_id, None, from_seq))
 
     @operation()
     def open_intents(journal: JournalBase, run_id: str) -> Plan[list[Call]]:
         """Calls of the run whose intent is on disk without a result, oldest first."""
-        return read(lambda tx: tx.list_calls(run_id, ["open"]))
+        return read(lambda tx: tx.calls.list(run_id, ["open"]))
 
 
 def _record_intent(
@@ -137,11 +137,11 @@ def _record_intent(
     )
 
     def op(tx: StoreTx) -> Call:
-        if tx.insert_call_if_free(fresh, args_json):  # the common case: a new position
+        if tx.calls.insert_if_free(fresh, args_json):  # the common case: a new position
             return fresh
         run = load_run(tx, run_id)
         require_active(run)
-        latest = tx.latest_call_at(run_id, agent_no, seq)
+        latest = tx.calls.latest_at(run_id, agent_no, seq)
         if latest is not None and latest.fingerprint != fp:
             detail = {
                 "agent_no": agent_no,
@@ -172,7 +172,7 @@ def _record_intent(
             # the arguments handed back are the caller's, proven equal by the fingerprint
             return dataclasses.replace(latest, args=masked_args)
         call = dataclasses.replace(fresh, attempt=(latest.attempt + 1) if latest else 1)
-        tx.insert_call(call)
+        tx.calls.insert(call)
         bump(tx, run, now)
         return call
 
@@ -198,7 +198,7 @@ def _commit_result(
 
     def op(tx: StoreTx) -> Call:
         cache_update.clear()  # a backend may run op again (e.g. after a conflict)
-        closed = tx.close_open_call(call_id, state, masked, result_json, result_digest, now)
+        closed = tx.calls.close_open(call_id, state, masked, result_json, result_digest, now)
         if closed is not None:  # the common case: an open call of an active run
             done, context_id = closed
             if checkpoint is not None:
@@ -206,7 +206,7 @@ def _commit_result(
                     checkpoint_op(journal, tx, done.run_id, context_id, checkpoint, now)
                 )
             return done
-        call = tx.get_call(call_id)
+        call = tx.calls.get(call_id)
         if call is None:
             raise IntentMissing("no intent was journaled for this call", call_id=call_id)
         if call.state in ("completed", "failed"):
@@ -227,7 +227,7 @@ def _commit_result(
         done = dataclasses.replace(
             call, state=state, result=masked, result_digest=result_digest, closed_at=now
         )
-        tx.update_call(done)
+        tx.calls.update(done)
         bump(tx, run, now)
         if checkpoint is not None:
             cache_update.append(checkpoint_op(journal, tx, run.id, run.context_id, checkpoint, now))

@@ -63,12 +63,12 @@ def _record_chats(journal: JournalBase, chats: Sequence[NewChat]) -> Plan[list[R
         runs = []
         for chat in checked:
             context_id = chat.context_id
-            open_run = tx.open_run_for_context(context_id)
+            open_run = tx.runs.open_for_context(context_id)
             if open_run is not None:
                 raise ActiveRunExists(
                     "the chat already has an active run", context_id=context_id, run_id=open_run.id
                 )
-            tx.ensure_context(context_id, now)
+            tx.contexts.ensure(context_id, now)
             run_id = new_id()
             input_id = f"chat_{chat.origin}:{run_id}"
             run = Run(
@@ -84,9 +84,9 @@ def _record_chats(journal: JournalBase, chats: Sequence[NewChat]) -> Plan[list[R
                 created_at=now,
                 updated_at=now,
             )
-            tx.insert_run(run)
+            tx.runs.insert(run)
             event = {"input_id": input_id, "message": None, "chat": chat.origin}
-            tx.insert_event(context_id, run_id, "input", event, now, digest(event))
+            tx.events.insert(context_id, run_id, "input", event, now, digest(event))
             _, entry = checkpoints.store_checkpoint(
                 tx, journal.masker, journal.history_cache, run_id, context_id, chat.data, now
             )

@@ -69,7 +69,7 @@ class CheckpointOps:
         wanted = _key_filter(histories)
 
         def op(tx: StoreTx) -> Checkpoint | None:
-            row = tx.latest_checkpoint(run_id=run_id)
+            row = tx.checkpoints.latest(run_id=run_id)
             return checkpoints.load_checkpoint(tx, row, wanted) if row else None
 
         return read(op)
@@ -83,7 +83,7 @@ class CheckpointOps:
         wanted = _key_filter(histories)
 
         def op(tx: StoreTx) -> Checkpoint | None:
-            row = tx.latest_checkpoint(context_id=context_id)
+            row = tx.checkpoints.latest(context_id=context_id)
             return checkpoints.load_checkpoint(tx, row, wanted) if row else None
 
         return read(op)
@@ -102,7 +102,7 @@ def _write_checkpoint(
 
     def op(tx: StoreTx) -> CheckpointRef:
         cache_update.clear()  # a backend may run op again (e.g. after a conflict)
-        context_id = tx.bump_active_run(run_id, now)
+        context_id = tx.runs.bump_active(run_id, now)
         if context_id is None:
             require_active(load_run(tx, run_id))  # raises the precise error
             raise AssertionError("unreachable: the run is active")

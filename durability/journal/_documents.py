@@ -57,7 +57,7 @@ class DocumentOps:
     def list_conflicts(
         journal: JournalBase, context_id: str | None = None, *, unresolved_only: bool = True
     ) -> Plan[list[Conflict]]:
-        return read(lambda tx: tx.list_conflicts(context_id, unresolved_only))
+        return read(lambda tx: tx.conflicts.list(context_id, unresolved_only))
 
     @operation()
     def get_conflict(journal: JournalBase, conflict_id: int) -> Plan[Conflict]:
@@ -79,7 +79,7 @@ class DocumentOps:
 
         def op(tx: StoreTx) -> Conflict:
             if _conflict(tx, conflict_id).resolved_at is None:
-                tx.resolve_conflict(conflict_id, resolution, actor, now)
+                tx.conflicts.resolve(conflict_id, resolution, actor, now)
             return _conflict(tx, conflict_id)
 
         return write(op)
@@ -102,7 +102,7 @@ class RecordOps:
         now = journal.clock()
 
         def op(tx: StoreTx) -> str:
-            tx.put_blob(blob_hash, data, now)
+            tx.blobs.put(blob_hash, data, now)
             return blob_hash
 
         return write(op)
@@ -112,7 +112,7 @@ class RecordOps:
         require_digest("blob_hash", blob_hash)
 
         def op(tx: StoreTx) -> bytes:
-            data = tx.get_blobs([blob_hash]).get(blob_hash)
+            data = tx.blobs.get_many([blob_hash]).get(blob_hash)
             if data is None:
                 raise BlobNotFound("no such blob", blob_hash=blob_hash)
             return data
@@ -135,7 +135,7 @@ class RecordOps:
         now = journal.clock()
 
         def op(tx: StoreTx) -> Event:
-            event_id = tx.insert_event(context_id, run_id, type, masked, now, payload_digest)
+            event_id = tx.events.insert(context_id, run_id, type, masked, now, payload_digest)
             return Event(event_id, context_id, run_id, type, masked, now, payload_digest)
 
         if run_id is None:
@@ -161,7 +161,7 @@ class RecordOps:
                     integrity.require_event(event)
             return events
 
-        return read(lambda tx: tx.list_events(context_id, run_id, after_id, limit), after=checked)
+        return read(lambda tx: tx.events.list(context_id, run_id, after_id, limit), after=checked)
 
     @operation()
     def verify_records(journal: JournalBase) -> Plan[integrity.RecordsReport]:
@@ -171,7 +171,7 @@ class RecordOps:
 
 
 def _conflict(tx: StoreTx, conflict_id: int) -> Conflict:
-    conflict = tx.get_conflict(conflict_id)
+    conflict = tx.conflicts.get(conflict_id)
     if conflict is None:
         raise ConflictNotFound("no such conflict", conflict_id=conflict_id)
     return conflict

@@ -51,7 +51,7 @@ class RunOps:
 
         def op(tx: StoreTx) -> RunDetail:
             run = load_run(tx, run_id)
-            return RunDetail(run, tx.list_calls(run_id), tx.list_decisions(run_id))
+            return RunDetail(run, tx.calls.list(run_id), tx.decisions.list(run_id))
 
         return read(op)
 
@@ -74,7 +74,7 @@ class RunOps:
     @operation()
     def active_run(journal: JournalBase, context_id: str) -> Plan[Run | None]:
         """The chat's open run (active or held), if any."""
-        return read(lambda tx: tx.open_run_for_context(context_id))
+        return read(lambda tx: tx.runs.open_for_context(context_id))
 
     @operation(prepare="detail")
     def mark_needs_attention(
@@ -120,7 +120,7 @@ class RunOps:
         """Which of these chats still have a run (retention removes a chat's finished runs:
         a chat with none left is gone)."""
         ids = [c for c in context_ids if isinstance(c, str)]
-        return read(lambda tx: tx.contexts_with_runs(ids) if ids else set())
+        return read(lambda tx: tx.runs.contexts_with_runs(ids) if ids else set())
 
     @operation()
     def delete_run(journal: JournalBase, run_id: str) -> Plan[None]:
@@ -133,7 +133,7 @@ class RunOps:
                 raise InvalidTransition(
                     "only finished runs can be deleted", run_id=run_id, status=run.status
                 )
-            tx.delete_run(run_id)
+            tx.runs.delete(run_id)
 
         return write(op)
 
@@ -177,7 +177,7 @@ class DecisionOps:
 
     @operation()
     def list_decisions(journal: JournalBase, run_id: str) -> Plan[list[Decision]]:
-        return read(lambda tx: tx.list_decisions(run_id))
+        return read(lambda tx: tx.decisions.list(run_id))
 
     @operation()
     def grant_retries(
@@ -194,8 +194,8 @@ class DecisionOps:
 
         def op(tx: StoreTx) -> RetryGrant:
             load_run(tx, run_id)
-            grant_id = tx.insert_grant(run_id, attempts, actor, now)
-            return next(g for g in tx.list_grants(run_id) if g.id == grant_id)
+            grant_id = tx.grants.insert(run_id, attempts, actor, now)
+            return next(g for g in tx.grants.list(run_id) if g.id == grant_id)
 
         return write(op)
 
@@ -211,17 +211,17 @@ class DecisionOps:
             run = load_run(tx, run_id)
             call = None
             if call_id is not None:
-                call = tx.get_call(call_id)
+                call = tx.calls.get(call_id)
                 if call is None or call.run_id != run_id:
                     raise CallNotFound("no such call in this run", run_id=run_id, call_id=call_id)
                 if call.state != "failed":
                     raise InvalidTransition(
                         "only a failed call can be retried", call_id=call_id, state=call.state
                     )
-            if not tx.consume_grant(run_id):
+            if not tx.grants.consume(run_id):
                 return False
             if call is not None:
-                tx.update_call(dataclasses.replace(call, state="superseded", closed_at=now))
+                tx.calls.update(dataclasses.replace(call, state="superseded", closed_at=now))
                 bump(tx, run, now)
             return True
 
@@ -229,7 +229,7 @@ class DecisionOps:
 
     @operation()
     def list_retry_grants(journal: JournalBase, run_id: str) -> Plan[list[RetryGrant]]:
-        return read(lambda tx: tx.list_grants(run_id))
+        return read(lambda tx: tx.grants.list(run_id))
 
 
 def _list_runs(
@@ -240,4 +240,4 @@ def _list_runs(
         if s not in RUN_STATUSES:
             raise InvalidArgument(f"unknown run status: {str(s)[:30]}", field="status")
     require_int("limit", limit, minimum=1)
-    return read(lambda tx: tx.list_runs(statuses, context_id, limit))
+    return read(lambda tx: tx.runs.list(statuses, context_id, limit))

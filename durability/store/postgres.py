@@ -52,7 +52,6 @@ from durability.errors import (
     StorageError,
 )
 from durability.store import _postgres_outcome as outcome
-from durability.store._postgres_rows import PostgresTx
 from durability.store.base import (
     Store,
     StoreTx,
@@ -60,6 +59,7 @@ from durability.store.base import (
     operation_name,
     pending_migrations,
 )
+from durability.store.postgres_tx import PostgresTx
 
 T = TypeVar("T")
 
@@ -236,13 +236,12 @@ class PostgresStore(Store):
     def run(
         self, mode: str, fn: Callable[[psycopg.Connection[Any]], T], *, name: str | None = None
     ) -> T:
-        """Run ``fn(conn)`` in one transaction: ``mode`` is ``write`` or ``claims`` (READ
-        COMMITTED, run again after a deadlock, a serialisation failure or a unique
-        violation; a lost commit acknowledgement is settled) or ``read`` (REPEATABLE READ
-        READ ONLY). ``name`` names the operation in log lines (default: ``fn``'s)."""
+        """Run ``fn(conn)`` in one transaction: ``mode`` is ``write`` (READ COMMITTED, run
+        again after a deadlock, a serialisation failure or a unique violation; a lost commit
+        acknowledgement is settled) or ``read`` (REPEATABLE READ READ ONLY). ``name`` names
+        the operation in log lines (default: ``fn``'s)."""
         begin = {
             "write": "BEGIN ISOLATION LEVEL READ COMMITTED",
-            "claims": "BEGIN ISOLATION LEVEL READ COMMITTED",
             "read": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
         }[mode]
         writes = mode != "read"
