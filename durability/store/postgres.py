@@ -17,7 +17,7 @@ transactions together itself (WAL group commit), so there is no group-commit wri
 
 A lost connection before COMMIT was sent is retried on a new connection (nothing can have
 been committed). A lost connection during COMMIT of a write is settled here, on fresh
-connections (durability/store/_postgres_outcome.py): PostgreSQL is asked whether the
+connections (durability/store/_lost_commit.py): PostgreSQL is asked whether the
 transaction committed (its outcome is then returned) or not (the write runs again), a
 bounded number of times with backoff; only when no answer comes is it a StorageError
 with ``outcome_unknown=True``.
@@ -51,7 +51,7 @@ from durability.errors import (
     JournalClosed,
     StorageError,
 )
-from durability.store import _postgres_outcome as outcome
+from durability.store import _lost_commit as outcome
 from durability.store.base import (
     Store,
     StoreTx,
