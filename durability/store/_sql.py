@@ -77,3 +77,10 @@ class Sql:
     def batches(self, values: Iterable[Any]) -> Iterator[list[Any]]:
         """``values`` (duplicates dropped) in lists small enough for one ``among``."""
         raise NotImplementedError
+
+
+class Table:
+    """A table object: its statements, run through one transaction's ``Sql``."""
+
+    def __init__(self, sql: Sql) -> None:
+        self.sql = sql

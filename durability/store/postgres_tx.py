@@ -19,7 +19,13 @@ from psycopg.rows import kwargs_row
 from durability.records import Call
 from durability.store._shapes import Shape
 from durability.store._sql import Sql
-from durability.store._tables.calls import CALLS, CLOSED_COLUMNS, CallTable, closed_call
+from durability.store._tables.calls import (
+    CALLS,
+    CLOSED_COLUMNS,
+    CallTable,
+    Closing,
+    closed_call,
+)
 from durability.store._tables.claims import ClaimTable
 from durability.store._tables.resources import ResourceTable
 from durability.store.base import StoreTx
@@ -96,13 +102,14 @@ _INSERT_IF_FREE = (
     f" INSERT INTO calls ({CALLS.select}) SELECT {_TYPED_VALUES} FROM bumped RETURNING id"
 )
 _CLOSED = Shape(closed_call, columns=(*CLOSED_COLUMNS, "context_id"), json=("args",))
+# (bound by position: state, result, digest, now, the call's id, now again)
 _CLOSE_OPEN = (
-    "WITH closed AS (UPDATE calls SET state = %(state)s, result = %(result)s,"
-    " result_blob = NULL, result_digest = %(result_digest)s, closed_at = %(now)s"
-    " WHERE id = %(id)s AND state = 'open' AND EXISTS (SELECT 1 FROM runs"
+    "WITH closed AS (UPDATE calls SET state = %s, result = %s,"
+    " result_blob = NULL, result_digest = %s, closed_at = %s"
+    " WHERE id = %s AND state = 'open' AND EXISTS (SELECT 1 FROM runs"
     " WHERE runs.id = calls.run_id AND runs.status = 'active')"
     f" RETURNING {CALLS.select}), bumped AS (UPDATE runs SET version = version + 1,"
-    " updated_at = %(now)s FROM closed WHERE runs.id = closed.run_id RETURNING"
+    " updated_at = %s FROM closed WHERE runs.id = closed.run_id RETURNING"
     f" runs.context_id) SELECT {', '.join(f'closed.{n}' for n in CLOSED_COLUMNS)},"
     " bumped.context_id FROM closed, bumped"
 )
@@ -113,22 +120,9 @@ class PostgresCalls(CallTable):
         where = (call.created_at, call.run_id, call.run_id, call.agent_no, call.seq)
         return self.sql.scalar(_INSERT_IF_FREE, (*where, *row)) is not None
 
-    def _close_small(
-        self,
-        state: str,
-        result: Any,
-        result_json: str,
-        result_digest: str,
-        now: float,
-        call_id: str,
-    ) -> tuple[Call, str] | None:
-        values = {
-            "state": state,
-            "result": result_json,
-            "result_digest": result_digest,
-            "now": now,
-            "id": call_id,
-        }
+    def _close_small(self, closing: Closing) -> tuple[Call, str] | None:
+        c = closing
+        values = (c.state, c.json, c.digest, c.now, c.call_id, c.now)
         found: tuple[Call, str] | None = self.sql.one(_CLOSED, _CLOSE_OPEN, values)
         return found
 

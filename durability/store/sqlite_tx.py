@@ -14,7 +14,13 @@ from typing import Any, TypeVar
 from durability.records import Call, Run
 from durability.store._shapes import Shape
 from durability.store._sql import Args, Sql
-from durability.store._tables.calls import CALLS, CLOSED_COLUMNS, CallTable, closed_call
+from durability.store._tables.calls import (
+    CALLS,
+    CLOSED_COLUMNS,
+    CallTable,
+    Closing,
+    closed_call,
+)
 from durability.store._tables.runs import RunTable, run_change
 from durability.store.base import StoreTx
 
@@ -98,21 +104,14 @@ class SqliteCalls(CallTable):
         )
         return True
 
-    def _close_small(
-        self,
-        state: str,
-        result: Any,
-        result_json: str,
-        result_digest: str,
-        now: float,
-        call_id: str,
-    ) -> tuple[Call, str] | None:
-        values = (state, result_json, result_digest, now, call_id)
+    def _close_small(self, closing: Closing) -> tuple[Call, str] | None:
+        c = closing
+        values = (c.state, c.json, c.digest, c.now, c.call_id)
         found = self.sql.cursor(_CLOSED).execute(_CLOSE_OPEN, values).fetchall()
         if not found:
             return None
         call, _ = found[0]
-        return call, self.runs.bump_active(call.run_id, now)  # type: ignore[return-value]
+        return call, self.runs.bump_active(call.run_id, c.now)  # type: ignore[return-value]
 
 
 class SqliteRuns(RunTable):

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from durability.store._sql import Sql
+from durability.store._sql import Table
 
 
-class BlobTable:
-    def __init__(self, sql: Sql) -> None:
-        self.sql = sql
-
+class BlobTable(Table):
     def put(self, blob_hash: str, data: bytes, now: float) -> bool:
         """Store bytes under their hash once; True when they were new."""
         cur = self.sql.run(

@@ -16,7 +16,7 @@ from typing import Any
 from durability.canonical import Undecodable, digest_text
 from durability.records import Call
 from durability.store._shapes import RESULT_SPILL_BYTES, Shape, dump, load
-from durability.store._sql import Sql
+from durability.store._sql import Sql, Table
 from durability.store._tables.blobs import BlobTable
 from durability.store._tables.runs import RunTable
 
@@ -90,9 +90,21 @@ def seq_filter(from_seq: Mapping[int, int]) -> tuple[str, list[Any]]:
     return f" AND (agent_no NOT IN ({named}) OR {past})", args
 
 
-class CallTable:
+@dataclasses.dataclass(frozen=True, slots=True)
+class Closing:
+    """A result to store on an open call: its value, canonical JSON and digest."""
+
+    call_id: str
+    state: str
+    result: Any
+    json: str
+    digest: str
+    now: float
+
+
+class CallTable(Table):
     def __init__(self, sql: Sql, runs: RunTable, blobs: BlobTable) -> None:
-        self.sql = sql
+        super().__init__(sql)
         self.runs = runs
         self.blobs = blobs
 
@@ -189,37 +201,33 @@ class CallTable:
     ) -> tuple[Call, str] | None:
         """Store the result of an open call of an active run and bump the run; the closed
         call and the run's context id, or None (nothing written)."""
+        closing = Closing(call_id, state, result, result_json, result_digest, now)
         if result_is_large(result_json):
-            found = CallTable._close_small(
-                self, state, result, result_json, result_digest, now, call_id
-            )
+            found = CallTable._close_small(self, closing)
         else:
-            found = self._close_small(state, result, result_json, result_digest, now, call_id)
+            found = self._close_small(closing)
         if found is None:
             return None
         closed, context_id = found
         return dataclasses.replace(closed, result=result), context_id
 
-    def _close_small(
-        self,
-        state: str,
-        result: Any,
-        result_json: str,
-        result_digest: str,
-        now: float,
-        call_id: str,
-    ) -> tuple[Call, str] | None:
+    def _close_small(self, closing: Closing) -> tuple[Call, str] | None:
         """Close an open call of an active run with a result that fits its column and bump
         the run; the call (its result as the caller gave it, or left out) and its run's
         ``context_id``, or None (nothing written)."""
-        call = self.get(call_id)
+        call = self.get(closing.call_id)
         if call is None or call.state != "open":
             return None
         run = self.runs.get(call.run_id)
         if run is None or run.status != "active":
             return None
+        now = closing.now
         done = dataclasses.replace(
-            call, state=state, result=result, result_digest=result_digest, closed_at=now
+            call,
+            state=closing.state,
+            result=closing.result,
+            result_digest=closing.digest,
+            closed_at=now,
         )
         self.update(done)
         self.runs.update(dataclasses.replace(run, version=run.version + 1, updated_at=now))

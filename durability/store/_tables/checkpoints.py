@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from durability.store._shapes import Shape
-from durability.store._sql import Sql
+from durability.store._sql import Table
 from durability.store.rows import CheckpointRow
 
 CHECKPOINTS = Shape(CheckpointRow)
@@ -15,10 +15,7 @@ _BY_CONTEXT = (
 )
 
 
-class CheckpointTable:
-    def __init__(self, sql: Sql) -> None:
-        self.sql = sql
-
+class CheckpointTable(Table):
     def insert(
         self, run_id: str, context_id: str, seq: int | None, body: str, digest: str, now: float
     ) -> int:

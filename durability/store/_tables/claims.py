@@ -11,16 +11,13 @@ database's clock.
 from __future__ import annotations
 
 from durability.canonical import canonical_json, digest_text
-from durability.store._sql import Sql
+from durability.store._sql import Table
 from durability.store.rows import ClaimRow
 
 NOW = "extract(epoch from clock_timestamp())::double precision"
 
 
-class ClaimTable:
-    def __init__(self, sql: Sql) -> None:
-        self.sql = sql
-
+class ClaimTable(Table):
     def lock_fence(
         self, run_id: str | None = None, call_id: str | None = None
     ) -> tuple[str, int | None] | None:

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from durability.records import Decision, RetryGrant
 from durability.store._shapes import Shape
-from durability.store._sql import Sql
+from durability.store._sql import Table
 
 DECISIONS = Shape(Decision)
 GRANTS = Shape(RetryGrant)
 
 
-class DecisionTable:
-    def __init__(self, sql: Sql) -> None:
-        self.sql = sql
-
+class DecisionTable(Table):
     def insert(self, decision: Decision) -> int:
         columns = DECISIONS.names[1:]  # the id is the table's
         return self.sql.insert_id(
@@ -38,10 +35,7 @@ class DecisionTable:
         )
 
 
-class GrantTable:
-    def __init__(self, sql: Sql) -> None:
-        self.sql = sql
-
+class GrantTable(Table):
     def insert(self, run_id: str, attempts: int, actor: str, now: float) -> int:
         return self.sql.insert_id(
             "INSERT INTO retry_grants (run_id, attempts, remaining, actor, created_at)"

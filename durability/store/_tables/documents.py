@@ -6,17 +6,14 @@ from typing import Any
 
 from durability.records import Conflict
 from durability.store._shapes import Shape, dump
-from durability.store._sql import Sql
+from durability.store._sql import Table
 from durability.store.rows import DocumentRow
 
 DOCUMENTS = Shape(DocumentRow)
 CONFLICTS = Shape(Conflict, json=("proposed",))
 
 
-class DocumentTable:
-    def __init__(self, sql: Sql) -> None:
-        self.sql = sql
-
+class DocumentTable(Table):
     def get(self, context_id: str, kind: str) -> DocumentRow | None:
         return self.sql.one(
             DOCUMENTS,
@@ -41,10 +38,7 @@ class DocumentTable:
         )
 
 
-class ConflictTable:
-    def __init__(self, sql: Sql) -> None:
-        self.sql = sql
-
+class ConflictTable(Table):
     def insert(
         self,
         context_id: str,

@@ -6,15 +6,12 @@ from typing import Any
 
 from durability.records import Event
 from durability.store._shapes import Shape, dump
-from durability.store._sql import Sql
+from durability.store._sql import Table
 
 EVENTS = Shape(Event, json=("payload",))
 
 
-class EventTable:
-    def __init__(self, sql: Sql) -> None:
-        self.sql = sql
-
+class EventTable(Table):
     def insert(
         self,
         context_id: str,

@@ -4,16 +4,13 @@ bytes only. PostgreSQL only (shared workers' resources)."""
 from __future__ import annotations
 
 from durability.store._shapes import Shape
-from durability.store._sql import Sql
+from durability.store._sql import Table
 from durability.store.rows import SnapshotRow
 
 SNAPSHOTS = Shape(SnapshotRow, convert={"manifest": bytes})
 
 
-class ResourceTable:
-    def __init__(self, sql: Sql) -> None:
-        self.sql = sql
-
+class ResourceTable(Table):
     def existing_addresses(self, addresses: list[str]) -> set[str]:
         if not addresses:
             return set()

@@ -7,7 +7,7 @@ from typing import Any
 
 from durability.records import Run
 from durability.store._shapes import Shape, dump
-from durability.store._sql import Sql
+from durability.store._sql import Table
 from durability.store.rows import InputRow
 
 RUNS = Shape(Run, json=("reason_detail",))
@@ -30,10 +30,7 @@ def run_change(run: Run) -> tuple[Any, ...]:
     )
 
 
-class ContextTable:
-    def __init__(self, sql: Sql) -> None:
-        self.sql = sql
-
+class ContextTable(Table):
     def ensure(self, context_id: str, now: float) -> None:
         self.sql.run(
             "INSERT INTO contexts (id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
@@ -41,11 +38,8 @@ class ContextTable:
         )
 
 
-class InputTable:
+class InputTable(Table):
     """Input ids, each bound to the run it started or joined."""
-
-    def __init__(self, sql: Sql) -> None:
-        self.sql = sql
 
     def get(self, input_id: str) -> InputRow | None:
         return self.sql.one(
@@ -59,10 +53,7 @@ class InputTable:
         )
 
 
-class RunTable:
-    def __init__(self, sql: Sql) -> None:
-        self.sql = sql
-
+class RunTable(Table):
     def insert(self, run: Run) -> None:
         detail = None if run.reason_detail is None else dump(run.reason_detail)
         self.sql.run(_INSERT, RUNS.values(run, reason_detail=detail))

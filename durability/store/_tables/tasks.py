@@ -8,7 +8,7 @@ engine needs a row lock for it.
 from __future__ import annotations
 
 from durability.store._shapes import Shape, nullable
-from durability.store._sql import Sql
+from durability.store._sql import Table
 from durability.store.rows import TaskRow
 
 _SECONDS = ("created_at", "updated_at", "done_until")
@@ -34,10 +34,7 @@ _INSERT = (
 _FORWARD = "done_until = CASE WHEN done_until < ? THEN ? ELSE done_until END"
 
 
-class TaskTable:
-    def __init__(self, sql: Sql) -> None:
-        self.sql = sql
-
+class TaskTable(Table):
     def get(self, task_id: str) -> TaskRow | None:
         return self.sql.one(
             TASKS, f"SELECT {TASKS.select} FROM scheduled_tasks WHERE id = ?", (task_id,)

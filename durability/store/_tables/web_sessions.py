@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from durability.store._shapes import Shape
-from durability.store._sql import Sql
+from durability.store._sql import Table
 from durability.store.rows import WebSessionRow
 
 SESSIONS = Shape(
@@ -21,10 +21,7 @@ SESSIONS = Shape(
 _INSERT = f"INSERT INTO web_sessions ({SESSIONS.select}) VALUES ({SESSIONS.placeholders()})"
 
 
-class WebSessionTable:
-    def __init__(self, sql: Sql) -> None:
-        self.sql = sql
-
+class WebSessionTable(Table):
     def insert(self, row: WebSessionRow, keep: int) -> None:
         """Store a new session, dropping expired ones and, past ``keep`` sessions, the
         least recently seen."""
