@@ -43,7 +43,7 @@ def _damaged_call_id(run: Run) -> str | None:
 def _target_call(tx: StoreTx, run: Run, call_id: str | None) -> Call | None:
     damaged = _damaged_call_id(run)
     if call_id is not None:
-        call = tx.get_call(call_id)
+        call = tx.calls.get(call_id)
         if call is None or call.run_id != run.id:
             raise CallNotFound("no such call in this run", run_id=run.id, call_id=call_id)
         if call.state != CallState.OPEN and call.id != damaged:
@@ -52,13 +52,13 @@ def _target_call(tx: StoreTx, run: Run, call_id: str | None) -> Call | None:
     call = _damaged_call(tx, run)
     if call is not None:
         return call
-    open_calls = tx.list_calls(run.id, [CallState.OPEN])
+    open_calls = tx.calls.list(run.id, [CallState.OPEN])
     return open_calls[-1] if open_calls else None  # the innermost, most recent intent
 
 
 def _damaged_call(tx: StoreTx, run: Run) -> Call | None:
     damaged = _damaged_call_id(run)
-    call = tx.get_call(damaged) if damaged is not None else None
+    call = tx.calls.get(damaged) if damaged is not None else None
     if (
         call is not None
         and call.run_id == run.id
@@ -70,7 +70,7 @@ def _damaged_call(tx: StoreTx, run: Run) -> Call | None:
 
 def _close(tx: StoreTx, call: Call, state: str, now: float, result: object = None) -> None:
     has_result = state == CallState.COMPLETED
-    tx.update_call(
+    tx.calls.update(
         dataclasses.replace(
             call,
             state=state,
@@ -92,7 +92,7 @@ def apply_decision(
     now: float,
 ) -> DecisionOutcome:
     run = load_run(tx, run_id)
-    prior = tx.decision_on_version(run_id, version)
+    prior = tx.decisions.on_version(run_id, version)
     if prior is not None:
         if prior.decision == decision and (call_id is None or prior.call_id == call_id):
             return DecisionOutcome(prior, run, applied=False)
@@ -120,7 +120,7 @@ def apply_decision(
                 status=run.status,
                 wanted=RunStatus.STOPPED,
             )
-        open_calls = tx.list_calls(run_id, [CallState.OPEN])
+        open_calls = tx.calls.list(run_id, [CallState.OPEN])
         for call in open_calls:
             _close(tx, call, CallState.ABANDONED, now)
         target = open_calls[-1] if open_calls else _damaged_call(tx, run)
@@ -156,5 +156,5 @@ def apply_decision(
         note=note,
         created_at=now,
     )
-    decision_id = tx.insert_decision(record)
+    decision_id = tx.decisions.insert(record)
     return DecisionOutcome(dataclasses.replace(record, id=decision_id), updated, applied=True)

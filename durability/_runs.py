@@ -12,7 +12,7 @@ from durability.store.base import StoreTx
 
 
 def load_run(tx: StoreTx, run_id: str) -> Run:
-    run = tx.get_run(run_id)
+    run = tx.runs.get(run_id)
     if run is None:
         raise RunNotFound("no such run", run_id=run_id)
     return run
@@ -26,7 +26,7 @@ def require_active(run: Run) -> None:
 def bump(tx: StoreTx, run: Run, now: float, **changes: Any) -> Run:
     """Save ``changes`` to the run with version + 1 (every state change bumps the version)."""
     updated = dataclasses.replace(run, version=run.version + 1, updated_at=now, **changes)
-    tx.update_run(updated)
+    tx.runs.update(updated)
     return updated
 
 
@@ -48,7 +48,7 @@ def transition(
             wanted=status,
         )
     if status in TERMINAL_RUN_STATUSES:
-        open_calls = tx.list_calls(run.id, [CallState.OPEN])
+        open_calls = tx.calls.list(run.id, [CallState.OPEN])
         if open_calls:  # only the stop decision ends a run with open calls (abandoning them)
             raise OpenIntents(
                 "the run still has calls without a result",

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from durability.errors import DurabilityError
-from durability.store import sqlite_ops
+from durability.store import sqlite_files
 from durability.verify import verify_database
 
 BACKUP_DIR_NAME = "backups"
@@ -65,7 +65,7 @@ def create_backup(db_path: Path, dest_dir: Path | None = None) -> Path:
     folder = private_dir(dest_dir or default_backup_dir(db_path))
     dest = _free_name(folder / backup_file_name())
     try:
-        sqlite_ops.online_backup(db_path, dest)
+        sqlite_files.online_backup(db_path, dest)
     except sqlite3.DatabaseError as exc:
         raise BackupFailed(f"backup of {db_path} failed: {exc}", path=str(db_path)) from None
     report = verify_database(dest)
@@ -94,10 +94,10 @@ def restore_backup(backup: Path, db_path: Path) -> RestoreResult:
     if db_path.exists():
         _fold_wal_or_refuse(db_path)
     staged = db_path.with_name(db_path.name + ".restoring")
-    for leftover in [staged, *sqlite_ops.sidecars(staged)]:
+    for leftover in [staged, *sqlite_files.sidecars(staged)]:
         leftover.unlink(missing_ok=True)
     try:
-        sqlite_ops.online_backup(backup, staged)
+        sqlite_files.online_backup(backup, staged)
         replaced = None
         if db_path.exists():
             replaced = _free_name(db_path.with_name(db_path.name + ".bak"))
@@ -105,7 +105,7 @@ def restore_backup(backup: Path, db_path: Path) -> RestoreResult:
             # WAL/SHM files of the old journal go with it: left here, SQLite would replay
             # the old file's frames onto the restored one.
             for side, suffix in zip(
-                sqlite_ops.sidecars(db_path), ("-wal", "-shm", "-journal"), strict=True
+                sqlite_files.sidecars(db_path), ("-wal", "-shm", "-journal"), strict=True
             ):
                 if side.exists():
                     os.replace(side, Path(str(replaced) + suffix))
@@ -113,7 +113,7 @@ def restore_backup(backup: Path, db_path: Path) -> RestoreResult:
     finally:
         staged.unlink(missing_ok=True)
     os.chmod(db_path, 0o600)
-    sqlite_ops.fsync_dir(db_path.parent)
+    sqlite_files.fsync_dir(db_path.parent)
     return RestoreResult(restored=db_path, replaced=replaced)
 
 
@@ -129,7 +129,7 @@ def _require_journal(db_path: Path) -> None:
 def _fold_wal_or_refuse(db_path: Path) -> None:
     """Fold the WAL into the file; a WAL that survives our close means another process has it."""
     try:
-        sqlite_ops.checkpoint_wal(db_path)
+        sqlite_files.checkpoint_wal(db_path)
     except sqlite3.DatabaseError:
         return  # a corrupt current journal is exactly what a restore replaces
     wal = Path(str(db_path) + "-wal")
@@ -138,7 +138,7 @@ def _fold_wal_or_refuse(db_path: Path) -> None:
             f"the journal {db_path} is open in another process; stop the agent first",
             path=str(db_path),
         )
-    for side in sqlite_ops.sidecars(db_path):
+    for side in sqlite_files.sidecars(db_path):
         side.unlink(missing_ok=True)
 
 

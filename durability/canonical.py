@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from durability.errors import NotSerializable
@@ -73,3 +74,25 @@ def fingerprint_from_json(kind: str, name: str, masked_args_json: str, policy: s
 def is_digest(value: object) -> bool:
     """True for a lowercase 64-character hex SHA-256."""
     return isinstance(value, str) and bool(_HEX64.match(value))
+
+
+# reading back (durability/integrity.py checks what is read)
+@dataclass(frozen=True)
+class Undecodable:
+    """Stands in for a stored JSON value that could not be read back."""
+
+    undecodable: str  # why, e.g. "JSONDecodeError: Unterminated string ... (char 27)"
+    reason: str = "undecodable"  # or blob_missing: a spilled value's blob is gone
+
+    def __str__(self) -> str:
+        return f"<{self.reason}: {self.undecodable}>"
+
+
+def load_json(text: str | bytes | None) -> Any:
+    """Decode stored JSON text; damage gives an :class:`Undecodable` instead of an error."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
+        return Undecodable(f"{type(exc).__name__}: {str(exc)[:120]}")

@@ -20,7 +20,8 @@ from durability.canonical import canonical_json, digest_bytes, digest_text
 from durability.errors import CorruptCheckpoint
 from durability.masking import Masker
 from durability.records import Checkpoint, CheckpointData, CheckpointRef
-from durability.store.base import CheckpointRow, StoreTx
+from durability.store.base import StoreTx
+from durability.store.rows import CheckpointRow
 
 FORMAT_VERSION = 1
 MAX_CHAIN = 10_000_000
@@ -119,7 +120,7 @@ def _decode_body(row: CheckpointRow) -> dict[str, Any]:
 
 
 def _verified_blob(tx: StoreTx, row: CheckpointRow, blob_hash: str) -> bytes:
-    data = tx.get_blobs([blob_hash]).get(blob_hash)
+    data = tx.blobs.get_many([blob_hash]).get(blob_hash)
     if data is None:
         raise _corrupt(row, "blob_missing")
     if digest_bytes(data) != blob_hash:
@@ -133,7 +134,7 @@ def _resolve_hashes(tx: StoreTx, row: CheckpointRow, head: str | None) -> list[s
     The engine prefetches the chain's nodes in one query where it can; every node is
     verified against its hash here, and one the prefetch missed is read on its own."""
     nodes: list[tuple[int, list[str]]] = []
-    prefetched = tx.history_chain(head, MAX_PREFETCH) if head is not None else {}
+    prefetched = tx.blobs.history_chain(head, MAX_PREFETCH) if head is not None else {}
     current = head
     while current is not None:
         if len(nodes) > MAX_CHAIN:
@@ -174,7 +175,7 @@ def load_checkpoint(
         hashes = _resolve_hashes(tx, row, head)
         if len(hashes) != length:
             raise _corrupt(row, "history_length_mismatch")
-        blobs = tx.get_blobs(hashes)
+        blobs = tx.blobs.get_many(hashes)
         messages = []
         for h in hashes:
             data = blobs.get(h)
@@ -214,7 +215,7 @@ def _previous_heads(
     cached = cache.get(context_id)
     if cached is not None and cached.run_id == run_id:
         return cached.heads
-    row = tx.latest_checkpoint(run_id=run_id) or tx.latest_checkpoint(context_id=context_id)
+    row = tx.checkpoints.latest(run_id=run_id) or tx.checkpoints.latest(context_id=context_id)
     if row is None:
         return {}
     if cached is not None and cached.checkpoint_id == row.id:
@@ -320,7 +321,7 @@ def _store_history(
         if index == keep and index < limit and prev is not None and h == prev.hashes[index]:
             keep += 1  # unchanged after all (e.g. no packed bytes after a restart)
         else:
-            tx.put_blob(h, data, now)
+            tx.blobs.put(h, data, now)
         hashes.append(h)
         one = _pack(message) if parts is not None else None
         if one is None:
@@ -337,7 +338,7 @@ def _store_history(
     node = canonical_json({"base": base, "keep": keep if base else 0, "add": hashes[keep:]})
     node_data = node.encode("utf-8")
     head = digest_bytes(node_data)
-    tx.put_blob(head, node_data, now)
+    tx.blobs.put(head, node_data, now)
     return _HistoryHead(head, tuple(hashes), packed, packed_ends, frozen)
 
 
@@ -366,7 +367,7 @@ def store_checkpoint(
         }
     )
     digest = digest_text(body)
-    checkpoint_id = tx.insert_checkpoint(run_id, context_id, data.seq, body, digest, now)
+    checkpoint_id = tx.checkpoints.insert(run_id, context_id, data.seq, body, digest, now)
     checkpoint = CheckpointRef(
         id=checkpoint_id,
         run_id=run_id,

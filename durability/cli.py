@@ -5,17 +5,24 @@ retention, export. Errors print ``error: <code>: <message>`` and exit 1; usage e
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import os
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from durability import integrity
+from durability._cli_text import (
+    dump,
+    login,
+    non_negative_float,
+    non_negative_int,
+    positive_int,
+    table,
+    when,
+)
 from durability.backup import JournalNotFound, create_backup, restore_backup
 from durability.errors import DurabilityError
 from durability.paths import journal_path
@@ -60,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="only runs in this status (repeatable)",
     )
     p.add_argument("--context", metavar="CHAT_ID", help="only runs of this chat")
-    p.add_argument("--limit", type=_positive_int, default=100, help="at most N runs (100)")
+    p.add_argument("--limit", type=positive_int, default=100, help="at most N runs (100)")
 
     p = sub.add_parser("show", parents=[common], help="one run: calls, decisions, checkpoints")
     p.add_argument("run", metavar="RUN")
@@ -72,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--expected-version",
-        type=_positive_int,
+        type=positive_int,
         required=True,
         metavar="V",
         help="the run version the decision was made on",
@@ -98,14 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("retention", parents=[common], help="delete old finished runs")
     p.add_argument(
         "--runs",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=DEFAULT_RETENTION_RUNS,
         metavar="N",
         help="keep the newest N finished runs (100)",
     )
     p.add_argument(
         "--days",
-        type=_non_negative_float,
+        type=non_negative_float,
         default=DEFAULT_RETENTION_DAYS,
         metavar="D",
         help="keep finished runs younger than D days (30)",
@@ -151,13 +158,13 @@ def _list(args: argparse.Namespace, out: TextIO) -> int:
     with _journal(args.db) as journal:
         runs = journal.list_runs(args.status, context_id=args.context, limit=args.limit)
     if args.json:
-        _dump(out, [r.to_dict() for r in runs])
+        dump(out, [r.to_dict() for r in runs])
         return EXIT_OK
     rows = [
-        [r.id, r.status, str(r.version), _when(r.updated_at), r.context_id, r.reason or ""]
+        [r.id, r.status, str(r.version), when(r.updated_at), r.context_id, r.reason or ""]
         for r in runs
     ]
-    _table(out, ["RUN", "STATUS", "VERSION", "UPDATED (UTC)", "CHAT", "REASON"], rows)
+    table(out, ["RUN", "STATUS", "VERSION", "UPDATED (UTC)", "CHAT", "REASON"], rows)
     return EXIT_OK
 
 
@@ -166,14 +173,14 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         detail = journal.read_run(args.run)
         checkpoints = _checkpoints(journal, args.run)
     if args.json:
-        _dump(out, {**detail.to_dict(), "checkpoints": checkpoints})
+        dump(out, {**detail.to_dict(), "checkpoints": checkpoints})
         return EXIT_OK
     run = detail.run
     out.write(
         f"run      {run.id}\nchat     {run.context_id}\ninput    {run.input_id}\n"
         f"status   {run.status}" + (f" ({run.reason})" if run.reason else "") + "\n"
-        f"version  {run.version}\ncreated  {_when(run.created_at)}\n"
-        f"updated  {_when(run.updated_at)}\n"
+        f"version  {run.version}\ncreated  {when(run.created_at)}\n"
+        f"updated  {when(run.updated_at)}\n"
     )
     if run.reason_detail is not None:
         out.write(f"detail   {json.dumps(run.reason_detail, sort_keys=True)}\n")
@@ -191,30 +198,30 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         ]
         for c in detail.calls
     ]
-    _table(out, ["AGENT", "SEQ", "ATTEMPT", "KIND", "NAME", "STATE", "RESULT", "CALL"], rows)
+    table(out, ["AGENT", "SEQ", "ATTEMPT", "KIND", "NAME", "STATE", "RESULT", "CALL"], rows)
     out.write(f"\ndecisions ({len(detail.decisions)})\n")
     rows = [
-        [_when(d.created_at), d.decision, str(d.version), d.actor, d.note or ""]
+        [when(d.created_at), d.decision, str(d.version), d.actor, d.note or ""]
         for d in detail.decisions
     ]
-    _table(out, ["WHEN (UTC)", "DECISION", "ON VERSION", "ACTOR", "NOTE"], rows)
+    table(out, ["WHEN (UTC)", "DECISION", "ON VERSION", "ACTOR", "NOTE"], rows)
     out.write(f"\ncheckpoints ({len(checkpoints)})\n")
     rows = [
         [
             str(c["id"]),
             str(c["seq"]),
-            _when(c["created_at"]),
+            when(c["created_at"]),
             str(c["body_bytes"]),
             c["digest"][:16],
         ]
         for c in checkpoints[-10:]
     ]
-    _table(out, ["ID", "SEQ", "WHEN (UTC)", "BYTES", "DIGEST"], rows)
+    table(out, ["ID", "SEQ", "WHEN (UTC)", "BYTES", "DIGEST"], rows)
     return EXIT_OK
 
 
 def _decide(args: argparse.Namespace, out: TextIO) -> int:
-    actor = args.actor or f"cli:{_login()}"
+    actor = args.actor or f"cli:{login()}"
     with _journal(args.db, mask_secrets=True) as journal:
         outcome = journal.decide(
             args.run,
@@ -225,7 +232,7 @@ def _decide(args: argparse.Namespace, out: TextIO) -> int:
             call_id=args.call,
         )
     if args.json:
-        _dump(out, outcome.to_dict())
+        dump(out, outcome.to_dict())
     else:
         verb = "applied" if outcome.applied else "already applied"
         out.write(
@@ -238,7 +245,7 @@ def _decide(args: argparse.Namespace, out: TextIO) -> int:
 def _verify(args: argparse.Namespace, out: TextIO) -> int:
     report = verify_database(args.db)
     if args.json:
-        _dump(out, report.to_dict())
+        dump(out, report.to_dict())
     elif report.ok:
         counts = ", ".join(f"{n} {kind}" for kind, n in report.checked.items())
         out.write(f"ok: {args.db}: integrity check passed; verified {counts or 'nothing'}\n")
@@ -255,7 +262,7 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
 def _backup(args: argparse.Namespace, out: TextIO) -> int:
     path = create_backup(args.db, args.dest)
     if args.json:
-        _dump(out, {"backup": str(path), "bytes": path.stat().st_size})
+        dump(out, {"backup": str(path), "bytes": path.stat().st_size})
     else:
         out.write(f"backup written: {path}\n")
     return EXIT_OK
@@ -265,7 +272,7 @@ def _restore(args: argparse.Namespace, out: TextIO) -> int:
     result = restore_backup(args.file, args.db)
     replaced = str(result.replaced) if result.replaced else None
     if args.json:
-        _dump(out, {"restored": str(result.restored), "replaced": replaced})
+        dump(out, {"restored": str(result.restored), "replaced": replaced})
     else:
         out.write(f"restored {args.file} into {result.restored}\n")
         if replaced:
@@ -279,7 +286,7 @@ def _retention(args: argparse.Namespace, out: TextIO) -> int:
         args.db, keep_runs=args.runs, keep_days=args.days, dry_run=args.dry_run
     )
     if args.json:
-        _dump(out, report.to_dict())
+        dump(out, report.to_dict())
     elif args.dry_run:
         out.write(
             f"would remove {len(report.run_ids)} finished run(s) (keeping the newest "
@@ -380,65 +387,11 @@ def _journal(db: Path, *, mask_secrets: bool = False) -> Any:
 
 
 def _checkpoints(journal: Any, run_id: str) -> list[dict[str, Any]]:
-    from durability.store import sqlite_ops
+    from durability.store import sqlite_scans
 
-    return journal.store.read_raw(lambda conn: sqlite_ops.checkpoint_metadata(conn, run_id))
+    return journal.store.read_raw(lambda conn: sqlite_scans.checkpoint_metadata(conn, run_id))
 
 
 def _require_file(db: Path) -> None:
     if not db.is_file():
         raise JournalNotFound(f"no journal at {db} (use --db PATH or set A0_USR_DIR)", path=str(db))
-
-
-def _login() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "operator"
-
-
-def _when(ts: float | None) -> str:
-    if ts is None:
-        return ""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _dump(out: TextIO, value: Any) -> None:
-    out.write(json.dumps(value, sort_keys=True, ensure_ascii=False, indent=2) + "\n")
-
-
-def _table(out: TextIO, header: list[str], rows: list[list[str]]) -> None:
-    if not rows:
-        out.write("(none)\n")
-        return
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-    for row in [header, *rows]:
-        out.write("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
-        out.write("\n")
-
-
-def _positive_int(text: str) -> int:
-    value = _non_negative_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be an integer >= 1")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be >= 0")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError("must be a finite number >= 0")
-    return value

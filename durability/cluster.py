@@ -30,11 +30,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from durability import failpoints
 from durability.errors import DurabilityError, FencingLost, InvalidArgument
-from durability.store.base import StoreTx
+from durability.store.base import Store, StoreTx
+from durability.store.rows import ClaimRow
 
 T = TypeVar("T")
 
@@ -77,11 +78,12 @@ LOST_KEPT = 1024
 
 
 class Cluster:
-    """One worker's claims on one shared journal store (a PostgresStore)."""
+    """One worker's claims on one shared journal store (a PostgresStore: its transactions'
+    ``tx.claims``)."""
 
     def __init__(
         self,
-        store: Any,
+        store: Store,
         worker_id: str,
         *,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
@@ -125,7 +127,7 @@ class Cluster:
         claim = self.get(run_id)
         return claim is not None and self._monotonic() < claim.live_until
 
-    def _adopt(self, row: Any, sent_at: float) -> Claim:
+    def _adopt(self, row: ClaimRow, sent_at: float) -> Claim:
         claim = Claim(
             run_id=row.run_id,
             context_id=row.context_id,
@@ -195,14 +197,12 @@ class Cluster:
         """Claim one active run whose claim is free or expired; None when another worker
         holds a live claim (or the run is not active). A claim this worker already holds
         is renewed instead."""
-        from durability.store import _postgres_claims as sql
-
         if self.get(run_id) is not None:
             renewal = self.renew([run_id])
             return renewal.renewed[0] if renewal.renewed else None
         sent = self._monotonic()
-        row = self.store.run(
-            "claims", lambda conn: sql.claim_run(conn, run_id, self.worker_id, self.lease_seconds)
+        row = self.store.write(
+            lambda tx: tx.claims.claim_run(run_id, self.worker_id, self.lease_seconds)
         )
         return None if row is None else self._adopt(row, sent)
 
@@ -210,13 +210,11 @@ class Cluster:
         """Claim up to ``limit`` active runs whose lease expired or that nobody claimed
         (``FOR NO KEY UPDATE SKIP LOCKED``: concurrent sweepers never wait on each other
         and never win the same run). Recover each through the start-up classification."""
-        from durability.store import _postgres_claims as sql
-
         if limit <= 0:
             return []
         sent = self._monotonic()
-        rows = self.store.run(
-            "claims", lambda conn: sql.sweep(conn, self.worker_id, self.lease_seconds, limit)
+        rows = self.store.write(
+            lambda tx: tx.claims.sweep(self.worker_id, self.lease_seconds, limit)
         )
         return [self._adopt(row, sent) for row in rows]
 
@@ -224,21 +222,19 @@ class Cluster:
         """Inside an admission's transaction: claim the run it admits. Returns what to call
         once the transaction committed (the claim enters the book only then)."""
         sent = self._monotonic()
-        row = tx.insert_claim(run_id, self.worker_id, self.lease_seconds)
+        row = tx.claims.claim_new_run(run_id, self.worker_id, self.lease_seconds)
         return lambda: self._adopt(row, sent)
 
     def renew(self, run_ids: list[str] | None = None) -> Renewal:
         """Renew this worker's claims (all, or ``run_ids``); claims taken over or released
         meanwhile are lost: forgotten and logged."""
-        from durability.store import _postgres_claims as sql
-
         with self._lock:
             held = {r: c.token for r, c in self._book.items() if run_ids is None or r in run_ids}
         if not held:
             return Renewal([], [])
         sent = self._monotonic()
-        renewed_at = self.store.run(
-            "claims", lambda conn: sql.renew(conn, self.worker_id, self.lease_seconds, held)
+        renewed_at = self.store.write(
+            lambda tx: tx.claims.renew(self.worker_id, self.lease_seconds, held)
         )
         if set(held) - set(renewed_at):  # a claim was lost: a test may hold the heartbeat here
             failpoints.failpoint("cluster.renewal_lost")
@@ -263,27 +259,18 @@ class Cluster:
 
     def release(self, run_id: str) -> bool:
         """Give a run's claim up (its run ended, was held, or this worker stops)."""
-        from durability.store import _postgres_claims as sql
-
         with self._lock:
             claim = self._book.pop(run_id, None)
         if claim is None:
             return False
-        return bool(
-            self.store.run(
-                "claims",
-                lambda conn: sql.release(conn, self.worker_id, run_id, claim.token),
-            )
-        )
+        return self.store.write(lambda tx: tx.claims.release(self.worker_id, run_id, claim.token))
 
     def release_all(self) -> int:
         return sum(self.release(claim.run_id) for claim in self.claims())
 
     def owner(self, run_id: str) -> Owner | None:
         """The run's claim as the database has it (None: never claimed)."""
-        from durability.store import _postgres_claims as sql
-
-        found = self.store.run("read", lambda conn: sql.owner(conn, run_id))
+        found = self.store.read(lambda tx: tx.claims.owner(run_id))
         if found is None:
             return None
         worker, token, expires_at, now = found
@@ -303,7 +290,7 @@ class Cluster:
         (None: the operation then raises its own precise error). ``pinned``: the token a
         first attempt of this write ran under; a repeat (after a lost connection) is
         refused unless it runs under the same one."""
-        found = tx.lock_fence(run_id=run_id, call_id=call_id)
+        found = tx.claims.lock_fence(run_id=run_id, call_id=call_id)
         if found is None:
             return None
         rid, current = found

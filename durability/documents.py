@@ -10,7 +10,8 @@ from durability.canonical import canonical_json, digest
 from durability.errors import DocumentConflict, DocumentInvalid, DocumentTooLarge
 from durability.masking import Masker
 from durability.records import Document
-from durability.store.base import DocumentRow, StoreTx
+from durability.store.base import StoreTx
+from durability.store.rows import DocumentRow
 
 PLAN_KIND = "plan"
 PLAN_MAX_ITEMS = 100
@@ -88,7 +89,7 @@ def _kind(kind: str) -> tuple[Callable[[Any], Any], Any]:
 def read_document(tx: StoreTx, context_id: str, kind: str) -> Document:
     """The document checked against its digest (CorruptRecord when damaged)."""
     _, empty = _kind(kind)
-    row = tx.get_document(context_id, kind)
+    row = tx.documents.get(context_id, kind)
     if row is None:
         return Document(context_id, kind, 0, empty, digest(empty), None, None)
     value = integrity.load_json(row.body)
@@ -120,7 +121,7 @@ def replace_document(
     A damaged stored value is never read, but it can be replaced whole on its revision (the
     new value does not depend on it): that is how a person repairs a damaged plan.
     """
-    row = tx.get_document(context_id, kind)
+    row = tx.documents.get(context_id, kind)
     damaged = row is not None and integrity.document_row_damage(row) is not None
     current = None if damaged else read_document(tx, context_id, kind)
     revision = row.revision if row is not None else 0
@@ -131,8 +132,8 @@ def replace_document(
     ):
         return current  # the same content again (e.g. a retry whose answer was lost): no-op
     if revision != expected_revision:
-        tx.ensure_context(context_id, now)
-        conflict_id = tx.insert_conflict(
+        tx.contexts.ensure(context_id, now)
+        conflict_id = tx.conflicts.insert(
             context_id, kind, expected_revision, revision, value, actor, now
         )
         raise DocumentConflict(
@@ -143,8 +144,8 @@ def replace_document(
             current_revision=revision,
             conflict_id=conflict_id,
         )
-    tx.ensure_context(context_id, now)
+    tx.contexts.ensure(context_id, now)
     body = canonical_json(value)
     new = DocumentRow(context_id, kind, revision + 1, body, digest(value), now, actor)
-    tx.put_document(new)
+    tx.documents.put(new)
     return read_document(tx, context_id, kind)

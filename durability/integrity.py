@@ -14,37 +14,16 @@ A damaged value is never used. The loop and recovery hold the run with reason
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from durability.canonical import digest, fingerprint
+from durability.canonical import Undecodable, digest, fingerprint, load_json
 from durability.errors import CorruptCheckpoint, CorruptRecord, NotSerializable
 from durability.records import RESULT_STATES, Call, Event
 from durability.status import CallState
-from durability.store.base import DocumentRow, StoreTx
-
-
-@dataclass(frozen=True)
-class Undecodable:
-    """Stands in for a stored JSON value that could not be read back."""
-
-    undecodable: str  # why, e.g. "JSONDecodeError: Unterminated string ... (char 27)"
-    reason: str = "undecodable"  # or blob_missing: a spilled value's blob is gone
-
-    def __str__(self) -> str:
-        return f"<{self.reason}: {self.undecodable}>"
-
-
-def load_json(text: str | bytes | None) -> Any:
-    """Decode stored JSON text; damage gives an :class:`Undecodable` instead of an error."""
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except (ValueError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
-        return Undecodable(f"{type(exc).__name__}: {str(exc)[:120]}")
+from durability.store.base import StoreTx
+from durability.store.rows import DocumentRow
 
 
 @dataclass(frozen=True)
@@ -207,11 +186,11 @@ def verify_records(
     report = RecordsReport({"calls": 0, "documents": 0})
     if checkpoints:
         report.checked["checkpoints"] = 0
-    for run in tx.list_runs(None, None, 1_000_000_000):
-        for call in tx.list_calls(run.id):
+    for run in tx.runs.list(None, None, 1_000_000_000):
+        for call in tx.calls.list(run.id):
             report.checked["calls"] += 1
             report.damages.extend(call_damages(call))
-        row = tx.latest_checkpoint(run_id=run.id) if checkpoints else None
+        row = tx.checkpoints.latest(run_id=run.id) if checkpoints else None
         if row is not None:
             report.checked["checkpoints"] += 1
             try:
@@ -221,7 +200,7 @@ def verify_records(
                 report.damages.append(Damage("checkpoint", str(exc.fields["reason"]), ids))
     if events:
         report.checked["events"] = _verify_events(tx, report.damages)
-    for doc in tx.list_documents():
+    for doc in tx.documents.list():
         report.checked["documents"] += 1
         damage = document_row_damage(doc)
         if damage is not None:
@@ -245,7 +224,7 @@ def task_definition(body: str, body_digest: str) -> tuple[Any, str | None]:
 
 
 def _verify_tasks(tx: StoreTx, report: RecordsReport) -> None:
-    rows = tx.list_tasks()
+    rows = tx.tasks.list()
     report.checked["tasks"] = len(rows)
     for row in rows:
         _, damage = task_definition(row.body, row.digest)
@@ -257,7 +236,7 @@ def _verify_tasks(tx: StoreTx, report: RecordsReport) -> None:
 def _verify_events(tx: StoreTx, damages: list[Damage]) -> int:
     checked, after = 0, 0
     while True:
-        events = tx.list_events(None, None, after, 1000)
+        events = tx.events.list(None, None, after, 1000)
         for event in events:
             checked += 1
             damage = event_damage(event)

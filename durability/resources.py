@@ -42,10 +42,11 @@ from durability.errors import (
     ResourceTooLarge,
     ResourceUndecryptable,
 )
+from durability.resource_files import check_name, check_tree, read_regular, write_tree
+from durability.store.base import StoreTx
+from durability.store.rows import SnapshotRow
 
 KINDS = ("attachments", "workdir")
-MAX_NAME_LENGTH = 4096
-MAX_COMPONENT_BYTES = 255
 MANIFEST_VERSION = 1
 
 
@@ -69,55 +70,6 @@ class Snapshot:
     created_at: float
     refused: list[dict[str, str]] = field(default_factory=list)  # {"path", "reason"}
     stored: int = 0  # file bodies this capture added (the rest were already stored)
-
-
-def check_name(name: object) -> tuple[str, ...]:
-    """The components of a safe relative name; ResourceRefused for anything that could
-    leave its folder or is not a plain name."""
-
-    def refuse(reason: str) -> ResourceRefused:
-        shown = name[:200] if isinstance(name, str) else repr(name)[:200]
-        return ResourceRefused(f"refused resource name ({reason})", path=shown, reason=reason)
-
-    if not isinstance(name, str) or not name:
-        raise refuse("empty")
-    if len(name) > MAX_NAME_LENGTH:
-        raise refuse("too_long")
-    if "\x00" in name:
-        raise refuse("nul")
-    if "\\" in name:
-        raise refuse("backslash")
-    if name.startswith("/"):
-        raise refuse("absolute")
-    parts = tuple(name.split("/"))
-    for part in parts:
-        if part == "..":
-            raise refuse("parent")
-        if part in ("", "."):
-            raise refuse("not_normal")
-        if len(part.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
-            raise refuse("too_long")
-    return parts
-
-
-def _check_tree(names: list[str]) -> None:
-    """No duplicates, and no name that is both a file and a folder of another."""
-    files = set()
-    for name in names:
-        if name in files:
-            raise ResourceRefused(
-                "a resource name appears twice", path=name[:200], reason="duplicate"
-            )
-        files.add(name)
-    for name in names:
-        parts = name.split("/")
-        for i in range(1, len(parts)):
-            if "/".join(parts[:i]) in files:
-                raise ResourceRefused(
-                    "a resource name is both a file and a folder",
-                    path=name[:200],
-                    reason="file_is_folder",
-                )
 
 
 class SharedResources:
@@ -147,7 +99,7 @@ class SharedResources:
         names = list(files)
         for name in names:
             check_name(name)
-        _check_tree(names)
+        check_tree(names)
         total = sum(len(files[n]) for n in names)
         self._check_size(total)
         entries = []
@@ -188,7 +140,7 @@ class SharedResources:
             if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
                 entries.append(Entry(rel, old.size, mode, old.address, old.mtime_ns))
                 continue
-            data = _read_regular(root, rel)
+            data = read_regular(root, rel)
             if data is None:  # replaced by a link or a special file meanwhile
                 refused.append({"path": rel, "reason": "changed_type"})
                 continue
@@ -246,9 +198,6 @@ class SharedResources:
         *,
         fenced: bool,
     ) -> Snapshot:
-        from durability.store import _postgres_resources as sql
-        from durability.store._postgres_rows import PostgresTx
-
         manifest = json.dumps(
             {"v": MANIFEST_VERSION, "entries": [e.__dict__ for e in entries]},
             sort_keys=True,
@@ -257,34 +206,35 @@ class SharedResources:
         sealed_manifest = self.cipher.encrypt(manifest)
         total = sum(e.size for e in entries)
         now = self._clock()
-        present = self.store.run("read", lambda c: sql.existing_addresses(c, list(bodies)))
+        present = self.store.read(lambda tx: tx.resources.existing_addresses(list(bodies)))
         sealed = {a: self.cipher.encrypt(d) for a, d in bodies.items() if a not in present}
         cluster = self.journal.cluster if fenced else None
 
         pinned: list[int] = []  # a repeat (after a lost connection) carries the first token
 
-        def op(conn: Any) -> int:
+        def save_resources(tx: StoreTx) -> int:
             if cluster is not None and run_id is not None:
                 held = pinned[0] if pinned else None
-                token = cluster.check_fence(PostgresTx(conn), run_id=run_id, pinned=held)
+                token = cluster.check_fence(tx, run_id=run_id, pinned=held)
                 if token is not None and not pinned:
                     pinned.append(token)
             for address, token in sealed.items():
-                sql.insert_file(conn, address, len(bodies[address]), token, now)
-            return sql.insert_snapshot(conn, context_id, run_id, kind, sealed_manifest, total, now)
+                tx.resources.insert_file(address, len(bodies[address]), token, now)
+            return tx.resources.insert_snapshot(
+                context_id, run_id, kind, sealed_manifest, total, now
+            )
 
-        snapshot_id = self.store.run("write", op, name="save_resources")
+        snapshot_id = self.store.write(save_resources)
         return Snapshot(
             snapshot_id, context_id, run_id, kind, entries, total, now, refused, len(sealed)
         )
 
     # read back
-    def _snapshot(self, row: tuple[Any, ...] | None) -> Snapshot | None:
+    def _snapshot(self, row: SnapshotRow | None) -> Snapshot | None:
         if row is None:
             return None
-        snapshot_id, context_id, run_id, kind, sealed, total, created_at = row
         try:
-            body = json.loads(self.cipher.decrypt(sealed))
+            body = json.loads(self.cipher.decrypt(row.manifest))
             entries = [Entry(**e) for e in body["entries"]]
             for e in entries:
                 if not (
@@ -298,42 +248,42 @@ class SharedResources:
             raise
         except (ValueError, KeyError, TypeError):
             raise ResourceUndecryptable(
-                "a resource manifest is malformed", snapshot_id=snapshot_id
+                "a resource manifest is malformed", snapshot_id=row.id
             ) from None
         return Snapshot(
-            int(snapshot_id), context_id, run_id, kind, entries, int(total), float(created_at)
+            int(row.id),
+            row.context_id,
+            row.run_id,
+            row.kind,
+            entries,
+            int(row.total_size),
+            float(row.created_at),
         )
 
     def get(self, snapshot_id: int) -> Snapshot:
-        from durability.store import _postgres_resources as sql
-
-        found = self._snapshot(self.store.run("read", lambda c: sql.get_snapshot(c, snapshot_id)))
+        found = self._snapshot(self.store.read(lambda tx: tx.resources.get_snapshot(snapshot_id)))
         if found is None:
             raise ResourceNotFound("no such resource snapshot", snapshot_id=snapshot_id)
         return found
 
     def latest(self, context_id: str, kind: str, *, run_id: str | None = None) -> Snapshot | None:
         """The newest snapshot of a chat (or of one run) of ``kind``."""
-        from durability.store import _postgres_resources as sql
-
         if kind not in KINDS:
             raise InvalidArgument(f"kind must be one of {', '.join(KINDS)}", field="kind")
         return self._snapshot(
-            self.store.run("read", lambda c: sql.latest_snapshot(c, context_id, kind, run_id))
+            self.store.read(lambda tx: tx.resources.latest_snapshot(context_id, kind, run_id))
         )
 
     # restore
     def restore(self, snapshot_id: int, into: str | os.PathLike[str]) -> Path:
         """Write the snapshot's files into the NEW private directory ``into`` (see the
         module doc); returns it. Nothing is written when any name is refused."""
-        from durability.store import _postgres_resources as sql
-
         snapshot = self.get(snapshot_id)
         for entry in snapshot.entries:
             check_name(entry.path)
-        _check_tree([e.path for e in snapshot.entries])
+        check_tree([e.path for e in snapshot.entries])
         addresses = sorted({e.address for e in snapshot.entries})
-        sealed = self.store.run("read", lambda c: sql.get_files(c, addresses))
+        sealed = self.store.read(lambda tx: tx.resources.get_files(addresses))
         plain: dict[str, bytes] = {}
         for address in addresses:
             if address not in sealed:
@@ -353,58 +303,8 @@ class SharedResources:
             ) from None
         os.chmod(target, 0o700)
         try:
-            _write_tree(target, [(e.path, e.mode, plain[e.address]) for e in snapshot.entries])
+            write_tree(target, [(e.path, e.mode, plain[e.address]) for e in snapshot.entries])
         except BaseException:
             shutil.rmtree(target, ignore_errors=True)
             raise
         return target
-
-
-def _read_regular(root: Path, rel: str) -> bytes | None:
-    """The bytes of a regular file below ``root``, opened without following any link."""
-    fds: list[int] = []
-    try:
-        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        fds.append(fd)
-        *dirs, name = rel.split("/")
-        for part in dirs:
-            fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            fds.append(fd)
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
-        fds.append(fd)
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            return fh.read()
-    except OSError:  # a link where a folder was, or the file vanished
-        return None
-    finally:
-        for opened in reversed(fds):
-            os.close(opened)
-
-
-def _write_tree(target: Path, files: list[tuple[str, int, bytes]]) -> None:
-    root = os.open(target, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        for rel, mode, data in files:
-            *dirs, name = rel.split("/")
-            fds: list[int] = []
-            fd = root
-            try:
-                for part in dirs:
-                    try:
-                        os.mkdir(part, 0o700, dir_fd=fd)
-                    except FileExistsError:
-                        pass
-                    fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-                    fds.append(fd)
-                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                out = os.open(name, flags, 0o700 if mode & 0o100 else 0o600, dir_fd=fd)
-                with os.fdopen(out, "wb") as fh:
-                    fh.write(data)
-            finally:
-                for opened in reversed(fds):
-                    os.close(opened)
-    finally:
-        os.close(root)

@@ -19,7 +19,7 @@ from typing import Any
 
 from durability.errors import InvalidArgument
 from durability.records import TERMINAL_RUN_STATUSES
-from durability.store import sqlite_ops
+from durability.store import sqlite_files, sqlite_scans
 
 DEFAULT_RETENTION_RUNS = 100
 DEFAULT_RETENTION_DAYS = 30
@@ -79,7 +79,7 @@ def expired_runs(
 
 
 def finished_runs(conn: sqlite3.Connection) -> list[FinishedRun]:
-    rows = sqlite_ops.runs_with_status(conn, TERMINAL_RUN_STATUSES)
+    rows = sqlite_scans.runs_with_status(conn, TERMINAL_RUN_STATUSES)
     return [FinishedRun(run_id, finished_at) for run_id, finished_at in rows]
 
 
@@ -98,18 +98,18 @@ def apply_retention(
     keep_runs, keep_days = validate_limits(keep_runs, keep_days)
     moment = time.time() if now is None else now
     report = RetentionReport(keep_runs=keep_runs, keep_days=keep_days, dry_run=dry_run)
-    conn = sqlite_ops.connect_readwrite(Path(db_path))
+    conn = sqlite_files.connect_readwrite(Path(db_path))
     try:
         if dry_run:
             report.run_ids = expired_runs(finished_runs(conn), keep_runs, keep_days, moment)
             return report
-        with sqlite_ops.write_transaction(conn):
+        with sqlite_files.write_transaction(conn):
             report.run_ids = expired_runs(finished_runs(conn), keep_runs, keep_days, moment)
-            chats = sqlite_ops.contexts_of_runs(conn, report.run_ids)
-            report.runs_removed, report.blobs_removed = sqlite_ops.delete_runs_and_orphan_blobs(
+            chats = sqlite_scans.contexts_of_runs(conn, report.run_ids)
+            report.runs_removed, report.blobs_removed = sqlite_scans.delete_runs_and_orphan_blobs(
                 conn, report.run_ids
             )
-            report.chats_removed = sqlite_ops.delete_emptied_contexts(conn, chats)
+            report.chats_removed = sqlite_scans.delete_emptied_contexts(conn, chats)
     finally:
         conn.close()
     return report

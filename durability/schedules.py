@@ -26,7 +26,8 @@ from typing import Any
 from durability import integrity
 from durability.canonical import canonical_json, digest
 from durability.errors import InvalidArgument, TaskConflict, TaskExists, TaskNotFound
-from durability.store.base import StoreTx, TaskRow
+from durability.store.base import StoreTx
+from durability.store.rows import TaskRow
 
 MAX_DEFINITION_BYTES = 64 * 1024
 MAX_SKIP_REASON = 64
@@ -101,14 +102,14 @@ def _conflict(task_id: str, expected_revision: int, current_revision: int) -> Ta
 
 
 def get_task(tx: StoreTx, task_id: str) -> ScheduledTask:
-    row = tx.get_task(task_id)
+    row = tx.tasks.get(task_id)
     if row is None:
         raise TaskNotFound("no such scheduled task", task_id=task_id)
     return _task(row)
 
 
 def list_tasks(tx: StoreTx) -> list[ScheduledTask]:
-    return [_task(row) for row in tx.list_tasks()]
+    return [_task(row) for row in tx.tasks.list()]
 
 
 def create_task(
@@ -131,7 +132,7 @@ def create_task(
         updated_by=actor,
         done_until=done_until,
     )
-    if tx.insert_task(fresh):
+    if tx.tasks.insert(fresh):
         return _task(fresh)
     existing = get_task(tx, task_id)
     if existing.damage is None and existing.digest == body_digest:
@@ -154,7 +155,7 @@ def update_task(
         return current  # the same definition again: nothing to do
     if current.revision != expected_revision:
         raise _conflict(task_id, expected_revision, current.revision)
-    if not tx.replace_task_definition(
+    if not tx.tasks.replace_definition(
         task_id, expected_revision, body, body_digest, now, actor, done_until
     ):
         latest = get_task(tx, task_id)  # changed between the read and the write
@@ -166,14 +167,14 @@ def delete_task(tx: StoreTx, task_id: str, expected_revision: int | None) -> Non
     current = get_task(tx, task_id)
     if expected_revision is not None and current.revision != expected_revision:
         raise _conflict(task_id, expected_revision, current.revision)
-    if not tx.delete_task(task_id, expected_revision):
+    if not tx.tasks.delete(task_id, expected_revision):
         raise TaskConflict("the task changed since it was read", task_id=task_id)
 
 
 def record_firing(
     tx: StoreTx, task_id: str, slot: float | None, input_id: str, run_id: str | None, now: float
 ) -> ScheduledTask:
-    if not tx.record_task_firing(task_id, slot, input_id, run_id, now):
+    if not tx.tasks.record_firing(task_id, slot, input_id, run_id, now):
         raise TaskNotFound("no such scheduled task", task_id=task_id)
     return get_task(tx, task_id)
 
@@ -182,6 +183,6 @@ def record_skip(
     tx: StoreTx, task_id: str, slot: float, reason: str, detail: Any, now: float
 ) -> ScheduledTask:
     skip = {"slot": slot, "reason": reason, "at": now, "detail": detail}
-    if not tx.record_task_skip(task_id, slot, canonical_json(skip)):
+    if not tx.tasks.record_skip(task_id, slot, canonical_json(skip)):
         raise TaskNotFound("no such scheduled task", task_id=task_id)
     return get_task(tx, task_id)

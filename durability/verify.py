@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from durability import integrity
-from durability.store import sqlite_ops
-from durability.store._sqlite_rows import SqliteTx
+from durability.store import sqlite_files, sqlite_scans
 from durability.store.sqlite import migrations
+from durability.store.sqlite_tx import SqliteTx
 
 REQUIRED_TABLES = ("runs", "calls", "checkpoints", "blobs", "inputs", "events", "decisions")
 
@@ -74,13 +74,13 @@ def verify_database(path: Path) -> VerifyReport:
     if not path.is_file():
         report.problems.append(Problem("not_found", f"no journal file at {path}"))
         return report
-    if not sqlite_ops.has_sqlite_header(path):
+    if not sqlite_files.has_sqlite_header(path):
         report.problems.append(
             Problem("not_sqlite", "the file does not start with the SQLite header")
         )
         return report
     try:
-        with sqlite_ops.readonly(path) as conn:
+        with sqlite_files.readonly(path) as conn:
             _check(conn, report)
     except sqlite3.DatabaseError as exc:
         report.problems.append(Problem("unreadable", f"SQLite cannot read the file: {exc}"))
@@ -88,23 +88,23 @@ def verify_database(path: Path) -> VerifyReport:
 
 
 def _check(conn: sqlite3.Connection, report: VerifyReport) -> None:
-    for line in sqlite_ops.integrity_problems(conn):
+    for line in sqlite_files.integrity_problems(conn):
         report.problems.append(Problem("integrity", line))
-    for line in sqlite_ops.foreign_key_problems(conn):
+    for line in sqlite_files.foreign_key_problems(conn):
         report.problems.append(Problem("foreign_key", line))
-    schema = sqlite_ops.schema_version(conn)
+    schema = sqlite_files.schema_version(conn)
     newest = max((number for number, _ in migrations()), default=0)
     if schema > newest:
         report.problems.append(
             Problem("schema_too_new", f"schema version {schema}; this program knows {newest}")
         )
-    missing = [t for t in REQUIRED_TABLES if t not in sqlite_ops.table_names(conn)]
+    missing = [t for t in REQUIRED_TABLES if t not in sqlite_files.table_names(conn)]
     if missing:
         report.problems.append(
             Problem("not_a_journal", f"missing journal tables: {', '.join(missing)}")
         )
         return
-    checked, damaged = sqlite_ops.checkpoint_problems(conn)
+    checked, damaged = sqlite_scans.checkpoint_problems(conn)
     report.checkpoints_checked = report.checked["checkpoints"] = checked
     for cp in damaged:
         report.problems.append(
@@ -115,7 +115,7 @@ def _check(conn: sqlite3.Connection, report: VerifyReport) -> None:
                 ids={"checkpoint_id": cp.checkpoint_id, "run_id": cp.run_id},
             )
         )
-    blobs, bad_blobs = sqlite_ops.blob_problems(conn)
+    blobs, bad_blobs = sqlite_scans.blob_problems(conn)
     report.checked["blobs"] = blobs
     for blob_hash in bad_blobs:
         report.problems.append(
@@ -140,12 +140,12 @@ _RECORD_REASONS = {
 
 def _check_records(conn: sqlite3.Connection, report: VerifyReport) -> None:
     """Calls, events, documents and tasks through the journal's checks (durability/integrity)."""
-    has_event_digests = "digest" in sqlite_ops.column_names(conn, "events")
+    has_event_digests = "digest" in sqlite_files.column_names(conn, "events")
     if not has_event_digests:
         report.notes.append(
             "events carry no digests before schema 5: start the server once to upgrade"
         )
-    has_tasks = "scheduled_tasks" in sqlite_ops.table_names(conn)
+    has_tasks = "scheduled_tasks" in sqlite_files.table_names(conn)
     if not has_tasks:
         report.notes.append("no scheduled tasks before schema 6: start the server once to upgrade")
     records = integrity.verify_records(

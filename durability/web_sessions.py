@@ -24,7 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from durability.store.base import StoreTx, WebSessionRow
+from durability.store.base import StoreTx
+from durability.store.rows import WebSessionRow
 
 if TYPE_CHECKING:  # pragma: no cover
     from durability.journal import Journal
@@ -77,7 +78,7 @@ class WebSessions:
     async def revoke_generation(self) -> int:
         """Delete every session of this generation; how many there were."""
         generation = self.generation
-        return await self._write(lambda tx: tx.delete_web_sessions(None, generation))
+        return await self._write(lambda tx: tx.web_sessions.delete(None, generation))
 
     async def create(self, authenticated: bool) -> WebSession:
         """A new session with a fresh id and CSRF token."""
@@ -92,7 +93,7 @@ class WebSessions:
             last_seen=now,
             expires_at=self._expiry(now, now),
         )
-        await self._write(lambda tx: tx.insert_web_session(row, MAX_SESSIONS))
+        await self._write(lambda tx: tx.web_sessions.insert(row, MAX_SESSIONS))
         return WebSession(session_id, authenticated, row.csrf_token, now, row.expires_at)
 
     async def find(self, session_id: str) -> WebSession | None:
@@ -101,23 +102,23 @@ class WebSessions:
         if not session_id:
             return None
         digest = id_digest(session_id)
-        row = await self._read(lambda tx: tx.get_web_session(digest))
+        row = await self._read(lambda tx: tx.web_sessions.get(digest))
         now = self.clock()
         if row is None or row.generation != self.generation or row.expires_at <= now:
             return None
         expires_at = row.expires_at
         if now - row.last_seen >= TOUCH_SECONDS:
             expires_at = self._expiry(row.created_at, now)
-            await self._write(lambda tx: tx.touch_web_session(digest, now, expires_at))
+            await self._write(lambda tx: tx.web_sessions.touch(digest, now, expires_at))
         return WebSession(session_id, row.authenticated, row.csrf_token, row.created_at, expires_at)
 
     async def revoke(self, session_id: str) -> bool:
         """Delete the session (logout); True when there was one."""
         digest = id_digest(session_id)
-        return bool(await self._write(lambda tx: tx.delete_web_sessions(digest, None)))
+        return bool(await self._write(lambda tx: tx.web_sessions.delete(digest, None)))
 
     async def revoke_all(self) -> int:
-        return await self._write(lambda tx: tx.delete_web_sessions(None, None))
+        return await self._write(lambda tx: tx.web_sessions.delete(None, None))
 
     @staticmethod
     def _expiry(created_at: float, now: float) -> float:

@@ -4,23 +4,71 @@ that arrives while the chat's run is active is journaled on that run."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from durability._runs import load_run
 from durability.canonical import digest
 from durability.errors import ActiveRunExists, InputConflict, NoActiveRun, RunHeld
 from durability.ids import new_id
+from durability.journal._operation import JournalBase, operation
 from durability.journal._plan import Plan, read, write
 from durability.journal._validation import mask_storable, require_digest, require_text
 from durability.records import Admission, Run
-from durability.store.base import InputRow, StoreTx
-
-if TYPE_CHECKING:  # pragma: no cover
-    from durability.journal._core import Journal
+from durability.store.base import StoreTx
+from durability.store.rows import InputRow
 
 
-def admit(
-    journal: Journal, context_id: str, input_id: str, content_digest: str, message: Any, kind: str
+class AdmissionOps:
+    """Inputs: a new one starts a run, one during a run is journaled on it."""
+
+    @operation(prepare="message")
+    def admit(
+        journal: JournalBase,
+        context_id: str,
+        input_id: str,
+        content_digest: str,
+        *,
+        message: Any = None,
+    ) -> Plan[Admission]:
+        """Start a run for a new input, or return the run this input id already started.
+
+        An input id is global: the same id and digest returns its run even when another
+        chat is named (the returned run's ``context_id`` says where it went); nothing is
+        created then. The same id with other content raises InputConflict."""
+        return _admit(journal, context_id, input_id, content_digest, message, "run")
+
+    @operation(prepare="message")
+    def admit_intervention(
+        journal: JournalBase,
+        context_id: str,
+        input_id: str,
+        content_digest: str,
+        *,
+        message: Any = None,
+    ) -> Plan[Admission]:
+        """Journal a message that arrived while the chat's run is active, on that run."""
+        return _admit(journal, context_id, input_id, content_digest, message, "intervention")
+
+    @operation()
+    def input_context(journal: JournalBase, input_id: str) -> Plan[str | None]:
+        """The chat an input id was admitted to, or None: a client that retries without
+        knowing the chat (its first answer was lost) is sent back to the same one."""
+        require_text("input_id", input_id)
+
+        def op(tx: StoreTx) -> str | None:
+            row = tx.inputs.get(input_id)
+            return row.context_id if row is not None else None
+
+        return read(op)
+
+
+def _admit(
+    journal: JournalBase,
+    context_id: str,
+    input_id: str,
+    content_digest: str,
+    message: Any,
+    kind: str,
 ) -> Plan[Admission]:
     require_text("context_id", context_id)
     require_text("input_id", input_id)
@@ -43,14 +91,14 @@ def admit(
 
     def op(tx: StoreTx) -> Admission:
         adopt.clear()  # a backend may run op again (e.g. after a conflict)
-        known = tx.get_input(input_id)
+        known = tx.inputs.get(input_id)
         if known is not None:
             return recorded(tx, known)
-        open_run = tx.open_run_for_context(context_id)
+        open_run = tx.runs.open_for_context(context_id)
         if open_run is not None:
             # A racing copy of this input may have committed its run after the first
             # read (PostgreSQL reads each statement afresh): it is the same input.
-            known = tx.get_input(input_id)
+            known = tx.inputs.get(input_id)
             if known is not None:
                 return recorded(tx, known)
         if open_run is not None and open_run.status == "needs_attention":
@@ -67,7 +115,7 @@ def admit(
                     context_id=context_id,
                     run_id=open_run.id,
                 )
-            tx.ensure_context(context_id, now)
+            tx.contexts.ensure(context_id, now)
             run = Run(
                 id=new_id(),
                 context_id=context_id,
@@ -81,15 +129,15 @@ def admit(
                 created_at=now,
                 updated_at=now,
             )
-            tx.insert_run(run)
+            tx.runs.insert(run)
         else:
             if open_run is None:
                 raise NoActiveRun("the chat has no active run", context_id=context_id)
             run = open_run
-        tx.insert_input(InputRow(input_id, content_digest, context_id, run.id, kind, now))
+        tx.inputs.insert(InputRow(input_id, content_digest, context_id, run.id, kind, now))
         event_type = "input" if kind == "run" else "intervention"
         event = {"input_id": input_id, "message": payload}
-        tx.insert_event(context_id, run.id, event_type, event, now, digest(event))
+        tx.events.insert(context_id, run.id, event_type, event, now, digest(event))
         if kind == "run" and cluster is not None:  # the admitting worker runs it
             adopt.append(cluster.adopt_new_run(tx, run.id))
         return Admission(run, created=True, kind=kind)
@@ -100,13 +148,3 @@ def admit(
         return admission
 
     return write(op, after=adopted)
-
-
-def input_context(input_id: str) -> Plan[str | None]:
-    require_text("input_id", input_id)
-
-    def op(tx: StoreTx) -> str | None:
-        row = tx.get_input(input_id)
-        return row.context_id if row is not None else None
-
-    return read(op)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from durability import integrity
 from durability._runs import bump, load_run, require_active
@@ -19,17 +19,86 @@ from durability.errors import (
 )
 from durability.ids import new_id
 from durability.journal._checkpoints import apply_cache, checkpoint_op
-from durability.journal._plan import Plan, read, run_write
+from durability.journal._operation import JournalBase, deferrable, operation
+from durability.journal._plan import Plan, deferred, read, run_write
 from durability.journal._validation import mask_only, require_int, require_text
 from durability.records import CALL_KINDS, Call, CheckpointData
 from durability.store.base import StoreTx
 
-if TYPE_CHECKING:  # pragma: no cover
-    from durability.journal._core import Journal
+
+class CallOps:
+    """Calls: the intent before the effect, the result after, and reading them back."""
+
+    @operation(prepare="args")
+    def record_intent(
+        journal: JournalBase,
+        run_id: str,
+        *,
+        agent_no: int,
+        seq: int,
+        kind: str,
+        name: str,
+        args: Any,
+        policy: str,
+    ) -> Plan[Call]:
+        """Journal a call before its effect. Returns the recorded call at this position when
+        there is one (check ``call.state``: a committed result is reused, never re-run)."""
+        return _record_intent(journal, run_id, agent_no, seq, kind, name, args, policy)
+
+    @operation(prepare="result")
+    def commit_result(
+        journal: JournalBase,
+        call_id: str,
+        result: Any,
+        *,
+        failed: bool = False,
+        checkpoint: CheckpointData | None = None,
+    ) -> Plan[Call]:
+        """Commit a call's outcome (optionally with a checkpoint, in one transaction).
+        The same result again is a no-op; a different one raises ResultConflict."""
+        return _commit_result(journal, call_id, result, failed, checkpoint)
+
+    @deferrable(prepare="result")
+    def defer_result(
+        journal: JournalBase,
+        call_id: str,
+        result: Any,
+        *,
+        failed: bool = False,
+        checkpoint: CheckpointData | None = None,
+    ) -> Plan[Call]:
+        """``commit_result`` without waiting when the call's policy allows it (True: it
+        rides on the run's next write), else at once (False). The arguments are checked
+        and masked now either way."""
+        plan = _commit_result(journal, call_id, result, failed, checkpoint)
+        return deferred(plan, journal.deferrals.calls.pop(call_id, None))
+
+    @operation()
+    def get_call(journal: JournalBase, call_id: str) -> Plan[Call]:
+        def op(tx: StoreTx) -> Call:
+            call = tx.calls.get(call_id)
+            if call is None:
+                raise CallNotFound("no such call", call_id=call_id)
+            return call
+
+        return read(op)
+
+    @operation()
+    def list_calls(
+        journal: JournalBase, run_id: str, *, from_seq: Mapping[int, int] | None = None
+    ) -> Plan[list[Call]]:
+        """The run's calls in journal order; with ``from_seq`` ({agent_no: seq}), only those
+        at or past their agent's sequence number (every call of an agent not named)."""
+        return read(lambda tx: tx.calls.list(run_id, None, from_seq))
+
+    @operation()
+    def open_intents(journal: JournalBase, run_id: str) -> Plan[list[Call]]:
+        """Calls of the run whose intent is on disk without a result, oldest first."""
+        return read(lambda tx: tx.calls.list(run_id, ["open"]))
 
 
-def record_intent(
-    journal: Journal,
+def _record_intent(
+    journal: JournalBase,
     run_id: str,
     agent_no: int,
     seq: int,
@@ -68,11 +137,11 @@ def record_intent(
     )
 
     def op(tx: StoreTx) -> Call:
-        if tx.insert_call_if_free(fresh, args_json):  # the common case: a new position
+        if tx.calls.insert_if_free(fresh, args_json):  # the common case: a new position
             return fresh
         run = load_run(tx, run_id)
         require_active(run)
-        latest = tx.latest_call_at(run_id, agent_no, seq)
+        latest = tx.calls.latest_at(run_id, agent_no, seq)
         if latest is not None and latest.fingerprint != fp:
             detail = {
                 "agent_no": agent_no,
@@ -103,15 +172,19 @@ def record_intent(
             # the arguments handed back are the caller's, proven equal by the fingerprint
             return dataclasses.replace(latest, args=masked_args)
         call = dataclasses.replace(fresh, attempt=(latest.attempt + 1) if latest else 1)
-        tx.insert_call(call)
+        tx.calls.insert(call)
         bump(tx, run, now)
         return call
 
     return run_write(op, run_id=run_id, after=journal.deferrals.note_intent)
 
 
-def commit_result(
-    journal: Journal, call_id: str, result: Any, failed: bool, checkpoint: CheckpointData | None
+def _commit_result(
+    journal: JournalBase,
+    call_id: str,
+    result: Any,
+    failed: bool,
+    checkpoint: CheckpointData | None,
 ) -> Plan[Call]:
     require_text("call_id", call_id)
     if checkpoint is not None and not isinstance(checkpoint, CheckpointData):
@@ -125,7 +198,7 @@ def commit_result(
 
     def op(tx: StoreTx) -> Call:
         cache_update.clear()  # a backend may run op again (e.g. after a conflict)
-        closed = tx.close_open_call(call_id, state, masked, result_json, result_digest, now)
+        closed = tx.calls.close_open(call_id, state, masked, result_json, result_digest, now)
         if closed is not None:  # the common case: an open call of an active run
             done, context_id = closed
             if checkpoint is not None:
@@ -133,7 +206,7 @@ def commit_result(
                     checkpoint_op(journal, tx, done.run_id, context_id, checkpoint, now)
                 )
             return done
-        call = tx.get_call(call_id)
+        call = tx.calls.get(call_id)
         if call is None:
             raise IntentMissing("no intent was journaled for this call", call_id=call_id)
         if call.state in ("completed", "failed"):
@@ -154,7 +227,7 @@ def commit_result(
         done = dataclasses.replace(
             call, state=state, result=masked, result_digest=result_digest, closed_at=now
         )
-        tx.update_call(done)
+        tx.calls.update(done)
         bump(tx, run, now)
         if checkpoint is not None:
             cache_update.append(checkpoint_op(journal, tx, run.id, run.context_id, checkpoint, now))
@@ -165,19 +238,3 @@ def commit_result(
         return call
 
     return run_write(op, call_id=call_id, after=after)
-
-
-def get_call(call_id: str) -> Plan[Call]:
-    def op(tx: StoreTx) -> Call:
-        call = tx.get_call(call_id)
-        if call is None:
-            raise CallNotFound("no such call", call_id=call_id)
-        return call
-
-    return read(op)
-
-
-def list_calls(
-    run_id: str, states: list[str] | None = None, from_seq: Mapping[int, int] | None = None
-) -> Plan[list[Call]]:
-    return read(lambda tx: tx.list_calls(run_id, states, from_seq))

@@ -12,20 +12,18 @@ one request are journaled in one transaction: all of them or none.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from durability import checkpoints
 from durability.canonical import canonical_json, digest
 from durability.errors import ActiveRunExists, InvalidArgument
 from durability.ids import new_id
 from durability.journal._checkpoints import apply_cache
+from durability.journal._operation import JournalBase, operation
 from durability.journal._plan import Plan, write
 from durability.journal._validation import require_text
 from durability.records import CHAT_ORIGINS, CheckpointData, NewChat, Run
 from durability.store.base import StoreTx
-
-if TYPE_CHECKING:  # pragma: no cover
-    from durability.journal._core import Journal
 
 
 def _check(chat: object) -> NewChat:
@@ -43,7 +41,17 @@ def _check(chat: object) -> NewChat:
     return chat
 
 
-def record_chats(journal: Journal, chats: Sequence[NewChat]) -> Plan[list[Run]]:
+class ChatOps:
+    """Chats made without a message."""
+
+    @operation(prepare="pool")
+    def record_chats(journal: JournalBase, chats: Sequence[NewChat]) -> Plan[list[Run]]:
+        """Journal chats made without a message, each as a finished run with its first
+        checkpoint, all in one transaction."""
+        return _record_chats(journal, chats)
+
+
+def _record_chats(journal: JournalBase, chats: Sequence[NewChat]) -> Plan[list[Run]]:
     checked = [_check(chat) for chat in chats]
     if len({c.context_id for c in checked}) != len(checked):
         raise InvalidArgument("each chat needs its own context_id", field="context_id")
@@ -55,12 +63,12 @@ def record_chats(journal: Journal, chats: Sequence[NewChat]) -> Plan[list[Run]]:
         runs = []
         for chat in checked:
             context_id = chat.context_id
-            open_run = tx.open_run_for_context(context_id)
+            open_run = tx.runs.open_for_context(context_id)
             if open_run is not None:
                 raise ActiveRunExists(
                     "the chat already has an active run", context_id=context_id, run_id=open_run.id
                 )
-            tx.ensure_context(context_id, now)
+            tx.contexts.ensure(context_id, now)
             run_id = new_id()
             input_id = f"chat_{chat.origin}:{run_id}"
             run = Run(
@@ -76,9 +84,9 @@ def record_chats(journal: Journal, chats: Sequence[NewChat]) -> Plan[list[Run]]:
                 created_at=now,
                 updated_at=now,
             )
-            tx.insert_run(run)
+            tx.runs.insert(run)
             event = {"input_id": input_id, "message": None, "chat": chat.origin}
-            tx.insert_event(context_id, run_id, "input", event, now, digest(event))
+            tx.events.insert(context_id, run_id, "input", event, now, digest(event))
             _, entry = checkpoints.store_checkpoint(
                 tx, journal.masker, journal.history_cache, run_id, context_id, chat.data, now
             )
@@ -91,13 +99,3 @@ def record_chats(journal: Journal, chats: Sequence[NewChat]) -> Plan[list[Run]]:
         return runs
 
     return write(op, after=after)
-
-
-class ChatRecords:
-    """The journal's method for chats made without a message (mixed into Journal)."""
-
-    def record_chats(self, chats: Sequence[NewChat]) -> list[Run]:
-        """Journal chats made without a message, each as a finished run with its first
-        checkpoint, all in one transaction."""
-        journal = cast("Journal", self)
-        return journal.execute(record_chats(journal, chats))

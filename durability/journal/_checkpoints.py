@@ -4,25 +4,28 @@ rebuild a chat or resume a run (the chain format lives in durability/checkpoints
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from durability import checkpoints
 from durability._runs import load_run, require_active
 from durability.canonical import canonical_json
 from durability.errors import InvalidArgument
-from durability.journal._plan import Plan, read, run_write
+from durability.journal._operation import JournalBase, deferrable, operation
+from durability.journal._plan import Plan, deferred, read, run_write
 from durability.records import Checkpoint, CheckpointData, CheckpointRef
 from durability.store.base import StoreTx
-
-if TYPE_CHECKING:  # pragma: no cover
-    from durability.journal._core import Journal
 
 #: Which history chains a read loads: None (all), a collection of keys, or a predicate.
 HistoryKeys = Collection[str] | Callable[[str], bool] | None
 
 
 def checkpoint_op(
-    journal: Journal, tx: StoreTx, run_id: str, context_id: str, data: CheckpointData, now: float
+    journal: JournalBase,
+    tx: StoreTx,
+    run_id: str,
+    context_id: str,
+    data: CheckpointData,
+    now: float,
 ) -> tuple[str, checkpoints.HistoryCacheEntry]:
     """Store one checkpoint in ``tx``; what to put in the history cache after commit."""
     _, entry = checkpoints.store_checkpoint(
@@ -31,12 +34,64 @@ def checkpoint_op(
     return context_id, entry
 
 
-def apply_cache(journal: Journal, updates: list[Any]) -> None:
+def apply_cache(journal: JournalBase, updates: list[Any]) -> None:
     for context_id, entry in updates:
         journal.history_cache.put(context_id, entry)
 
 
-def write_checkpoint(journal: Journal, run_id: str, data: CheckpointData) -> Plan[CheckpointRef]:
+class CheckpointOps:
+    """Checkpoints: written with the run's version bump, read back to rebuild or resume."""
+
+    @operation()
+    def write_checkpoint(
+        journal: JournalBase, run_id: str, data: CheckpointData
+    ) -> Plan[CheckpointRef]:
+        """Commit a masked projection of the agents' state (history stored as deltas)."""
+        return _write_checkpoint(journal, run_id, data)
+
+    @deferrable()
+    def defer_checkpoint(
+        journal: JournalBase, run_id: str, data: CheckpointData
+    ) -> Plan[CheckpointRef]:
+        """``write_checkpoint`` without waiting (True), or at once where the engine does not
+        defer (False)."""
+        plan = _write_checkpoint(journal, run_id, data)
+        return deferred(plan, run_id if journal.deferrals.enabled else None)
+
+    @operation()
+    def latest_checkpoint(
+        journal: JournalBase, run_id: str, *, histories: HistoryKeys = None
+    ) -> Plan[Checkpoint | None]:
+        """The run's newest checkpoint, validated (CorruptCheckpoint when damaged).
+
+        ``histories`` (a collection of keys, or a predicate on a key) loads only those
+        history chains; the others are left out of ``Checkpoint.histories``."""
+        wanted = _key_filter(histories)
+
+        def op(tx: StoreTx) -> Checkpoint | None:
+            row = tx.checkpoints.latest(run_id=run_id)
+            return checkpoints.load_checkpoint(tx, row, wanted) if row else None
+
+        return read(op)
+
+    @operation()
+    def latest_context_checkpoint(
+        journal: JournalBase, context_id: str, *, histories: HistoryKeys = None
+    ) -> Plan[Checkpoint | None]:
+        """The chat's newest checkpoint over all its runs (to rebuild the chat); with
+        ``histories``, only those history chains (see ``latest_checkpoint``)."""
+        wanted = _key_filter(histories)
+
+        def op(tx: StoreTx) -> Checkpoint | None:
+            row = tx.checkpoints.latest(context_id=context_id)
+            return checkpoints.load_checkpoint(tx, row, wanted) if row else None
+
+        return read(op)
+
+
+def _write_checkpoint(
+    journal: JournalBase, run_id: str, data: CheckpointData
+) -> Plan[CheckpointRef]:
     if not isinstance(data, CheckpointData):
         raise InvalidArgument("data must be a CheckpointData", field="data")
     if not isinstance(data.state, dict) or not isinstance(data.histories, dict):
@@ -47,7 +102,7 @@ def write_checkpoint(journal: Journal, run_id: str, data: CheckpointData) -> Pla
 
     def op(tx: StoreTx) -> CheckpointRef:
         cache_update.clear()  # a backend may run op again (e.g. after a conflict)
-        context_id = tx.bump_active_run(run_id, now)
+        context_id = tx.runs.bump_active(run_id, now)
         if context_id is None:
             require_active(load_run(tx, run_id))  # raises the precise error
             raise AssertionError("unreachable: the run is active")
@@ -75,25 +130,3 @@ def _key_filter(keys: HistoryKeys) -> Callable[[str], bool] | None:
         )
     wanted = frozenset(keys)
     return wanted.__contains__
-
-
-def latest_checkpoint(run_id: str, histories: HistoryKeys = None) -> Plan[Checkpoint | None]:
-    wanted = _key_filter(histories)
-
-    def op(tx: StoreTx) -> Checkpoint | None:
-        row = tx.latest_checkpoint(run_id=run_id)
-        return checkpoints.load_checkpoint(tx, row, wanted) if row else None
-
-    return read(op)
-
-
-def latest_context_checkpoint(
-    context_id: str, histories: HistoryKeys = None
-) -> Plan[Checkpoint | None]:
-    wanted = _key_filter(histories)
-
-    def op(tx: StoreTx) -> Checkpoint | None:
-        row = tx.latest_checkpoint(context_id=context_id)
-        return checkpoints.load_checkpoint(tx, row, wanted) if row else None
-
-    return read(op)

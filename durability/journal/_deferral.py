@@ -27,16 +27,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from durability.errors import DeferredWriteRefused
-from durability.journal import _calls, _checkpoints
 from durability.journal._plan import Plan
-from durability.records import Call, CheckpointData
-from durability.store.base import StoreTx
-
-if TYPE_CHECKING:  # pragma: no cover
-    from durability.journal._core import Journal
+from durability.masking import Masker
+from durability.records import Call
+from durability.store.base import Store, StoreTx
 
 T = TypeVar("T")
 logger = logging.getLogger("a0.durability.journal")
@@ -53,10 +50,14 @@ MAX_TRACKED_CALLS = 4096
 class Deferrals:
     """One journal's deferred writes: which calls may defer, and refusals not yet told."""
 
-    def __init__(self, journal: Journal, seconds: float) -> None:
-        self._journal = journal
-        store = journal.store
-        self.enabled = seconds > 0 and store.deferred_writes and journal.cluster is None
+    def __init__(
+        self, store: Store, masker: Callable[[], Masker], seconds: float, *, fenced: bool
+    ) -> None:
+        """``masker`` gives the journal's current masker (for the log line of a refusal);
+        ``fenced``: a shared worker's writes are fenced, and commit at once."""
+        self._store = store
+        self._masker = masker
+        self.enabled = seconds > 0 and store.deferred_writes and not fenced
         if self.enabled:
             store.defer_seconds = seconds
         self.refused: dict[str, BaseException] = {}  # run id -> its deferred write's error
@@ -120,11 +121,11 @@ class Deferrals:
             note(error)  # e.g. COMMIT itself failed after the write ran
             self._log(run_id, error)
 
-        self._journal.store.defer(noting, on_done)
+        self._store.defer(noting, on_done)
 
     def _log(self, run_id: str, error: BaseException) -> None:
         code = str(getattr(error, "code", type(error).__name__))
-        message = self._journal.masker.mask(str(getattr(error, "message", error))[:300])
+        message = self._masker().mask(str(getattr(error, "message", error))[:300])
         logger.warning(
             "a deferred write of run %s was refused (%s: %s); the run's next write fails"
             " with deferred_write_refused",
@@ -132,43 +133,3 @@ class Deferrals:
             code,
             message,
         )
-
-
-class DeferredWrites:
-    """The journal's methods for deferred writes (mixed into Journal)."""
-
-    deferrals: Deferrals
-
-    def defer_result(
-        self,
-        call_id: str,
-        result: Any,
-        *,
-        failed: bool = False,
-        checkpoint: CheckpointData | None = None,
-    ) -> bool:
-        """``commit_result`` without waiting when the call's policy allows it (True), else
-        at once (False). The arguments are checked and masked now either way."""
-        journal = cast("Journal", self)
-        plan = _calls.commit_result(journal, call_id, result, failed, checkpoint)
-        run_id = self.deferrals.calls.pop(call_id, None)
-        if run_id is None:
-            journal.execute(plan)
-            return False
-        self.deferrals.defer(plan, run_id)
-        return True
-
-    def defer_checkpoint(self, run_id: str, data: CheckpointData) -> bool:
-        """``write_checkpoint`` without waiting (True), or at once where the engine does not
-        defer (False)."""
-        journal = cast("Journal", self)
-        plan = _checkpoints.write_checkpoint(journal, run_id, data)
-        if not self.deferrals.enabled:
-            journal.execute(plan)
-            return False
-        self.deferrals.defer(plan, run_id)
-        return True
-
-    def flush(self) -> None:
-        """Return once every write deferred so far is committed (or refused)."""
-        cast("Journal", self).store.flush()

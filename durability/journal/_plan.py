@@ -1,10 +1,11 @@
 """What a journal operation hands to its executor: a transaction function and its rules.
 
-Each public method of the journal builds a Plan (checking and masking its arguments, which
-needs no database) and executes it: ``Journal`` in the caller's thread, ``AsyncJournal``
-from an event loop (durability/journal/_async.py). Building and executing are apart so
-both facades share every rule and the asynchronous one can prepare a light call on the
-loop and hand only the transaction to the store.
+Each journal operation builds a Plan (checking and masking its arguments, which needs no
+database) and the facade executes it: ``Journal`` in the caller's thread, ``AsyncJournal``
+from an event loop (durability/journal/_operation.py derives both methods from the one
+builder). Building and executing are apart so both facades share every rule and the
+asynchronous one can prepare a light call on the loop and hand only the transaction to
+the store.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from durability.store.base import StoreTx
+from durability.store.base import StoreTx, operation_name
+
+__all__ = ["Plan", "deferred", "operation_name", "read", "run_write", "write"]
 
 T = TypeVar("T")
 
@@ -33,12 +36,14 @@ class Plan(Generic[T]):
     call_id: str | None = None
     #: Run in the caller once the transaction committed (e.g. the history cache updated).
     after: Callable[[T], T] | None = None
+    #: A deferrable write (``@deferrable``): the run it rides on, or None to commit now.
+    defer_to: str | None = None
 
 
-def operation_name(op: Callable[..., object]) -> str:
-    """The journal operation a transaction belongs to (``commit_result.<locals>.op`` gives
-    ``commit_result``), for the line that says a fenced write was refused."""
-    return op.__qualname__.split(".<locals>", 1)[0].rsplit(".", 1)[-1]
+def deferred(plan: Plan[T], run_id: str | None) -> Plan[T]:
+    """``plan`` handed to the run's deferred writes (None: committed at once)."""
+    plan.defer_to = run_id
+    return plan
 
 
 def read(op: Callable[[StoreTx], T], after: Callable[[T], T] | None = None) -> Plan[T]:

@@ -23,7 +23,8 @@ its own. ``flush`` returns once every deferred write handed over so far is answe
 ``on_done(value, error)``, called by the leader after the batch, before the batch's
 callers are woken (docs/durability.md, "Results ride on the next write").
 
-A batch first runs its writes one after another with no savepoints. If a write is refused
+A batch (durability/store/_batch.py) first runs its writes one after another with no
+savepoints. If a write is refused
 (a ``DurabilityError`` that keeps no writes) or fails, the transaction is rolled back and
 the batch runs again with each write inside its own savepoint, so a refusal rolls back
 only that caller's writes (the writes are functions of the transaction, run again from the
@@ -38,10 +39,10 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from durability.errors import DurabilityError, JournalClosed
-from durability.failpoints import failpoint
+from durability.errors import JournalClosed
+from durability.store._batch import Batches, TransactionControl
 
 T = TypeVar("T")
 MAX_BATCH = 256
@@ -89,17 +90,6 @@ class _Slot:
         return self.value
 
 
-class TransactionControl(Protocol):
-    """The few statements the writer needs from an engine connection."""
-
-    def begin(self) -> None: ...
-    def savepoint(self) -> None: ...
-    def release(self) -> None: ...
-    def rollback_to_savepoint(self) -> None: ...
-    def commit(self) -> None: ...
-    def rollback(self) -> None: ...
-
-
 def _resolve(slots: list[_Slot]) -> None:
     """On the caller's loop: hand each awaiting task its answer."""
     for slot in slots:
@@ -121,9 +111,7 @@ class GroupCommitWriter:
         name: str = "journal-writer",
     ) -> None:
         self.name = name
-        self._control = control
-        self._tx = tx
-        self._translate = translate
+        self._batches = Batches(control, tx, translate)
         self._pending: list[_Slot] = []
         self._parked: list[_Slot] = []  # deferred writes waiting for a write to ride on
         self._unsettled = 0  # deferred writes handed over and not yet answered
@@ -136,10 +124,18 @@ class GroupCommitWriter:
         self._running: int | None = None  # thread id of the thread running a batch
         self._thread: threading.Thread | None = None
         self._closed = False
-        self.batches = 0  # committed transactions, for tests and measurements
-        self.retried_batches = 0  # batches run again with savepoints after a refusal
         self.wakeups = 0  # waiting threads woken (each queued caller once), for tests
         self.deferred_alone = 0  # deferred writes committed with nothing to ride on
+
+    @property
+    def batches(self) -> int:
+        """Committed transactions, for tests and measurements."""
+        return self._batches.committed
+
+    @property
+    def retried_batches(self) -> int:
+        """Batches run again with savepoints after a refusal."""
+        return self._batches.retried
 
     @property
     def pending(self) -> int:
@@ -234,7 +230,7 @@ class GroupCommitWriter:
                 batch = self._pending[:MAX_BATCH]
                 del self._pending[:MAX_BATCH]
                 self._running = threading.get_ident()
-            self._commit_batch(batch)  # answers every slot; raises nothing
+            self._batches.commit(batch)  # answers every slot; raises nothing
             self._report_deferred(batch)
             with self._lock:
                 self._running = None
@@ -338,77 +334,3 @@ class GroupCommitWriter:
                     slot.on_done(slot.value, slot.error)
                 except Exception:  # a broken callback must not stop the writer
                     pass
-
-    # one transaction
-    def _fail_all(self, batch: list[_Slot], exc: BaseException) -> None:
-        error = self._translate(exc)
-        for slot in batch:
-            slot.value, slot.error = None, error
-
-    def _commit_batch(self, batch: list[_Slot]) -> None:
-        try:
-            self._control.begin()
-        except BaseException as exc:  # the database refused to start a transaction
-            self._fail_all(batch, exc)
-            return
-        try:
-            outcomes = self._run_plain(batch)
-            if outcomes is None:  # a write was refused: again, each in its savepoint
-                self._control.rollback()
-                self.retried_batches += 1
-                self._control.begin()
-                outcomes = [self._run_one(slot.fn) for slot in batch]
-            if any(keep for _, _, keep in outcomes):
-                failpoint("journal.batch_before_commit")
-                self._control.commit()
-                self.batches += 1
-                failpoint("journal.batch_after_commit")
-            else:  # nothing to keep: every write in the batch was refused
-                self._control.rollback()
-        except BaseException as exc:
-            try:
-                self._control.rollback()
-            except BaseException:
-                pass
-            self._fail_all(batch, exc)
-            return
-        for slot, (ok, value, _) in zip(batch, outcomes, strict=True):
-            if ok:
-                slot.value = value
-            else:
-                slot.error = value
-
-    def _run_plain(self, batch: list[_Slot]) -> list[tuple[bool, Any, bool]] | None:
-        """Every write in the open transaction, no savepoints; None when one was refused
-        (the transaction must then be rolled back). A lone write is its own savepoint: its
-        refusal is final."""
-        outcomes: list[tuple[bool, Any, bool]] = []
-        alone = len(batch) == 1
-        for slot in batch:
-            try:
-                outcomes.append((True, slot.fn(self._tx), True))
-            except DurabilityError as exc:
-                if not exc.keeps_writes and not alone:
-                    return None
-                outcomes.append((False, exc, exc.keeps_writes))
-            except BaseException as exc:
-                if not alone:
-                    return None
-                outcomes.append((False, self._translate(exc), False))
-        return outcomes
-
-    def _run_one(self, fn: Callable[[Any], Any]) -> tuple[bool, Any, bool]:
-        self._control.savepoint()
-        try:
-            value = fn(self._tx)
-        except DurabilityError as exc:
-            if exc.keeps_writes:
-                self._control.release()
-            else:
-                self._control.rollback_to_savepoint()
-            return False, exc, exc.keeps_writes
-        except BaseException as exc:
-            self._control.rollback_to_savepoint()
-            return False, self._translate(exc), False
-        self._control.release()
-        return True, value, True

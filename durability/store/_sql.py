@@ -1,29 +1,30 @@
-"""What every table module builds on: one connection, named rows, and the engine's dialect.
+"""The dialect every table object is built with: one connection, and what differs between
+the engines' SQL.
 
-Table modules (durability/store/_tables/) write their SQL once, with ``?`` markers, in the
-SQL both engines take. The engine's base class (durability/store/_sqlite/base.py,
-durability/store/_postgres/base.py) is the dialect: its marker, its row lock, its rowid
-column, how it matches a list and returns a new row's id, and the few statements that
-truly differ.
+Table objects (durability/store/_tables/) write their SQL once, with ``?`` markers, in the
+SQL both engines take, and run it through their ``Sql``. An engine's subclass
+(durability/store/sqlite_tx.py, durability/store/postgres_tx.py) says: its marker, its row
+lock, its rowid column, how it matches a list and returns a new row's id, and how its
+driver's row factory builds records (durability/store/_shapes.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
-from durability.store._rows import Columns, Named
-from durability.store.base import StoreTx
+from durability.store._shapes import Shape
+
+R = TypeVar("R")
 
 #: positional arguments, or named ones for a statement written in ``%(name)s`` style
-Args = Sequence[Any] | dict[str, Any]
+Args = Sequence[Any] | Mapping[str, Any]
 
 
-class SqlTx(StoreTx):
-    """One transaction on one connection; subclasses set the dialect."""
+class Sql:
+    """One transaction's connection in one engine's dialect."""
 
-    conn: Any
-    #: the parameter marker (durability/store/_tasks.py writes its SQL with "?")
+    #: the parameter marker
     mark = "?"
     #: appended to a read that decides a write (PostgreSQL locks the row; SQLite has one writer)
     lock = ""
@@ -32,6 +33,9 @@ class SqlTx(StoreTx):
     #: a history chain's nodes from its head (blobs: ``history_chain``), by (head, limit)
     chain_sql = ""
 
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
     def q(self, sql: str) -> str:
         """``sql`` (written with ``?``) in this engine's marker."""
         return sql
@@ -39,13 +43,18 @@ class SqlTx(StoreTx):
     def run(self, sql: str, args: Args = ()) -> Any:
         return self.conn.execute(self.q(sql), args)
 
-    def one(self, columns: Columns, sql: str, args: Args = ()) -> Named | None:
-        """The first row of ``sql`` (which selects ``columns`` first) by column name."""
-        row = self.run(sql, args).fetchone()
-        return columns.named(row) if row is not None else None
+    def cursor(self, shape: Shape[R]) -> Any:
+        """A cursor whose rows are ``shape``'s records (the driver's row factory)."""
+        raise NotImplementedError
 
-    def all(self, columns: Columns, sql: str, args: Args = ()) -> list[Named]:
-        return [columns.named(row) for row in self.run(sql, args).fetchall()]
+    def one(self, shape: Shape[R], sql: str, args: Args = ()) -> R | None:
+        """The first row of ``sql`` as a record (``sql`` selects ``shape``'s columns)."""
+        found: R | None = self.cursor(shape).execute(self.q(sql), args).fetchone()
+        return found
+
+    def all(self, shape: Shape[R], sql: str, args: Args = ()) -> list[R]:
+        found: list[R] = self.cursor(shape).execute(self.q(sql), args).fetchall()
+        return found
 
     def scalar(self, sql: str, args: Args = ()) -> Any:
         """The first column of the first row, or None when there is no row (every row is
@@ -68,3 +77,10 @@ class SqlTx(StoreTx):
     def batches(self, values: Iterable[Any]) -> Iterator[list[Any]]:
         """``values`` (duplicates dropped) in lists small enough for one ``among``."""
         raise NotImplementedError
+
+
+class Table:
+    """A table object: its statements, run through one transaction's ``Sql``."""
+
+    def __init__(self, sql: Sql) -> None:
+        self.sql = sql

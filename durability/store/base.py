@@ -1,4 +1,4 @@
-"""The storage interface. Policy lives in durability/journal.py; a backend only stores rows
+"""The storage interface. Policy lives in durability/journal/; a backend only stores rows
 and turns its database's errors into durability errors.
 
 A backend offers transactions through ``write(fn)`` and ``read(fn)``: ``fn`` receives a
@@ -10,369 +10,114 @@ error ``keeps_writes``) and is re-raised to the caller after the commit.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
 from durability.errors import SchemaTooNew
-from durability.records import Call, Conflict, Decision, Event, RetryGrant, Run
+from durability.store._sql import Sql
+from durability.store._tables.blobs import BlobTable
+from durability.store._tables.calls import CallTable
+from durability.store._tables.checkpoints import CheckpointTable
+from durability.store._tables.claims import ClaimTable
+from durability.store._tables.decisions import DecisionTable, GrantTable
+from durability.store._tables.documents import ConflictTable, DocumentTable
+from durability.store._tables.events import EventTable
+from durability.store._tables.resources import ResourceTable
+from durability.store._tables.runs import ContextTable, InputTable, RunTable
+from durability.store._tables.tasks import TaskTable
+from durability.store._tables.web_sessions import WebSessionTable
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class InputRow:
-    input_id: str
-    digest: str
-    context_id: str
-    run_id: str
-    kind: str
-    created_at: float
+class StoreTx:
+    """One transaction: an object per table, built with the engine's dialect on first use.
 
-
-@dataclass(frozen=True)
-class CheckpointRow:
-    id: int
-    run_id: str
-    context_id: str
-    seq: int | None
-    body: str
-    digest: str
-    created_at: float
-
-
-@dataclass(frozen=True)
-class DocumentRow:
-    context_id: str
-    kind: str
-    revision: int
-    body: str
-    digest: str
-    updated_at: float
-    updated_by: str
-
-
-@dataclass(frozen=True)
-class TaskRow:
-    """A scheduled task as stored (durability/schedules.py gives it meaning)."""
-
-    id: str
-    revision: int
-    body: str
-    digest: str
-    created_at: float
-    created_by: str
-    updated_at: float
-    updated_by: str
-    done_until: float
-    last_slot: float | None = None
-    last_input_id: str | None = None
-    last_run_id: str | None = None
-    last_fired_at: float | None = None
-    last_skip: str | None = None
-
-
-@dataclass(frozen=True)
-class WebSessionRow:
-    """A browser session of the web UI (durability/web_sessions.py gives it meaning)."""
-
-    id_digest: str  # SHA-256 of the cookie's random id; the id itself is never stored
-    generation: str  # the login credentials it was made under (a fingerprint of them)
-    authenticated: bool
-    csrf_token: str
-    created_at: float
-    last_seen: float
-    expires_at: float
-
-
-class StoreTx(ABC):
-    """Row-level operations inside one transaction. Values are already masked.
-
+    ``tx.runs.get(run_id)``, ``tx.calls.insert(call)``, ...: each table object
+    (durability/store/_tables/) holds its SQL for both engines; an engine's StoreTx
+    (durability/store/sqlite_tx.py, durability/store/postgres_tx.py) gives the dialect and
+    swaps in a table class only where its statements differ. Values are already masked.
     Stored JSON is decoded with ``durability.integrity.load_json``: damage comes back as an
     ``Undecodable`` marker, never as an error; the journal checks every digest.
     """
 
-    # contexts and inputs
-    @abstractmethod
-    def ensure_context(self, context_id: str, now: float) -> None: ...
+    Runs: type[RunTable] = RunTable
+    Calls: type[CallTable] = CallTable
+    #: the claims of shared workers: only an engine with claims has them
+    Claims: type[ClaimTable] | None = None
+    #: shared resources (durability/resources.py): only an engine that stores them
+    Resources: type[ResourceTable] | None = None
 
-    @abstractmethod
-    def get_input(self, input_id: str) -> InputRow | None: ...
+    def __init__(self, sql: Sql) -> None:
+        self.sql = sql
 
-    @abstractmethod
-    def insert_input(self, row: InputRow) -> None: ...
+    @cached_property
+    def contexts(self) -> ContextTable:
+        return ContextTable(self.sql)
 
-    # runs
-    @abstractmethod
-    def insert_run(self, run: Run) -> None: ...
+    @cached_property
+    def inputs(self) -> InputTable:
+        return InputTable(self.sql)
 
-    @abstractmethod
-    def get_run(self, run_id: str) -> Run | None: ...
+    @cached_property
+    def runs(self) -> RunTable:
+        return self.Runs(self.sql)
 
-    @abstractmethod
-    def open_run_for_context(self, context_id: str) -> Run | None: ...
+    @cached_property
+    def calls(self) -> CallTable:
+        return self.Calls(self.sql, self.runs, self.blobs)
 
-    @abstractmethod
-    def update_run(self, run: Run) -> None: ...
+    @cached_property
+    def blobs(self) -> BlobTable:
+        return BlobTable(self.sql)
 
-    @abstractmethod
-    def list_runs(
-        self, statuses: Sequence[str] | None, context_id: str | None, limit: int
-    ) -> list[Run]: ...
+    @cached_property
+    def checkpoints(self) -> CheckpointTable:
+        return CheckpointTable(self.sql)
 
-    @abstractmethod
-    def delete_run(self, run_id: str) -> None: ...
+    @cached_property
+    def documents(self) -> DocumentTable:
+        return DocumentTable(self.sql)
 
-    @abstractmethod
-    def contexts_with_runs(self, context_ids: Sequence[str]) -> set[str]:
-        """The given chats that still have at least one run."""
+    @cached_property
+    def conflicts(self) -> ConflictTable:
+        return ConflictTable(self.sql)
 
-    # calls
-    @abstractmethod
-    def insert_call(self, call: Call) -> None: ...
+    @cached_property
+    def decisions(self) -> DecisionTable:
+        return DecisionTable(self.sql)
 
-    @abstractmethod
-    def get_call(self, call_id: str) -> Call | None: ...
+    @cached_property
+    def grants(self) -> GrantTable:
+        return GrantTable(self.sql)
 
-    @abstractmethod
-    def latest_call_at(self, run_id: str, agent_no: int, seq: int) -> Call | None: ...
+    @cached_property
+    def events(self) -> EventTable:
+        return EventTable(self.sql)
 
-    @abstractmethod
-    def update_call(self, call: Call) -> None: ...
+    @cached_property
+    def tasks(self) -> TaskTable:
+        return TaskTable(self.sql)
 
-    # The journal's hot path: each folds a check and a write into as few statements as the
-    # engine allows. Each writes nothing and returns False / None when its condition does not
-    # hold (the journal then takes its slow path, which raises the precise error). These
-    # defaults compose the operations above; an engine may override them with fewer
-    # statements.
-    def bump_active_run(self, run_id: str, now: float) -> str | None:
-        """Version + 1 on an active run; its context id, or None (nothing written)."""
-        run = self.get_run(run_id)
-        if run is None or run.status != "active":
-            return None
-        self.update_run(dataclasses.replace(run, version=run.version + 1, updated_at=now))
-        return run.context_id
+    @cached_property
+    def web_sessions(self) -> WebSessionTable:
+        return WebSessionTable(self.sql)
 
-    def insert_call_if_free(self, call: Call, args_json: str | None = None) -> bool:
-        """Insert ``call`` (attempt 1) and bump its run, when the run is active and no call
-        exists at the position; False (nothing written) otherwise."""
-        run = self.get_run(call.run_id)
-        if run is None or run.status != "active":
-            return False
-        if self.latest_call_at(call.run_id, call.agent_no, call.seq) is not None:
-            return False
-        self.insert_call(call)
-        self.update_run(
-            dataclasses.replace(run, version=run.version + 1, updated_at=call.created_at)
-        )
-        return True
+    @cached_property
+    def claims(self) -> ClaimTable:
+        if self.Claims is None:
+            raise NotImplementedError(f"{type(self).__name__} has no claims")
+        return self.Claims(self.sql)
 
-    def close_open_call(
-        self,
-        call_id: str,
-        state: str,
-        result: Any,
-        result_json: str,
-        result_digest: str,
-        now: float,
-    ) -> tuple[Call, str] | None:
-        """Store the result of an open call of an active run and bump the run; the closed
-        call and the run's context id, or None (nothing written)."""
-        call = self.get_call(call_id)
-        if call is None or call.state != "open":
-            return None
-        run = self.get_run(call.run_id)
-        if run is None or run.status != "active":
-            return None
-        done = dataclasses.replace(
-            call, state=state, result=result, result_digest=result_digest, closed_at=now
-        )
-        self.update_call(done)
-        self.update_run(dataclasses.replace(run, version=run.version + 1, updated_at=now))
-        return done, run.context_id
-
-    @abstractmethod
-    def list_calls(
-        self,
-        run_id: str,
-        states: Sequence[str] | None = None,
-        from_seq: Mapping[int, int] | None = None,
-    ) -> list[Call]:
-        """The run's calls in journal order; with ``from_seq`` ({agent_no: seq}) only those
-        at or past their agent's sequence number (any seq for an agent not named)."""
-
-    # blobs
-    @abstractmethod
-    def put_blob(self, blob_hash: str, data: bytes, now: float) -> bool:
-        """Store bytes under their hash once; True when they were new."""
-
-    @abstractmethod
-    def get_blobs(self, hashes: Iterable[str]) -> dict[str, bytes]: ...
-
-    def history_chain(self, head: str, limit: int) -> dict[str, bytes]:
-        """Read ahead: the blobs of a history chain from ``head`` (each node's ``base``
-        names the next), at most ``limit``, unverified; the caller verifies each and reads
-        any that is missing on its own. By default nothing is read ahead."""
-        return {}
-
-    # checkpoints
-    @abstractmethod
-    def insert_checkpoint(
-        self, run_id: str, context_id: str, seq: int | None, body: str, digest: str, now: float
-    ) -> int: ...
-
-    @abstractmethod
-    def latest_checkpoint(
-        self, *, run_id: str | None = None, context_id: str | None = None
-    ) -> CheckpointRow | None: ...
-
-    @abstractmethod
-    def get_checkpoint(self, checkpoint_id: int) -> CheckpointRow | None: ...
-
-    # documents and conflicts
-    @abstractmethod
-    def get_document(self, context_id: str, kind: str) -> DocumentRow | None: ...
-
-    @abstractmethod
-    def put_document(self, row: DocumentRow) -> None: ...
-
-    @abstractmethod
-    def list_documents(self) -> list[DocumentRow]:
-        """Every stored document (for ``verify``)."""
-
-    @abstractmethod
-    def insert_conflict(
-        self,
-        context_id: str,
-        kind: str,
-        expected_revision: int,
-        actual_revision: int,
-        proposed: object,
-        actor: str,
-        now: float,
-    ) -> int: ...
-
-    @abstractmethod
-    def get_conflict(self, conflict_id: int) -> Conflict | None: ...
-
-    @abstractmethod
-    def list_conflicts(self, context_id: str | None, unresolved_only: bool) -> list[Conflict]: ...
-
-    @abstractmethod
-    def resolve_conflict(
-        self, conflict_id: int, resolution: str, actor: str, now: float
-    ) -> None: ...
-
-    # decisions and retry grants
-    @abstractmethod
-    def insert_decision(self, decision: Decision) -> int: ...
-
-    @abstractmethod
-    def decision_on_version(self, run_id: str, version: int) -> Decision | None: ...
-
-    @abstractmethod
-    def list_decisions(self, run_id: str) -> list[Decision]: ...
-
-    @abstractmethod
-    def insert_grant(self, run_id: str, attempts: int, actor: str, now: float) -> int: ...
-
-    @abstractmethod
-    def consume_grant(self, run_id: str) -> bool: ...
-
-    @abstractmethod
-    def list_grants(self, run_id: str) -> list[RetryGrant]: ...
-
-    # events
-    @abstractmethod
-    def insert_event(
-        self,
-        context_id: str,
-        run_id: str | None,
-        type: str,
-        payload: object,
-        now: float,
-        digest: str,
-    ) -> int:
-        """Append an event; ``digest`` (SHA-256 of the payload's canonical JSON) is stored
-        with it and comes back as ``Event.digest``."""
-
-    @abstractmethod
-    def list_events(
-        self, context_id: str | None, run_id: str | None, after_id: int, limit: int
-    ) -> list[Event]: ...
-
-    # scheduled tasks (durability/schedules.py): a write that must not lose a race is one
-    # conditional statement, so it returns False (nothing written) instead of raising
-    @abstractmethod
-    def get_task(self, task_id: str) -> TaskRow | None: ...
-
-    @abstractmethod
-    def list_tasks(self) -> list[TaskRow]:
-        """Every task, oldest first."""
-
-    @abstractmethod
-    def insert_task(self, row: TaskRow) -> bool:
-        """Insert a new task; False when the id is taken."""
-
-    @abstractmethod
-    def replace_task_definition(
-        self,
-        task_id: str,
-        expected_revision: int,
-        body: str,
-        digest: str,
-        now: float,
-        actor: str,
-        done_until: float | None,
-    ) -> bool:
-        """A new definition at revision + 1 when the task is at ``expected_revision``
-        (``done_until``, when given, only moves forward)."""
-
-    @abstractmethod
-    def delete_task(self, task_id: str, expected_revision: int | None) -> bool: ...
-
-    @abstractmethod
-    def record_task_firing(
-        self, task_id: str, slot: float | None, input_id: str, run_id: str | None, now: float
-    ) -> bool:
-        """The latest firing; a slot also moves ``done_until`` forward (never back)."""
-
-    @abstractmethod
-    def record_task_skip(self, task_id: str, slot: float, skip_json: str) -> bool:
-        """A slot handled without a firing: ``done_until`` moves past it."""
-
-    # web UI sessions (durability/web_sessions.py)
-    @abstractmethod
-    def insert_web_session(self, row: WebSessionRow, keep: int) -> None:
-        """Store a new session, dropping expired ones and, past ``keep`` sessions, the
-        least recently seen."""
-
-    @abstractmethod
-    def get_web_session(self, id_digest: str) -> WebSessionRow | None: ...
-
-    @abstractmethod
-    def touch_web_session(self, id_digest: str, last_seen: float, expires_at: float) -> None: ...
-
-    @abstractmethod
-    def delete_web_sessions(self, id_digest: str | None, generation: str | None) -> int:
-        """Delete the session ``id_digest``, or (``id_digest`` None) every session of
-        ``generation`` (every session when that is None too); how many were deleted."""
-
-    # claims (shared workers, durability/cluster.py): only engines with claims implement these
-    def lock_fence(
-        self, run_id: str | None = None, call_id: str | None = None
-    ) -> tuple[str, int | None] | None:
-        """The run (named, or through one of its calls) and its current fencing token, its
-        row locked until the transaction ends; None when there is no such run or call."""
-        raise NotImplementedError(f"{type(self).__name__} has no claims")
-
-    def insert_claim(self, run_id: str, worker_id: str, lease_seconds: float) -> Any:
-        """Claim a run that nobody can hold yet (the one this transaction admits)."""
-        raise NotImplementedError(f"{type(self).__name__} has no claims")
+    @cached_property
+    def resources(self) -> ResourceTable:
+        if self.Resources is None:
+            raise NotImplementedError(f"{type(self).__name__} stores no shared resources")
+        return self.Resources(self.sql)
 
 
 class Store(ABC):
@@ -422,6 +167,14 @@ class Store(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+
+def operation_name(fn: Callable[..., object]) -> str:
+    """The journal operation a transaction function belongs to, for log lines:
+    ``commit_result.<locals>.op`` (or ``CallOps.commit_result.<locals>.op``) gives
+    ``commit_result``; a private helper ``_admit`` gives ``admit``."""
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    return name.split(".<locals>", 1)[0].rsplit(".", 1)[-1].lstrip("_") or name
 
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")

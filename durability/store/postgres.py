@@ -17,7 +17,7 @@ transactions together itself (WAL group commit), so there is no group-commit wri
 
 A lost connection before COMMIT was sent is retried on a new connection (nothing can have
 been committed). A lost connection during COMMIT of a write is settled here, on fresh
-connections (durability/store/_postgres_outcome.py): PostgreSQL is asked whether the
+connections (durability/store/_lost_commit.py): PostgreSQL is asked whether the
 transaction committed (its outcome is then returned) or not (the write runs again), a
 bounded number of times with backoff; only when no answer comes is it a StorageError
 with ``outcome_unknown=True``.
@@ -51,9 +51,15 @@ from durability.errors import (
     JournalClosed,
     StorageError,
 )
-from durability.store import _postgres_outcome as outcome
-from durability.store._postgres_rows import PostgresTx
-from durability.store.base import Store, StoreTx, numbered_migrations, pending_migrations
+from durability.store import _lost_commit as outcome
+from durability.store.base import (
+    Store,
+    StoreTx,
+    numbered_migrations,
+    operation_name,
+    pending_migrations,
+)
+from durability.store.postgres_tx import PostgresTx
 
 T = TypeVar("T")
 
@@ -85,13 +91,6 @@ def check_namespace(namespace: str) -> str:
     if namespace.startswith("pg_"):
         raise InvalidArgument("a namespace may not start with pg_", field="namespace")
     return namespace
-
-
-def operation_name(fn: Callable[..., object]) -> str:
-    """The operation a transaction function belongs to (``commit_result.<locals>.op``
-    gives ``commit_result``), for log lines."""
-    name = getattr(fn, "__qualname__", None) or type(fn).__name__
-    return name.split(".<locals>", 1)[0].rsplit(".", 1)[-1]
 
 
 def _is_connection_error(exc: BaseException) -> bool:
@@ -237,13 +236,12 @@ class PostgresStore(Store):
     def run(
         self, mode: str, fn: Callable[[psycopg.Connection[Any]], T], *, name: str | None = None
     ) -> T:
-        """Run ``fn(conn)`` in one transaction: ``mode`` is ``write`` or ``claims`` (READ
-        COMMITTED, run again after a deadlock, a serialisation failure or a unique
-        violation; a lost commit acknowledgement is settled) or ``read`` (REPEATABLE READ
-        READ ONLY). ``name`` names the operation in log lines (default: ``fn``'s)."""
+        """Run ``fn(conn)`` in one transaction: ``mode`` is ``write`` (READ COMMITTED, run
+        again after a deadlock, a serialisation failure or a unique violation; a lost commit
+        acknowledgement is settled) or ``read`` (REPEATABLE READ READ ONLY). ``name`` names
+        the operation in log lines (default: ``fn``'s)."""
         begin = {
             "write": "BEGIN ISOLATION LEVEL READ COMMITTED",
-            "claims": "BEGIN ISOLATION LEVEL READ COMMITTED",
             "read": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
         }[mode]
         writes = mode != "read"

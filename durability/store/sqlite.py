@@ -18,8 +18,8 @@ from durability.errors import (
     StorageError,
 )
 from durability.store._group_commit import GroupCommitWriter
-from durability.store._sqlite_rows import SqliteTx
 from durability.store.base import Store, StoreTx, numbered_migrations, pending_migrations
+from durability.store.sqlite_tx import SqliteTx
 
 T = TypeVar("T")
 

@@ -105,7 +105,7 @@ def test_values_the_fast_path_cannot_pack_still_round_trip(journal):
 
 
 def test_reading_a_history_back_costs_two_queries_not_one_per_node(journal, monkeypatch):
-    from durability.store._sqlite_rows import SqliteTx
+    from durability.store._tables.blobs import BlobTable
 
     run = journal.admit("chat", "in-1", sha("x")).run
     history: list[object] = []
@@ -113,13 +113,13 @@ def test_reading_a_history_back_costs_two_queries_not_one_per_node(journal, monk
         history.append({"role": "user", "content": f"m{i}"})
         journal.write_checkpoint(run.id, CheckpointData(state={}, histories={"0": history}))
     queries: list[str] = []
-    for name in ("get_blobs", "history_chain"):
-        real = getattr(SqliteTx, name)
+    for name in ("get_many", "history_chain"):
+        real = getattr(BlobTable, name)
 
         def counting(self, *args, _real=real, _name=name):
             queries.append(_name)
             return _real(self, *args)
 
-        monkeypatch.setattr(SqliteTx, name, counting)
+        monkeypatch.setattr(BlobTable, name, counting)
     assert journal.latest_checkpoint(run.id).histories["0"] == history
-    assert queries == ["history_chain", "get_blobs"]  # the chain, then its messages
+    assert queries == ["history_chain", "get_many"]  # the chain, then its messages

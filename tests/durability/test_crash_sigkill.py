@@ -22,8 +22,8 @@ import pytest
 
 from durability import Journal, canonical_json, digest, fingerprint
 from durability.checkpoints import load_checkpoint
-from durability.store._sqlite_rows import SqliteTx
-from durability.store.base import CheckpointRow
+from durability.store.rows import CheckpointRow
+from durability.store.sqlite_tx import SqliteTx
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

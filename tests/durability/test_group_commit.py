@@ -72,7 +72,7 @@ def test_writes_after_close_are_refused(tmp_path):
 
 def test_a_bug_in_one_write_does_not_poison_the_writer(journal):
     def broken(tx):
-        tx.ensure_context("c", 1.0)
+        tx.contexts.ensure("c", 1.0)
         raise RuntimeError("bug")
 
     with pytest.raises(RuntimeError):
@@ -161,7 +161,7 @@ def test_a_cancelled_async_write_still_commits_and_the_writer_goes_on(journal):
     def slow(tx):
         entered.set()
         assert gate.wait(timeout=30)
-        tx.ensure_context("kept", 1.0)
+        tx.contexts.ensure("kept", 1.0)
 
     async def main():
         task = asyncio.ensure_future(journal.store.write_async(slow))

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 from durability import CheckpointData, Journal
 from durability.canonical import canonical_json, fingerprint, fingerprint_from_json
 from durability.errors import IntentMissing, ResultConflict, RunNotActive, RunNotFound
-from durability.store.base import StoreTx
 from tests.durability.conftest import sha
 
 pytestmark = pytest.mark.unit
@@ -34,12 +33,13 @@ def test_fingerprint_from_json_is_the_fingerprint(args, kind, name, policy):
 
 @pytest.fixture(params=["engine", "interface_defaults"])
 def journal(request, tmp_path, monkeypatch):
-    """The SQLite engine's hot-path SQL, and the StoreTx defaults other engines inherit."""
+    """The SQLite engine's hot-path SQL, and the calls table's composed defaults."""
     if request.param == "interface_defaults":
-        from durability.store._sqlite_rows import SqliteTx
+        from durability.store._tables.calls import CallTable
+        from durability.store.sqlite_tx import SqliteCalls
 
-        for name in ("bump_active_run", "insert_call_if_free", "close_open_call"):
-            monkeypatch.setattr(SqliteTx, name, getattr(StoreTx, name))
+        for name in ("_insert_first", "_close_small"):
+            monkeypatch.setattr(SqliteCalls, name, getattr(CallTable, name))
     opened = Journal.open_sqlite(tmp_path / "journal.sqlite")
     yield opened
     opened.close()

@@ -76,8 +76,8 @@ def test_a_version_bump_rewrites_only_the_runs_page(tmp_path):
         wal = f"{path}-wal"
 
         def bump(tx):
-            current = tx.get_run(run.id)
-            tx.update_run(
+            current = tx.runs.get(run.id)
+            tx.runs.update(
                 replace(current, version=current.version + 1, updated_at=current.updated_at + 1)
             )
 
@@ -87,8 +87,8 @@ def test_a_version_bump_rewrites_only_the_runs_page(tmp_path):
         assert journal.get_run(run.id).version == run.version + 1
 
         def hold(tx):
-            current = tx.get_run(run.id)
-            tx.update_run(replace(current, status="needs_attention", reason="test"))
+            current = tx.runs.get(run.id)
+            tx.runs.update(replace(current, status="needs_attention", reason="test"))
 
         journal.store.write(hold)  # a real change still updates the indexes it touches
         assert [r.id for r in journal.list_runs("needs_attention")] == [run.id]

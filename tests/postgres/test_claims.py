@@ -10,7 +10,7 @@ from psycopg import sql
 
 from durability import CheckpointData, FencingLost, digest
 from durability.journal._plan import run_write
-from durability.store import _postgres_claims
+from durability.store.postgres_tx import PostgresTx
 from tests.postgres.conftest import sha, wait_for
 
 pytestmark = pytest.mark.postgres
@@ -199,7 +199,7 @@ def test_a_takeover_waits_for_a_write_in_flight_which_commits_first(
     def slow_write(tx):
         inside.set()
         assert go_on.wait(30)
-        tx.insert_event("chat", run.id, "slow", {}, 0.0, digest({}))
+        tx.events.insert("chat", run.id, "slow", {}, 0.0, digest({}))
 
     writer = threading.Thread(target=lambda: w1.execute(run_write(slow_write, run_id=run.id)))
     writer.start()
@@ -227,7 +227,7 @@ def test_a_write_racing_a_takeover_commit_is_refused(open_journal, postgres_serv
     with postgres_server.connect() as conn:
         conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(pg_namespace)))
         conn.execute("BEGIN")
-        taken = _postgres_claims.claim_run(conn, run.id, "w2", 30.0)  # not committed yet
+        taken = PostgresTx(conn).claims.claim_run(run.id, "w2", 30.0)  # not committed yet
         assert taken is not None
         errors: list[BaseException] = []
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from durability import CheckpointData, FencingLost, Journal, StorageError
-from durability.store import _postgres_outcome
+from durability.store import _lost_commit
 from tests.postgres.conftest import sha, wait_for
 from tests.support.pg_proxy import PgProxy, pg_proxy
 
@@ -148,7 +148,7 @@ def test_with_the_database_gone_the_write_fails_as_outcome_unknown_after_the_bou
         journal.commit_result(call.id, {"out": "paid-1618"})
     error = info.value
     assert error.code == "storage_error" and error.outcome_unknown is True
-    assert error.operation == "commit_result" and 1 <= error.tries <= _postgres_outcome.TRIES
+    assert error.operation == "commit_result" and 1 <= error.tries <= _lost_commit.TRIES
     tries = [x for x in warnings(caplog) if "asking PostgreSQL on a fresh connection" in x]
     assert len(tries) == error.tries, tries
     assert postgres_server.password not in str(error.to_dict()) + caplog.text
@@ -165,7 +165,7 @@ def test_a_repeat_refused_by_the_fence_is_a_fencing_loss_not_a_retry(
     """The COMMIT never reached the server; before A asks again, its lease ran out and B
     claimed the run. A's repeat carries A's token: refused, nothing committed."""
     caplog.set_level(logging.WARNING)
-    monkeypatch.setattr(_postgres_outcome, "FIRST_WAIT", 4.0)  # room for B to claim
+    monkeypatch.setattr(_lost_commit, "FIRST_WAIT", 4.0)  # room for B to claim
     a = proxied("wa", lease_seconds=1.0)
     b = open_journal("wb")  # straight to the server
     run = a.admit("chat", "in-1", sha("x")).run

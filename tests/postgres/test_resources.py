@@ -19,7 +19,6 @@ from durability import (
 )
 from durability.crypto import ResourceCipher, generate_key
 from durability.resources import SharedResources, check_name
-from durability.store import _postgres_resources
 from tests.postgres.conftest import sha, wait_for
 from tests.support.postgres import PG_BIN
 
@@ -148,11 +147,10 @@ def test_a_forged_manifest_with_hostile_names_writes_nothing_anywhere(resources,
             {"path": name, "size": 4, "mode": 0o600, "address": address, "mtime_ns": 0},
         ]
         manifest = cipher.encrypt(json.dumps({"v": 1, "entries": entries}).encode())
-        forged = resources.store.run(
-            "write",
-            lambda c, m=manifest: _postgres_resources.insert_snapshot(
-                c, "chat", None, "attachments", m, 8, 0.0
-            ),
+        forged = resources.store.write(
+            lambda tx, m=manifest: tx.resources.insert_snapshot(
+                "chat", None, "attachments", m, 8, 0.0
+            )
         )
         with pytest.raises(ResourceRefused):
             resources.restore(forged, parent / "restored")

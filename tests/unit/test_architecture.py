@@ -57,24 +57,29 @@ def _is_type_checking(test: ast.expr) -> bool:
     return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
 
 
-def _statements(node: ast.AST) -> Iterator[ast.AST]:
-    """Every node below ``node``, skipping the body of ``if TYPE_CHECKING:`` blocks."""
+def _statements(node: ast.AST, type_checking: bool = False) -> Iterator[ast.AST]:
+    """Every node below ``node``, skipping the body of ``if TYPE_CHECKING:`` blocks unless
+    ``type_checking``."""
     for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.If) and _is_type_checking(child.test):
+        if not type_checking and isinstance(child, ast.If) and _is_type_checking(child.test):
             for other in child.orelse:
                 yield other
                 yield from _statements(other)
             continue
         yield child
-        yield from _statements(child)
+        yield from _statements(child, type_checking)
 
 
-def imports_of(root: Path, path: Path, modules: set[str]) -> list[Import]:
-    """What ``path`` imports: project modules by full name, anything else by top name."""
+def imports_of(
+    root: Path, path: Path, modules: set[str], type_checking: bool = False
+) -> list[Import]:
+    """What ``path`` imports: project modules by full name, anything else by top name
+    (with ``type_checking``, the imports inside ``if TYPE_CHECKING:`` too)."""
     name = module_name(root, path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = []
-    for node in _statements(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in _statements(tree, type_checking):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 found.append(Import(name, _target(alias.name, modules), node.lineno))
@@ -100,10 +105,10 @@ def _target(dotted: str, modules: set[str]) -> str:
     return parts[0]
 
 
-def import_graph(root: Path) -> tuple[set[str], list[Import]]:
+def import_graph(root: Path, type_checking: bool = False) -> tuple[set[str], list[Import]]:
     files = project_files(root)
     modules = {module_name(root, p) for p in files}
-    edges = [i for p in files for i in imports_of(root, p, modules)]
+    edges = [i for p in files for i in imports_of(root, p, modules, type_checking)]
     return modules, edges
 
 
@@ -285,3 +290,36 @@ def test_no_api_error_below_the_edge():
     ]
     found = [str(p.relative_to(ROOT)) for p in below if "ApiError" in p.read_text(encoding="utf-8")]
     assert found == []
+
+
+#: Packages without a circle of imports even when ``if TYPE_CHECKING:`` imports count (a
+#: reader following the imports never climbs back; issue #18). Add a package here once its
+#: circle is broken.
+WITHOUT_TYPE_CHECKING_CIRCLES = ("durability.journal", "durability.store")
+
+
+def circles_within(root: Path, package: str) -> list[list[str]]:
+    """The circles among ``package``'s modules, ``if TYPE_CHECKING:`` imports counted."""
+    modules, edges = import_graph(root, type_checking=True)
+    inside = {m for m in modules if _in(m, package)}
+    return cycles(inside, [e for e in edges if e.module in inside])
+
+
+@pytest.mark.parametrize("package", WITHOUT_TYPE_CHECKING_CIRCLES)
+def test_no_circle_even_counting_type_checking_imports(package):
+    assert circles_within(ROOT, package) == []
+
+
+def test_a_circle_through_type_checking_imports_is_found(tmp_path):
+    root = _copy_tree(tmp_path)
+    journal = root / "durability" / "journal"
+    (journal / "_probe_a.py").write_text("from durability.journal import _probe_b  # noqa\n")
+    (journal / "_probe_b.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from durability.journal._probe_a import x\n"
+    )
+    assert circles_within(root, "durability.journal") == [
+        ["durability.journal._probe_a", "durability.journal._probe_b"]
+    ]
+    assert violations(root) == []  # at run time there is no circle

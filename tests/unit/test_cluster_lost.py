@@ -11,11 +11,17 @@ from durability.cluster import Cluster
 from durability.errors import FencingLost
 
 
-class _Tx:
-    """A transaction whose fence row says the run is at token 99."""
+class _Claims:
+    """A claims table whose fence row says the run is at token 99."""
 
     def lock_fence(self, *, run_id: str | None, call_id: str | None) -> tuple[str, int]:
         return str(run_id), 99
+
+
+class _Tx:
+    """A transaction with that claims table."""
+
+    claims = _Claims()
 
 
 def _claim_and_lose(cluster: Cluster, run_id: str, token: int) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from durability.store._rows import CHECKPOINTS, checkpoint_row
-from durability.store._sql import SqlTx
-from durability.store.base import CheckpointRow
+from durability.store._shapes import Shape
+from durability.store._sql import Table
+from durability.store.rows import CheckpointRow
 
+CHECKPOINTS = Shape(CheckpointRow)
 _BY_RUN = f"SELECT {CHECKPOINTS.select} FROM checkpoints WHERE run_id = ? ORDER BY id DESC LIMIT 1"
 # the newest of the chat's runs' newest checkpoints: one index seek per run
 _BY_CONTEXT = (
@@ -14,29 +15,27 @@ _BY_CONTEXT = (
 )
 
 
-class CheckpointRows(SqlTx):
-    def insert_checkpoint(
+class CheckpointTable(Table):
+    def insert(
         self, run_id: str, context_id: str, seq: int | None, body: str, digest: str, now: float
     ) -> int:
-        return self.insert_id(
+        return self.sql.insert_id(
             "INSERT INTO checkpoints (run_id, context_id, seq, body, digest, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?)",
             (run_id, context_id, seq, body, digest, now),
         )
 
-    def latest_checkpoint(
+    def latest(
         self, *, run_id: str | None = None, context_id: str | None = None
     ) -> CheckpointRow | None:
+        """The newest checkpoint of a run, or of a chat over all its runs."""
         if run_id is not None:
-            row = self.one(CHECKPOINTS, _BY_RUN, (run_id,))
-        else:
-            row = self.one(CHECKPOINTS, _BY_CONTEXT, (context_id,))
-        return checkpoint_row(row) if row else None
+            return self.sql.one(CHECKPOINTS, _BY_RUN, (run_id,))
+        return self.sql.one(CHECKPOINTS, _BY_CONTEXT, (context_id,))
 
-    def get_checkpoint(self, checkpoint_id: int) -> CheckpointRow | None:
-        row = self.one(
+    def get(self, checkpoint_id: int) -> CheckpointRow | None:
+        return self.sql.one(
             CHECKPOINTS,
             f"SELECT {CHECKPOINTS.select} FROM checkpoints WHERE id = ?",
             (checkpoint_id,),
         )
-        return checkpoint_row(row) if row else None

@@ -5,45 +5,41 @@ from __future__ import annotations
 from typing import Any
 
 from durability.records import Conflict
-from durability.store._rows import CONFLICTS, DOCUMENTS, conflict_record, document_row, dump
-from durability.store._sql import SqlTx
-from durability.store.base import DocumentRow
+from durability.store._shapes import Shape, dump
+from durability.store._sql import Table
+from durability.store.rows import DocumentRow
+
+DOCUMENTS = Shape(DocumentRow)
+CONFLICTS = Shape(Conflict, json=("proposed",))
 
 
-class DocumentRows(SqlTx):
-    def get_document(self, context_id: str, kind: str) -> DocumentRow | None:
-        row = self.one(
+class DocumentTable(Table):
+    def get(self, context_id: str, kind: str) -> DocumentRow | None:
+        return self.sql.one(
             DOCUMENTS,
             f"SELECT {DOCUMENTS.select} FROM documents WHERE context_id = ? AND kind = ?"
-            f"{self.lock}",
+            f"{self.sql.lock}",
             (context_id, kind),
         )
-        return document_row(row) if row else None
 
-    def list_documents(self) -> list[DocumentRow]:
-        rows = self.all(
+    def list(self) -> list[DocumentRow]:
+        """Every stored document (for ``verify``)."""
+        return self.sql.all(
             DOCUMENTS, f"SELECT {DOCUMENTS.select} FROM documents ORDER BY context_id, kind"
         )
-        return [document_row(r) for r in rows]
 
-    def put_document(self, row: DocumentRow) -> None:
-        self.run(
-            "INSERT INTO documents (context_id, kind, revision, body, digest, updated_at,"
-            " updated_by) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (context_id, kind) DO UPDATE"
+    def put(self, row: DocumentRow) -> None:
+        self.sql.run(
+            f"INSERT INTO documents ({DOCUMENTS.select}) VALUES ({DOCUMENTS.placeholders()})"
+            " ON CONFLICT (context_id, kind) DO UPDATE"
             " SET revision = excluded.revision, body = excluded.body, digest = excluded.digest,"
             " updated_at = excluded.updated_at, updated_by = excluded.updated_by",
-            (
-                row.context_id,
-                row.kind,
-                row.revision,
-                row.body,
-                row.digest,
-                row.updated_at,
-                row.updated_by,
-            ),
+            DOCUMENTS.values(row),
         )
 
-    def insert_conflict(
+
+class ConflictTable(Table):
+    def insert(
         self,
         context_id: str,
         kind: str,
@@ -53,21 +49,20 @@ class DocumentRows(SqlTx):
         actor: str,
         now: float,
     ) -> int:
-        return self.insert_id(
+        return self.sql.insert_id(
             "INSERT INTO conflicts (context_id, kind, expected_revision, actual_revision,"
             " proposed, actor, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (context_id, kind, expected_revision, actual_revision, dump(proposed), actor, now),
         )
 
-    def get_conflict(self, conflict_id: int) -> Conflict | None:
-        row = self.one(
+    def get(self, conflict_id: int) -> Conflict | None:
+        return self.sql.one(
             CONFLICTS,
-            f"SELECT {CONFLICTS.select} FROM conflicts WHERE id = ?{self.lock}",
+            f"SELECT {CONFLICTS.select} FROM conflicts WHERE id = ?{self.sql.lock}",
             (conflict_id,),
         )
-        return conflict_record(row) if row else None
 
-    def list_conflicts(self, context_id: str | None, unresolved_only: bool) -> list[Conflict]:
+    def list(self, context_id: str | None, unresolved_only: bool) -> list[Conflict]:
         where: list[str] = []
         args: list[Any] = []
         if context_id is not None:
@@ -76,13 +71,12 @@ class DocumentRows(SqlTx):
         if unresolved_only:
             where.append("resolved_at IS NULL")
         clause = f"WHERE {' AND '.join(where)}" if where else ""
-        rows = self.all(
+        return self.sql.all(
             CONFLICTS, f"SELECT {CONFLICTS.select} FROM conflicts {clause} ORDER BY id", args
         )
-        return [conflict_record(r) for r in rows]
 
-    def resolve_conflict(self, conflict_id: int, resolution: str, actor: str, now: float) -> None:
-        self.run(
+    def resolve(self, conflict_id: int, resolution: str, actor: str, now: float) -> None:
+        self.sql.run(
             "UPDATE conflicts SET resolved_at = ?, resolution = ?, resolved_by = ? WHERE id = ?",
             (now, resolution, actor, conflict_id),
         )

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from durability.records import Event
-from durability.store._rows import EVENTS, dump, event_record
-from durability.store._sql import SqlTx
+from durability.store._shapes import Shape, dump
+from durability.store._sql import Table
+
+EVENTS = Shape(Event, json=("payload",))
 
 
-class EventRows(SqlTx):
-    def insert_event(
+class EventTable(Table):
+    def insert(
         self,
         context_id: str,
         run_id: str | None,
@@ -19,13 +21,15 @@ class EventRows(SqlTx):
         now: float,
         digest: str,
     ) -> int:
-        return self.insert_id(
+        """Append an event; ``digest`` (SHA-256 of the payload's canonical JSON) is stored
+        with it and comes back as ``Event.digest``."""
+        return self.sql.insert_id(
             "INSERT INTO events (context_id, run_id, type, payload, created_at, digest)"
             " VALUES (?, ?, ?, ?, ?, ?)",
             (context_id, run_id, type, dump(payload), now, digest),
         )
 
-    def list_events(
+    def list(
         self, context_id: str | None, run_id: str | None, after_id: int, limit: int
     ) -> list[Event]:
         where: list[str] = ["id > ?"]
@@ -36,9 +40,8 @@ class EventRows(SqlTx):
         if run_id is not None:
             where.append("run_id = ?")
             args.append(run_id)
-        rows = self.all(
+        return self.sql.all(
             EVENTS,
             f"SELECT {EVENTS.select} FROM events WHERE {' AND '.join(where)} ORDER BY id LIMIT ?",
             [*args, limit],
         )
-        return [event_record(r) for r in rows]

@@ -2,75 +2,60 @@
 
 from __future__ import annotations
 
-from durability.store._rows import Columns
-from durability.store._sql import SqlTx
-from durability.store.base import WebSessionRow
+from durability.store._shapes import Shape
+from durability.store._sql import Table
+from durability.store.rows import WebSessionRow
 
-SESSIONS = Columns(
-    "id_digest",
-    "generation",
-    "authenticated",
-    "csrf_token",
-    "created_at",
-    "last_seen",
-    "expires_at",
+SESSIONS = Shape(
+    WebSessionRow,
+    convert={
+        "id_digest": str,
+        "generation": str,
+        "authenticated": bool,
+        "csrf_token": str,
+        "created_at": float,
+        "last_seen": float,
+        "expires_at": float,
+    },
 )
-_INSERT = (
-    f"INSERT INTO web_sessions ({SESSIONS.select}) VALUES ({', '.join('?' * len(SESSIONS.names))})"
-)
+_INSERT = f"INSERT INTO web_sessions ({SESSIONS.select}) VALUES ({SESSIONS.placeholders()})"
 
 
-def _row(values: tuple[object, ...]) -> WebSessionRow:
-    r = SESSIONS.named(values)
-    return WebSessionRow(
-        id_digest=str(r["id_digest"]),
-        generation=str(r["generation"]),
-        authenticated=bool(r["authenticated"]),
-        csrf_token=str(r["csrf_token"]),
-        created_at=float(r["created_at"]),  # type: ignore[arg-type]
-        last_seen=float(r["last_seen"]),  # type: ignore[arg-type]
-        expires_at=float(r["expires_at"]),  # type: ignore[arg-type]
-    )
-
-
-class WebSessionRows(SqlTx):
-    def insert_web_session(self, row: WebSessionRow, keep: int) -> None:
-        self.run("DELETE FROM web_sessions WHERE expires_at <= ?", (row.created_at,))
-        count = int(self.scalar("SELECT COUNT(*) FROM web_sessions") or 0)
+class WebSessionTable(Table):
+    def insert(self, row: WebSessionRow, keep: int) -> None:
+        """Store a new session, dropping expired ones and, past ``keep`` sessions, the
+        least recently seen."""
+        sql = self.sql
+        sql.run("DELETE FROM web_sessions WHERE expires_at <= ?", (row.created_at,))
+        count = int(sql.scalar("SELECT COUNT(*) FROM web_sessions") or 0)
         if count >= keep:
-            self.run(
+            sql.run(
                 "DELETE FROM web_sessions WHERE id_digest IN (SELECT id_digest FROM"
                 " web_sessions ORDER BY last_seen, id_digest LIMIT ?)",
                 (count - keep + 1,),
             )
-        values = (
-            row.id_digest,
-            row.generation,
-            1 if row.authenticated else 0,
-            row.csrf_token,
-            row.created_at,
-            row.last_seen,
-            row.expires_at,
+        sql.run(_INSERT, SESSIONS.values(row, authenticated=1 if row.authenticated else 0))
+
+    def get(self, id_digest: str) -> WebSessionRow | None:
+        return self.sql.one(
+            SESSIONS,
+            f"SELECT {SESSIONS.select} FROM web_sessions WHERE id_digest = ?",
+            (id_digest,),
         )
-        self.run(_INSERT, values)
 
-    def get_web_session(self, id_digest: str) -> WebSessionRow | None:
-        found = self.run(
-            f"SELECT {SESSIONS.select} FROM web_sessions WHERE id_digest = ?", (id_digest,)
-        ).fetchone()
-        return None if found is None else _row(tuple(found))
-
-    def touch_web_session(self, id_digest: str, last_seen: float, expires_at: float) -> None:
-        self.run(
+    def touch(self, id_digest: str, last_seen: float, expires_at: float) -> None:
+        self.sql.run(
             "UPDATE web_sessions SET last_seen = ?, expires_at = ? WHERE id_digest = ?",
             (last_seen, expires_at, id_digest),
         )
 
-    def delete_web_sessions(self, id_digest: str | None, generation: str | None) -> int:
+    def delete(self, id_digest: str | None, generation: str | None) -> int:
+        """Delete the session ``id_digest``, or (``id_digest`` None) every session of
+        ``generation`` (every session when that is None too); how many were deleted."""
         if id_digest is not None:
-            cursor = self.run("DELETE FROM web_sessions WHERE id_digest = ?", (id_digest,))
+            cursor = self.sql.run("DELETE FROM web_sessions WHERE id_digest = ?", (id_digest,))
         elif generation is not None:
-            cursor = self.run("DELETE FROM web_sessions WHERE generation = ?", (generation,))
+            cursor = self.sql.run("DELETE FROM web_sessions WHERE generation = ?", (generation,))
         else:
-            cursor = self.run("DELETE FROM web_sessions")
+            cursor = self.sql.run("DELETE FROM web_sessions")
         return max(0, int(cursor.rowcount))

@@ -180,7 +180,7 @@ def test_only_the_wanted_histories_are_loaded(journal, run):
 
 def _chain_nodes(journal, run_id, key):
     """The history chain's node hashes, head first (read through the journal's blobs)."""
-    row = journal.store.read(lambda tx: tx.latest_checkpoint(run_id=run_id))
+    row = journal.store.read(lambda tx: tx.checkpoints.latest(run_id=run_id))
     node = json.loads(row.body)["histories"][key]["head"]
     nodes = []
     while node is not None:

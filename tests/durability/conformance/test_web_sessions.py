@@ -32,7 +32,9 @@ def test_a_session_is_found_by_its_id_and_only_its_digest_is_stored(journal, bac
     other = run(sessions.create(authenticated=True))
     assert other.session_id != made.session_id and other.csrf_token != made.csrf_token
     assert run(sessions.find(made.session_id + "x")) is None
-    row = journal.store.read(lambda tx: tx.get_web_session(web_sessions.id_digest(made.session_id)))
+    row = journal.store.read(
+        lambda tx: tx.web_sessions.get(web_sessions.id_digest(made.session_id))
+    )
     assert row is not None and made.session_id not in (row.id_digest, row.csrf_token)
 
 

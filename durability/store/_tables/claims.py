@@ -1,0 +1,149 @@
+"""The claims table and the runs' fencing column (shared workers; the policy is
+durability/cluster.py). PostgreSQL only: SQLite has one process, which owns every run.
+
+Claims are taken in READ COMMITTED transactions with row locks: the run's row is locked
+(``FOR NO KEY UPDATE``, with ``SKIP LOCKED`` in a sweep) before its claim is written, and
+the conditional upsert on ``claims`` decides in the end (it always sees the newest
+committed claim), so two workers never both win a run. Lease times come from the
+database's clock.
+"""
+
+from __future__ import annotations
+
+from durability.canonical import canonical_json, digest_text
+from durability.store._sql import Table
+from durability.store.rows import ClaimRow
+
+NOW = "extract(epoch from clock_timestamp())::double precision"
+
+
+class ClaimTable(Table):
+    def lock_fence(
+        self, run_id: str | None = None, call_id: str | None = None
+    ) -> tuple[str, int | None] | None:
+        """The run (named, or through one of its calls) and its current fencing token, its
+        row locked until the transaction ends; None when there is no such run or call."""
+        if run_id is not None:
+            row = self.sql.run(
+                "SELECT id, fence FROM runs WHERE id = %s FOR NO KEY UPDATE", (run_id,)
+            ).fetchone()
+        else:
+            row = self.sql.run(
+                "SELECT r.id, r.fence FROM runs r JOIN calls c ON c.run_id = r.id"
+                " WHERE c.id = %s FOR NO KEY UPDATE OF r",
+                (call_id,),
+            ).fetchone()
+        return (str(row[0]), row[1]) if row else None
+
+    def _write(self, run_id: str, context_id: str, worker_id: str, lease: float) -> ClaimRow | None:
+        """Take a new token and the claim, when nobody holds a live one (row already locked)."""
+        run = self.sql.run
+        prev = run("SELECT worker_id, token FROM claims WHERE run_id = %s", (run_id,)).fetchone()
+        row = run(
+            f"WITH t AS (SELECT nextval('fencing_tokens') AS token, {NOW} AS now)"
+            " INSERT INTO claims (run_id, worker_id, token, claimed_at, expires_at)"
+            " SELECT %s, %s, t.token, t.now, t.now + %s FROM t ON CONFLICT (run_id) DO UPDATE"
+            " SET worker_id = excluded.worker_id, token = excluded.token,"
+            " claimed_at = excluded.claimed_at, expires_at = excluded.expires_at"
+            " WHERE claims.worker_id IS NULL OR claims.expires_at <= excluded.claimed_at"
+            " RETURNING token, expires_at, claimed_at",
+            (run_id, worker_id, lease),
+        ).fetchone()
+        if row is None:
+            return None
+        token, expires_at, now = int(row[0]), float(row[1]), float(row[2])
+        run("UPDATE runs SET fence = %s WHERE id = %s", (token, run_id))
+        previous = None if prev is None else {"worker_id": prev[0], "token": prev[1]}
+        payload = canonical_json({"worker_id": worker_id, "token": token, "previous": previous})
+        run(
+            "INSERT INTO events (context_id, run_id, type, payload, created_at, digest)"
+            " VALUES (%s, %s, 'claim', %s, %s, %s)",
+            (context_id, run_id, payload, now, digest_text(payload)),
+        )
+        prev_worker, prev_token = (None, None) if prev is None else (prev[0], prev[1])
+        return ClaimRow(run_id, context_id, worker_id, token, expires_at, prev_worker, prev_token)
+
+    def claim_new_run(self, run_id: str, worker_id: str, lease: float) -> ClaimRow:
+        """The claim of a run admitted in this very transaction (nobody else can see it)."""
+        context_id = self.sql.scalar("SELECT context_id FROM runs WHERE id = %s", (run_id,))
+        claim = self._write(run_id, str(context_id), worker_id, lease)
+        assert claim is not None, "a run admitted in this transaction cannot be claimed elsewhere"
+        return claim
+
+    def live(self, run_id: str) -> tuple[str, int, float, float] | None:
+        """(worker, token, expires_at, database now) of the run's live claim, else None."""
+        row = self.sql.run(
+            f"SELECT worker_id, token, expires_at, {NOW} FROM claims WHERE run_id = %s"
+            f" AND worker_id IS NOT NULL AND expires_at > {NOW}",
+            (run_id,),
+        ).fetchone()
+        return None if row is None else (str(row[0]), int(row[1]), float(row[2]), float(row[3]))
+
+    def claim_run(self, run_id: str, worker_id: str, lease: float) -> ClaimRow | None:
+        """Claim one active run whose claim is free or expired; None otherwise."""
+        row = self.sql.run(
+            "SELECT context_id FROM runs WHERE id = %s AND status = 'active' FOR NO KEY UPDATE",
+            (run_id,),
+        ).fetchone()
+        if row is None or self.live(run_id) is not None:
+            return None
+        return self._write(run_id, str(row[0]), worker_id, lease)
+
+    def sweep(self, worker_id: str, lease: float, limit: int) -> list[ClaimRow]:
+        """Claim up to ``limit`` active runs that nobody holds (oldest change first); rows
+        another worker is locking at this moment are skipped, not waited for."""
+        rows = self.sql.run(
+            "SELECT id, context_id FROM runs r WHERE status = 'active' AND NOT EXISTS"
+            " (SELECT 1 FROM claims c WHERE c.run_id = r.id AND c.worker_id IS NOT NULL"
+            f" AND c.expires_at > {NOW}) ORDER BY updated_at LIMIT %s"
+            " FOR NO KEY UPDATE SKIP LOCKED",
+            (limit,),
+        ).fetchall()
+        won = []
+        for run_id, context_id in rows:
+            claim = self._write(str(run_id), str(context_id), worker_id, lease)
+            if claim is not None:
+                won.append(claim)
+        return won
+
+    def renew(self, worker_id: str, lease: float, held: dict[str, int]) -> dict[str, float]:
+        """Extend this worker's claims that still carry the held tokens: run id ->
+        expires_at. A claim taken over (another token) or released is not renewed."""
+        if not held:
+            return {}
+        rows = self.sql.run(
+            f"UPDATE claims c SET expires_at = {NOW} + %s"
+            " FROM unnest(%s::text[], %s::bigint[]) AS h(run_id, token)"
+            " WHERE c.run_id = h.run_id AND c.token = h.token AND c.worker_id = %s"
+            " RETURNING c.run_id, c.expires_at",
+            (lease, list(held), list(held.values()), worker_id),
+        ).fetchall()
+        return {str(r[0]): float(r[1]) for r in rows}
+
+    def release(self, worker_id: str, run_id: str, token: int) -> bool:
+        row = self.sql.run(
+            "UPDATE claims SET worker_id = NULL, expires_at = 0 WHERE run_id = %s AND token = %s"
+            " AND worker_id = %s RETURNING (SELECT context_id FROM runs WHERE id = %s)",
+            (run_id, token, worker_id, run_id),
+        ).fetchone()
+        if row is None:
+            return False
+        payload = canonical_json({"worker_id": worker_id, "token": token})
+        self.sql.run(
+            "INSERT INTO events (context_id, run_id, type, payload, created_at, digest)"
+            f" VALUES (%s, %s, 'release', %s, {NOW}, %s)",
+            (row[0], run_id, payload, digest_text(payload)),
+        )
+        return True
+
+    def owner(self, run_id: str) -> tuple[str | None, int, float, float] | None:
+        """(worker or None when released, token, expires_at, database now) of a run's
+        claim."""
+        row = self.sql.run(
+            f"SELECT worker_id, token, expires_at, {NOW} FROM claims WHERE run_id = %s",
+            (run_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        worker = None if row[0] is None else str(row[0])
+        return (worker, int(row[1]), float(row[2]), float(row[3]))

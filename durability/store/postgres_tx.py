@@ -1,0 +1,138 @@
+"""PostgreSQL's transaction: its dialect, its hot path for calls, and the tables only it
+has (claims of shared workers, shared resources).
+
+The dialect differs from SQLite's in: ``%s`` placeholders, ``RETURNING id`` for
+``lastrowid``, ``= ANY(%s)`` for ``IN (...)``, the ``no`` identity columns for SQLite's
+rowid, and row locks (``FOR NO KEY UPDATE``) on reads that decide writes. The hot-path
+operations fold check and write into one statement each (data-modifying CTEs), so an
+intent or a result costs one round trip besides BEGIN and COMMIT. Rows become records
+through psycopg's ``kwargs_row`` row factory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from psycopg.rows import kwargs_row
+
+from durability.records import Call
+from durability.store._shapes import Shape
+from durability.store._sql import Sql
+from durability.store._tables.calls import (
+    CALLS,
+    CLOSED_COLUMNS,
+    CallTable,
+    Closing,
+    closed_call,
+)
+from durability.store._tables.claims import ClaimTable
+from durability.store._tables.resources import ResourceTable
+from durability.store.base import StoreTx
+
+R = TypeVar("R")
+
+# A history chain's nodes from its head, in one query: each node's "base" names the next.
+# Nothing here is trusted: the caller verifies every node against its hash. The base is
+# found with a pattern on the bytes escaped to text, which never fails on damaged bytes
+# (a cast to JSON would abort the whole read transaction): a node without it ends the
+# walk, ``n`` bounds a cycle.
+_CHAIN = (
+    "WITH RECURSIVE chain(hash, data, n) AS ("
+    " SELECT hash, data, 1 FROM blobs WHERE hash = %s"
+    " UNION ALL SELECT b.hash, b.data, chain.n + 1 FROM chain JOIN blobs b"
+    " ON b.hash = substring(encode(chain.data, 'escape') from '\"base\":\"([0-9a-f]{64})\"')"
+    " WHERE chain.n < %s)"
+    " SELECT hash, data FROM chain"
+)
+#: statements in ``%s`` markers, by their ``?`` text (a bounded set: the tables' SQL)
+_IN_MARKS: dict[str, str] = {}
+
+
+class PostgresSql(Sql):
+    """One transaction on one connection (``conn``: a psycopg Connection)."""
+
+    mark = "%s"
+    order = "no"
+    chain_sql = _CHAIN
+
+    def __init__(self, conn: Any, *, locking: bool = False) -> None:
+        super().__init__(conn)
+        #: In a write transaction every row read to decide a write is locked as it is read
+        #: (``FOR NO KEY UPDATE``): READ COMMITTED then behaves like SQLite's single writer
+        #: for each run, call, document and conflict (see durability/store/postgres.py).
+        self.lock = " FOR NO KEY UPDATE" if locking else ""
+
+    def q(self, sql: str) -> str:
+        converted = _IN_MARKS.get(sql)
+        if converted is None:
+            converted = _IN_MARKS[sql] = sql.replace("?", "%s")
+        return converted
+
+    def cursor(self, shape: Shape[R]) -> Any:
+        return self.conn.cursor(row_factory=kwargs_row(shape.build))
+
+    def insert_id(self, sql: str, args: Sequence[Any]) -> int:
+        return int(self.scalar(sql + " RETURNING id", args))
+
+    def among(self, column: str, values: list[Any]) -> tuple[str, list[Any]]:
+        return f"{column} = ANY(?)", [values]
+
+    def batches(self, values: Iterable[Any]) -> Iterator[list[Any]]:
+        wanted = list(dict.fromkeys(values))
+        if wanted:
+            yield wanted
+
+
+_TYPES = {
+    "agent_no": "bigint",
+    "seq": "bigint",
+    "attempt": "bigint",
+    "created_at": "double precision",
+    "closed_at": "double precision",
+}
+#: ``%s::type`` for each column: a SELECT list (unlike VALUES) has no target types.
+_TYPED_VALUES = ", ".join(f"%s::{_TYPES.get(name, 'text')}" for name in CALLS.names)
+# attempt 1 of a position, when the run is active and the position is free: one statement
+# (bound by position: the run's version bump, then CALLS' values)
+_INSERT_IF_FREE = (
+    "WITH bumped AS (UPDATE runs SET version = version + 1, updated_at = %s"
+    " WHERE id = %s AND status = 'active' AND NOT EXISTS (SELECT 1 FROM calls"
+    " WHERE run_id = %s AND agent_no = %s AND seq = %s) RETURNING id)"
+    f" INSERT INTO calls ({CALLS.select}) SELECT {_TYPED_VALUES} FROM bumped RETURNING id"
+)
+_CLOSED = Shape(closed_call, columns=(*CLOSED_COLUMNS, "context_id"), json=("args",))
+# (bound by position: state, result, digest, now, the call's id, now again)
+_CLOSE_OPEN = (
+    "WITH closed AS (UPDATE calls SET state = %s, result = %s,"
+    " result_blob = NULL, result_digest = %s, closed_at = %s"
+    " WHERE id = %s AND state = 'open' AND EXISTS (SELECT 1 FROM runs"
+    " WHERE runs.id = calls.run_id AND runs.status = 'active')"
+    f" RETURNING {CALLS.select}), bumped AS (UPDATE runs SET version = version + 1,"
+    " updated_at = %s FROM closed WHERE runs.id = closed.run_id RETURNING"
+    f" runs.context_id) SELECT {', '.join(f'closed.{n}' for n in CLOSED_COLUMNS)},"
+    " bumped.context_id FROM closed, bumped"
+)
+
+
+class PostgresCalls(CallTable):
+    def _insert_first(self, row: tuple[Any, ...], call: Call) -> bool:
+        where = (call.created_at, call.run_id, call.run_id, call.agent_no, call.seq)
+        return self.sql.scalar(_INSERT_IF_FREE, (*where, *row)) is not None
+
+    def _close_small(self, closing: Closing) -> tuple[Call, str] | None:
+        c = closing
+        values = (c.state, c.json, c.digest, c.now, c.call_id, c.now)
+        found: tuple[Call, str] | None = self.sql.one(_CLOSED, _CLOSE_OPEN, values)
+        return found
+
+
+class PostgresTx(StoreTx):
+    """Row-level operations on one connection, inside its current transaction."""
+
+    Calls = PostgresCalls
+    Claims = ClaimTable
+    Resources = ResourceTable
+
+    def __init__(self, conn: Any, *, locking: bool = False) -> None:
+        super().__init__(PostgresSql(conn, locking=locking))
