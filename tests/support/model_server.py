@@ -32,8 +32,8 @@ import json
 import math
 import random
 import re
-import struct
 import signal
+import struct
 import sys
 import threading
 import time
