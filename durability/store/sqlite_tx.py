@@ -21,8 +21,10 @@ from durability.store._tables.calls import (
     Closing,
     closed_call,
 )
+from durability.store._tables.memories import MEMORIES, MemoryTable, area_clause
 from durability.store._tables.runs import RunTable, run_change
 from durability.store.base import StoreTx
+from durability.store.rows import MemoryRow
 
 R = TypeVar("R")
 
@@ -123,11 +125,44 @@ class SqliteRuns(RunTable):
         super().update(run)
 
 
+class SqliteMemories(MemoryTable):
+    """Ranks in SQL with sqlite-vec (loaded into every connection of the store)."""
+
+    def nearest(
+        self,
+        subdir: str,
+        model: str,
+        query: bytes,
+        dim: int,
+        areas: Sequence[str] | None,
+        min_cosine: float,
+        limit: int | None,
+    ) -> Iterator[tuple[MemoryRow, float]]:
+        clause, args = area_clause(areas)
+        tail = " LIMIT ?" if limit is not None else ""
+        sql = (
+            f"SELECT {MEMORIES.select}, score FROM (SELECT {MEMORIES.select},"
+            " 1.0 - vec_distance_cosine(vector, ?) AS score FROM memories"
+            f" WHERE subdir = ? AND model = ? AND dim = ?{clause})"
+            f" WHERE score >= ? ORDER BY score DESC, id{tail}"
+        )
+        values = [query, subdir, model, dim, *args, min_cosine]
+        if limit is not None:
+            values.append(limit)
+        cursor = self.sql.conn.execute(sql, values)
+        names = [d[0] for d in cursor.description]
+        for row in cursor:
+            found = dict(zip(names, row, strict=True))
+            score = float(found.pop("score"))
+            yield MEMORIES.build(**found), score
+
+
 class SqliteTx(StoreTx):
     """Row-level operations on one SQLite connection, inside its current transaction."""
 
     Runs = SqliteRuns
     Calls = SqliteCalls
+    Memories = SqliteMemories
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         super().__init__(SqliteSql(conn))
