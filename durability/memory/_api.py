@@ -290,7 +290,7 @@ class Memories:
             raise MemoryNotFound("no such memory", memory_id=memory_id, subdir=subdir)
         return to_memory(rows[0])
 
-    def list(
+    def list_memories(
         self,
         subdir: str,
         *,

@@ -30,7 +30,7 @@ def _check_unavailable(path, expected: str) -> None:
             memories.search("default", [1.0, 2.0], model=MODEL)
         assert expected in info.value.message
         assert info.value.to_dict()["code"] == "memory_backend_unavailable"
-        assert [m.id for m in memories.list("default")] == [saved]  # the journal works
+        assert [m.id for m in memories.list_memories("default")] == [saved]  # the journal works
     finally:
         journal.close()
 

@@ -109,7 +109,7 @@ def test_delete_forget_update_get_and_list(memories):
     assert memories.delete("default", [a, "unknown"]) == 1
     assert memories.delete("default", [a]) == 0
     assert memories.forget("default", vec("red apple"), model=MODEL, threshold=0.75) == 1
-    assert [m.id for m in memories.list("default")] == [c]
+    assert [m.id for m in memories.list_memories("default")] == [c]
     with pytest.raises(MemoryNotFound):
         memories.get("default", b)
     changed = memories.update(
@@ -121,16 +121,19 @@ def test_delete_forget_update_get_and_list(memories):
     assert [m.id for m, _ in top] == [c]
     with pytest.raises(MemoryNotFound):
         memories.update("default", "nope", area="fragments")
-    assert memories.list("default", filter="k == 1")[0].id == c
+    assert memories.list_memories("default", filter="k == 1")[0].id == c
 
 
 def test_list_is_newest_first_with_areas_and_offset(journal):
     clock = iter(range(100, 200))
     memories = Memories(journal, clock=lambda: float(next(clock)))
     ids = [save(memories, f"note {i}", area="fragments" if i % 2 else "main") for i in range(5)]
-    assert [m.id for m in memories.list("default")] == ids[::-1]
-    assert [m.id for m in memories.list("default", areas=["fragments"])] == [ids[3], ids[1]]
-    assert [m.id for m in memories.list("default", limit=2, offset=1)] == [ids[3], ids[2]]
+    assert [m.id for m in memories.list_memories("default")] == ids[::-1]
+    assert [m.id for m in memories.list_memories("default", areas=["fragments"])] == [
+        ids[3],
+        ids[1],
+    ]
+    assert [m.id for m in memories.list_memories("default", limit=2, offset=1)] == [ids[3], ids[2]]
 
 
 def test_bad_input_is_refused_with_a_field(memories):
@@ -146,7 +149,7 @@ def test_bad_input_is_refused_with_a_field(memories):
     for case in cases:
         with pytest.raises(InvalidArgument):
             case()
-    assert memories.list("default") == []
+    assert memories.list_memories("default") == []
 
 
 def test_text_and_metadata_are_masked_before_they_are_stored(backend):
@@ -194,11 +197,11 @@ def test_commit_result_with_writes_both_and_runs_writes_once(journal, memories):
     assert done.applied and done.outputs == (memory_id,) and done.call.state == "completed"
     again = journal.commit_result_with(call.id, {"id": memory_id}, [write])
     assert not again.applied and again.outputs == (None,)
-    assert [m.id for m in memories.list("default")] == [memory_id]  # saved exactly once
+    assert [m.id for m in memories.list_memories("default")] == [memory_id]  # saved exactly once
     _, other = memories.save_write("default", "main", "no", {}, vec("no"), model=MODEL)
     with pytest.raises(ResultConflict):
         journal.commit_result_with(call.id, {"id": "different"}, [other])
-    assert [m.id for m in memories.list("default")] == [memory_id]
+    assert [m.id for m in memories.list_memories("default")] == [memory_id]
 
 
 def test_a_failing_write_leaves_the_call_open(journal, memories):
@@ -216,7 +219,7 @@ async def test_commit_result_with_from_the_loop(journal, memories):
     done = await journal.aio.commit_result_with(
         call.id, {"memories_deleted": "1"}, [memories.delete_write("default", [kept])]
     )
-    assert done.outputs == (1,) and memories.list("default") == []
+    assert done.outputs == (1,) and memories.list_memories("default") == []
 
 
 def _child_args(backend) -> list[str]:
@@ -240,12 +243,12 @@ def test_sigkill_inside_the_transaction_leaves_neither(journal, memories, backen
     assert child.returncode == -signal.SIGKILL, child.stderr.decode()[-2000:]
     assert b"COMMITTED" not in child.stdout
     # neither the memory nor the result: the call runs again, nothing to hold
-    assert memories.list("default") == []
+    assert memories.list_memories("default") == []
     assert journal.get_call(call.id).state == "open"
     env.pop(CRASH_AT_ENV)
     again = subprocess.run(
         [sys.executable, str(CHILD), *args], env=env, capture_output=True, timeout=120
     )
     assert again.returncode == 0 and b"COMMITTED" in again.stdout, again.stderr.decode()[-2000:]
-    assert [m.id for m in memories.list("default")] == ["MemOnce001"]
+    assert [m.id for m in memories.list_memories("default")] == ["MemOnce001"]
     assert journal.get_call(call.id).state == "completed"
