@@ -223,6 +223,19 @@ class TaskInvalid(DurabilityError):
     code = "task_invalid"
 
 
+class MemoryNotFound(DurabilityError):
+    """No memory with this id in this memory subdir (never saved, or deleted)."""
+
+    code = "memory_not_found"
+
+
+class MemoryBackendUnavailable(DurabilityError):
+    """Memory search cannot run on this journal; ``reason`` says what to install
+    (sqlite-vec for SQLite, numpy for PostgreSQL)."""
+
+    code = "memory_backend_unavailable"
+
+
 ALL_ERRORS: tuple[type[DurabilityError], ...] = (
     DurabilityError,
     InvalidArgument,
@@ -265,4 +278,6 @@ ALL_ERRORS: tuple[type[DurabilityError], ...] = (
     TaskConflict,
     TaskExists,
     TaskInvalid,
+    MemoryNotFound,
+    MemoryBackendUnavailable,
 )

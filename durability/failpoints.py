@@ -47,6 +47,10 @@ JOURNAL_POINTS = (
     "journal.batch_after_commit",  # COMMIT returned, no caller acknowledged yet
 )
 
+#: Inside the one transaction of a call's result and its memory writes
+#: (durability/journal/_atomic.py): the writes are done, the result not yet written.
+ATOMIC_POINTS = ("journal.commit_result_with.writes_applied",)
+
 #: Points of a shared worker's claims (durability/cluster.py). With ``A0_CRASH_MODE=freeze``
 #: the heartbeat thread stops where it would learn that a claim was lost, so the worker's
 #: next write for the run is what finds out (the multi-host tests use this).

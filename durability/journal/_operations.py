@@ -9,6 +9,7 @@ asynchronous one on ``journal.aio``.
 from __future__ import annotations
 
 from durability.journal._admission import AdmissionOps
+from durability.journal._atomic import AtomicOps
 from durability.journal._calls import CallOps
 from durability.journal._chats import ChatOps
 from durability.journal._checkpoints import CheckpointOps
@@ -20,6 +21,7 @@ from durability.journal._tasks import TaskOps
 class Operations(
     AdmissionOps,
     CallOps,
+    AtomicOps,
     CheckpointOps,
     RunOps,
     DecisionOps,

@@ -26,6 +26,7 @@ from durability.store._tables.claims import ClaimTable
 from durability.store._tables.decisions import DecisionTable, GrantTable
 from durability.store._tables.documents import ConflictTable, DocumentTable
 from durability.store._tables.events import EventTable
+from durability.store._tables.memories import EmbeddingCacheTable, MemoryTable
 from durability.store._tables.resources import ResourceTable
 from durability.store._tables.runs import ContextTable, InputTable, RunTable
 from durability.store._tables.tasks import TaskTable
@@ -47,6 +48,7 @@ class StoreTx:
 
     Runs: type[RunTable] = RunTable
     Calls: type[CallTable] = CallTable
+    Memories: type[MemoryTable] = MemoryTable
     #: the claims of shared workers: only an engine with claims has them
     Claims: type[ClaimTable] | None = None
     #: shared resources (durability/resources.py): only an engine that stores them
@@ -108,6 +110,14 @@ class StoreTx:
         return WebSessionTable(self.sql)
 
     @cached_property
+    def memories(self) -> MemoryTable:
+        return self.Memories(self.sql)
+
+    @cached_property
+    def embedding_cache(self) -> EmbeddingCacheTable:
+        return EmbeddingCacheTable(self.sql)
+
+    @cached_property
     def claims(self) -> ClaimTable:
         if self.Claims is None:
             raise NotImplementedError(f"{type(self).__name__} has no claims")
@@ -131,6 +141,11 @@ class Store(ABC):
     deferred_writes: bool = False
     #: Longest a deferred write waits for a write to ride on (engines that defer).
     defer_seconds: float = 0.0
+    #: How memory search runs on this store (durability/memory.py): ``sqlite-vec``,
+    #: ``pgvector``, ``exact`` (numpy on the worker) or ``unavailable``; set at open.
+    memory_search_backend: str = "exact"
+    #: Why the preferred search cannot run (empty when it can).
+    memory_search_problem: str = ""
 
     def defer(self, fn: Callable[[StoreTx], Any], on_done: Callable[[Any, Any], None]) -> None:
         """Commit ``fn`` with the next write, or on its own within ``defer_seconds``;

@@ -158,10 +158,29 @@ class PostgresStore(Store):
             ) as conn:
                 configure(conn)
                 self._migrate(conn)
+                self._choose_memory_search(conn)
             self._pool.open(wait=True, timeout=connect_timeout)
         except BaseException as exc:
             self._pool.close()
             raise self.translate(exc) from None
+
+    def _choose_memory_search(self, conn: psycopg.Connection[Any]) -> None:
+        """Memory search on this server: exact on the worker (numpy). pgvector is detected
+        and reported (``pgvector``: its available version, empty without it); ranking in
+        the server with it comes with the memory tools (docs/memory.md)."""
+        row = conn.execute(
+            "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+        ).fetchone()
+        self.pgvector = str(row[0]) if row and row[0] else ""
+        try:
+            import numpy  # noqa: F401
+        except ImportError:
+            self.memory_search_backend = "unavailable"
+            self.memory_search_problem = (
+                "numpy is not installed (pip install -r requirements-postgres.txt)"
+            )
+        else:
+            self.memory_search_backend, self.memory_search_problem = "exact", ""
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.dsn.masked!r}, namespace={self.namespace!r})"

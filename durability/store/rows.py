@@ -95,3 +95,19 @@ class SnapshotRow:
     manifest: bytes
     total_size: int
     created_at: float
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """One memory as stored (durability/memory.py); ``metadata`` is the decoded JSON object
+    (an ``Undecodable`` marker when damaged). The vector is read apart, only for search."""
+
+    id: str
+    subdir: str
+    area: str
+    text: str
+    metadata: object
+    model: str
+    dim: int
+    created_at: float
+    updated_at: float

@@ -20,6 +20,7 @@ from durability.errors import (
 from durability.store._group_commit import GroupCommitWriter
 from durability.store.base import Store, StoreTx, numbered_migrations, pending_migrations
 from durability.store.sqlite_tx import SqliteTx
+from durability.store.sqlite_vectors import load_vector_extension
 
 T = TypeVar("T")
 
@@ -98,6 +99,8 @@ class SqliteStore(Store):
         self._all_readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._closed = False
+        self.memory_search_backend = "sqlite-vec"
+        self.memory_search_problem = ""
         conn: sqlite3.Connection | None = None
         try:
             conn = self._connect()
@@ -133,6 +136,9 @@ class SqliteStore(Store):
         conn.execute("PRAGMA secure_delete=ON")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        problem = load_vector_extension(conn)
+        if problem and not self.memory_search_problem:
+            self.memory_search_backend, self.memory_search_problem = "unavailable", problem
         return conn
 
     @staticmethod

@@ -187,8 +187,9 @@ def _partial_suffix(text: str, tag: str) -> int:
     return 0
 
 
-class ChatModel:
-    """Streams one chat completion per ``call``; see the module docstring for retries."""
+class ModelClient:
+    """What every model client shares: the provider's entry, the key (used in turn when
+    comma-separated), the endpoint, and masking the key out of error text."""
 
     retry_delay = 1.5  # seconds between retries (tests lower it)
 
@@ -198,7 +199,14 @@ class ChatModel:
         self.provider_id, self.provider = resolve_provider(config.provider)
 
     def __repr__(self) -> str:
-        return f"ChatModel({self.config.provider}/{self.config.name})"
+        return f"{type(self).__name__}({self.config.provider}/{self.config.name})"
+
+    def _headers(self, key: str) -> dict[str, str]:
+        headers = {"Authorization": f"Bearer {key}"}
+        header = str(self.provider.get("key_header") or "")
+        if header:
+            headers[header] = key
+        return headers
 
     def _mask(self, text: str) -> str:
         keys = [self._api_key or "", *(self._api_key or "").split(",")]
@@ -237,6 +245,10 @@ class ChatModel:
             key = "none"
         return base, key
 
+
+class ChatModel(ModelClient):
+    """Streams one chat completion per ``call``; see the module docstring for retries."""
+
     async def call(
         self,
         messages: list[dict],
@@ -267,10 +279,7 @@ class ChatModel:
     async def _stream_once(
         self, base: str, key: str, messages: list[dict], kwargs: dict, stream: _Stream
     ) -> None:
-        header = str(self.provider.get("key_header") or "")
-        headers = {"Authorization": f"Bearer {key}", "Accept": "text/event-stream"}
-        if header:
-            headers[header] = key
+        headers = {**self._headers(key), "Accept": "text/event-stream"}
         body = {**kwargs, "model": self.config.name, "messages": messages, "stream": True}
         try:
             async with (

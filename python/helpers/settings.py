@@ -47,6 +47,14 @@ def _model_defaults(prefix: str, name: str) -> dict[str, Any]:
 DEFAULTS: dict[str, Any] = {
     **_model_defaults("chat_model", "gpt-4.1-mini"),
     **_model_defaults("util_model", "gpt-4.1-nano"),
+    # the embedding model (memory and knowledge; python/helpers/embeddings.py): upstream's
+    # defaults, reached over an OpenAI-compatible /embeddings endpoint
+    "embed_model_provider": "huggingface",
+    "embed_model_name": "sentence-transformers/all-MiniLM-L6-v2",
+    "embed_model_api_base": "",
+    "embed_model_kwargs": {},
+    "embed_model_rl_requests": 0,
+    "embed_model_rl_input": 0,
     "agent_profile": "agent0",
     "mcp_server_token": "",
     "code_exec_first_output_timeout": 30,

@@ -72,6 +72,8 @@ STATUS: dict[str, int] = {
     "blob_not_found": 404,
     "resource_not_found": 404,
     "task_not_found": 404,
+    "memory_not_found": 404,
+    "memory_backend_unavailable": 503,
     "input_conflict": 409,
     "active_run_exists": 409,
     "run_held": 409,

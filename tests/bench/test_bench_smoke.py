@@ -125,3 +125,18 @@ def test_recovery_bench_smoke(tmp_path: Path) -> None:
     assert set(seeded["ratios"]) == {"to_health_s", "restore_s", "idle_rss_mib"}
     assert full["restore_s"] > 0
     assert list(tmp_path.iterdir()) == []
+
+
+def test_memory_bench_smoke(tmp_path: Path) -> None:
+    result = run_bench("memory_bench.py", "--smoke", "--dir", str(tmp_path), timeout=300)
+    sizes = [(r["size"], r["dim"]) for r in result["results"]]
+    assert sizes == [(1_000, 384), (10_000, 384), (1_000, 1536), (10_000, 1536)]
+    for row in result["results"]:
+        assert row["ours"]["p95_ms"] >= row["ours"]["p50_ms"] > 0
+        assert row["save_ms"] > 0 and row["journal_commit_ms"] > 0 and row["rss_mb"] > 0
+        if result["faiss"] is None:
+            assert row["faiss"] is None  # skipped, and the output said so
+        else:
+            assert row["same_top"] is True  # both searches are exact
+    assert result["backend"] == "sqlite-vec"
+    assert list(tmp_path.iterdir()) == []  # its temporary folder is gone

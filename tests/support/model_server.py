@@ -14,13 +14,26 @@ prints ``READY <url>`` on stdout. Each script line is a reply object
 (``{"content": ..., "reasoning": ...}``) or a failure (``{"status": 500}``).
 The process also serves ``GET /_script/requests`` (every request body so far) and
 ``POST /_script/queue`` (queue one more reply object or a list of them).
+
+Embeddings: ``POST /v1/embeddings`` answers every input with a deterministic unit vector
+(``scripted_vector``: the sum of one pseudo-random vector per lower-cased word, seeded by the
+word's SHA-256, normalised), so texts that share words are similar and the same text always
+gives the same vector. The dimension is ``embedding_dim`` (``--embedding-dim``; a request's
+``dimensions`` wins). Requests are recorded in ``embedding_requests``
+(``GET /_script/embedding_requests``); ``fail_embeddings(status)`` queues failures.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
 import json
+import math
+import random
+import re
 import signal
+import struct
 import sys
 import threading
 import time
@@ -35,6 +48,26 @@ from typing import Any
 import pytest
 
 MODEL_ID = "scripted-model"
+EMBEDDING_DIM = 64
+_WORD = re.compile(r"\w+")
+
+
+def _word_vector(word: str, dim: int) -> list[float]:
+    seed = int.from_bytes(hashlib.sha256(word.encode("utf-8")).digest()[:8], "big")
+    rng = random.Random(seed)
+    return [rng.gauss(0.0, 1.0) for _ in range(dim)]
+
+
+def scripted_vector(text: str, dim: int = EMBEDDING_DIM) -> list[float]:
+    """The scripted embedding of ``text``: deterministic, unit length, and closer for texts
+    that share words (a text without words embeds as its whole lower-cased self)."""
+    words = _WORD.findall(text.lower()) or [text.lower()]
+    total = [0.0] * dim
+    for word in words:
+        for i, value in enumerate(_word_vector(word, dim)):
+            total[i] += value
+    norm = math.sqrt(sum(v * v for v in total)) or 1.0
+    return [v / norm for v in total]
 
 
 @dataclass
@@ -98,6 +131,10 @@ class ScriptedModel:
         self._requests: list[dict] = []
         self._headers: list[dict[str, str]] = []
         self._server: _Server | None = None
+        #: the dimension of scripted embeddings (a request's ``dimensions`` wins)
+        self.embedding_dim = EMBEDDING_DIM
+        self._embedding_requests: list[dict] = []
+        self._embedding_failures: deque[ScriptedFailure] = deque()
         #: connections the client dropped mid-request (reset, broken pipe): not errors
         self.dropped_connections = 0
         self._thread: threading.Thread | None = None
@@ -178,7 +215,29 @@ class ScriptedModel:
         with self._cond:
             self._queue.append(outcome)
 
+    def fail_embeddings(
+        self, status: int, message: str = "scripted failure", times: int = 1
+    ) -> None:
+        """Answer the next ``times`` embedding requests with HTTP ``status``."""
+        with self._cond:
+            self._embedding_failures.extend(ScriptedFailure(status, message) for _ in range(times))
+
     # observation -------------------------------------------------------------
+    @property
+    def embedding_requests(self) -> list[dict]:
+        """Every embeddings request body so far, in order."""
+        with self._cond:
+            return list(self._embedding_requests)
+
+    @property
+    def embedded_texts(self) -> list[str]:
+        """Every text embedded so far (each request's inputs, in order)."""
+        texts: list[str] = []
+        for body in self.embedding_requests:
+            given = body.get("input")
+            texts.extend([given] if isinstance(given, str) else list(given or []))
+        return texts
+
     @property
     def requests(self) -> list[dict]:
         with self._cond:
@@ -214,6 +273,32 @@ class ScriptedModel:
                 self._cond.wait(left)
 
     # used by the handler -----------------------------------------------------
+    def _embeddings(self, body: dict) -> tuple[int, dict]:
+        """(status, response body) of one embeddings request."""
+        with self._cond:
+            self._embedding_requests.append(body)
+            self._cond.notify_all()
+            failure = self._embedding_failures.popleft() if self._embedding_failures else None
+            dim = self.embedding_dim
+        if failure is not None:
+            error = {"message": failure.message, "type": "scripted", "code": failure.status}
+            return failure.status, {"error": error}
+        given = body.get("input")
+        texts = [given] if isinstance(given, str) else given
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            error = {"message": "input must be a string or a list of strings", "code": 400}
+            return 400, {"error": error}
+        dim = int(body.get("dimensions") or dim)
+        data = []
+        for index, text in enumerate(texts):
+            vector: Any = scripted_vector(text, dim)
+            if body.get("encoding_format") == "base64":
+                vector = base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode("ascii")
+            data.append({"object": "embedding", "index": index, "embedding": vector})
+        tokens = sum(len(_WORD.findall(t)) or 1 for t in texts)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return 200, {"object": "list", "data": data, "model": body.get("model"), "usage": usage}
+
     def _next_outcome(self, body: dict, headers: dict[str, str] | None = None) -> Outcome:
         with self._cond:
             self._headers.append(headers or {})
@@ -316,6 +401,8 @@ def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
                 self._json(200, {"object": "list", "data": [{"id": MODEL_ID, "object": "model"}]})
             elif self.path == "/_script/requests":
                 self._json(200, {"requests": model.requests})
+            elif self.path == "/_script/embedding_requests":
+                self._json(200, {"requests": model.embedding_requests})
             else:
                 self._json(404, {"error": {"message": "not found", "code": "not_found"}})
 
@@ -329,6 +416,9 @@ def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
                 for obj in body if isinstance(body, list) else [body]:
                     model._push(outcome_from_obj(obj))
                 self._json(200, {"queued": model.pending})
+                return
+            if self.path.rstrip("/") == "/v1/embeddings":
+                self._json(*model._embeddings(body))
                 return
             if self.path.rstrip("/") != "/v1/chat/completions":
                 self._json(404, {"error": {"message": "not found", "code": "not_found"}})
@@ -385,8 +475,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--script", type=Path, help="JSON lines: reply or failure objects")
+    parser.add_argument("--embedding-dim", type=int, default=EMBEDDING_DIM)
     args = parser.parse_args(argv)
     server = ScriptedModel(args.host, args.port)
+    server.embedding_dim = args.embedding_dim
     if args.script:
         for line in args.script.read_text(encoding="utf-8").splitlines():
             if line.strip():

@@ -162,3 +162,46 @@ def test_a_failing_responder_is_still_a_traceback(model_server, capfd):
     err = capfd.readouterr().err
     assert "Traceback" in err and "RuntimeError: responder bug" in err
     assert model_server.dropped_connections == 0
+
+
+# embeddings ----------------------------------------------------------------------------
+def _cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+async def test_embeddings_are_deterministic_unit_vectors_recorded(model_server):
+    model_server.embedding_dim = 32
+    async with _client(model_server) as client:
+        first = await client.embeddings.create(
+            model="e", input=["the cat sat", "a dog ran"], encoding_format="float"
+        )
+        again = await client.embeddings.create(model="e", input="the cat sat")  # base64
+    a, b = (item.embedding for item in first.data)
+    assert len(a) == 32 and abs(_cosine(a, a) - 1) < 1e-9
+    assert again.data[0].embedding == pytest.approx(a, abs=1e-6)
+    assert _cosine(a, b) < 0.9  # different texts, different vectors
+    assert model_server.embedded_texts == ["the cat sat", "a dog ran", "the cat sat"]
+    assert [r["model"] for r in model_server.embedding_requests] == ["e", "e"]
+    assert model_server.calls == 0  # the chat endpoint saw nothing
+
+
+def test_embeddings_share_words_and_honour_dimensions(model_server):
+    from tests.support.model_server import scripted_vector
+
+    cat = scripted_vector("my cat likes fish", 64)
+    assert _cosine(cat, scripted_vector("Cat fish", 64)) > _cosine(cat, scripted_vector("tax", 64))
+    body = {"model": "e", "input": ["x"], "dimensions": 8}
+    answer = httpx.post(model_server.url + "/embeddings", json=body).json()
+    assert len(answer["data"][0]["embedding"]) == 8
+
+
+def test_embeddings_scripted_failure_and_bad_input(model_server):
+    model_server.fail_embeddings(429, "slow down")
+    first = httpx.post(model_server.url + "/embeddings", json={"model": "e", "input": "x"})
+    assert first.status_code == 429 and first.json()["error"]["message"] == "slow down"
+    bad = httpx.post(model_server.url + "/embeddings", json={"model": "e", "input": [1]})
+    assert bad.status_code == 400
+    ok = httpx.post(model_server.url + "/embeddings", json={"model": "e", "input": "x"})
+    assert ok.status_code == 200
+    seen = httpx.get(model_server.url.removesuffix("/v1") + "/_script/embedding_requests")
+    assert len(seen.json()["requests"]) == 3

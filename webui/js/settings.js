@@ -10,6 +10,7 @@ const form = () => document.getElementById("settings-form");
 const GROUPS = [
   ["chat_model_", "Chat model (the agent's main model)"],
   ["util_model_", "Utility model (summaries, chat names)"],
+  ["embed_model_", "Embedding model (memory and knowledge)"],
   ["agent_", "Agent"],
   ["mcp_", "External API and MCP"],
   ["code_exec_", "Code execution"],
@@ -44,7 +45,7 @@ let reportError = () => {};
 
 function helpFor(name) {
   if (HELP[name]) return HELP[name];
-  const suffix = name.replace(/^(chat_model|util_model)_/, "");
+  const suffix = name.replace(/^(chat_model|util_model|embed_model)_/, "");
   return suffix !== name ? HELP[suffix] || "" : "";
 }
 
@@ -63,7 +64,7 @@ const LABELS = {
 };
 
 function humanName(name) {
-  const short = name.replace(/^(chat_model|util_model|code_exec|retention)_/, "");
+  const short = name.replace(/^(chat_model|util_model|embed_model|code_exec|retention)_/, "");
   if (LABELS[name] || LABELS[short]) return LABELS[name] || LABELS[short];
   const text = short.replace(/_/g, " ");
   return text.charAt(0).toUpperCase() + text.slice(1);

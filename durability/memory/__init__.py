@@ -1,0 +1,27 @@
+"""The agent's memory in the journal's own database (docs/memory.md)."""
+
+from durability.memory._api import (
+    AREAS,
+    DEFAULT_AREA,
+    Memories,
+    MemoryWrite,
+    StoredEmbeddingCache,
+    new_memory_id,
+)
+from durability.memory._filter import compile_filter
+from durability.memory._records import Memory
+from durability.memory._vectors import decode, encode, relevance
+
+__all__ = [
+    "AREAS",
+    "DEFAULT_AREA",
+    "Memories",
+    "Memory",
+    "MemoryWrite",
+    "StoredEmbeddingCache",
+    "compile_filter",
+    "decode",
+    "encode",
+    "new_memory_id",
+    "relevance",
+]
