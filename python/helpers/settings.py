@@ -129,8 +129,8 @@ def parse_value(name: str, raw: str) -> Any:
     if isinstance(default, dict):
         try:
             value = json.loads(text) if text else {}
-        except ValueError as exc:
-            where = f"line {exc.lineno}, column {exc.colno}" if hasattr(exc, "lineno") else ""
+        except json.JSONDecodeError as exc:
+            where = f"line {exc.lineno}, column {exc.colno}"
             raise _kind_error(name, default, f"this is not valid JSON at {where}") from None
         if not isinstance(value, dict):
             raise _kind_error(name, default, "a list or a single value is not an object")

@@ -154,3 +154,29 @@ def test_notify_user_honours_detail_priority_and_timeout(client, model_server):
     assert items[0]["detail"] == "<i>50%</i>" and items[0]["title"] == "Progress"
     # the refused one told the model why
     assert "Unknown notification type" in str(model_server.requests[3]["messages"])
+
+
+def test_a_held_chat_is_marked_in_the_poll_and_its_run_rows_name_it(client, model_server):
+    from tests.support.model_server import ScriptedFailure
+
+    model_server.respond_with(lambda body: ScriptedFailure(500, "provider down"))
+    held = client.post("/api/message", json={"text": "hello"})
+    ctx_id = client.post("/api/poll", json={}).json()["contexts"][0]["id"]
+    other = client.post("/api/chat_create", json={}).json()["ctxid"]
+    snapshot = client.post("/api/poll", json={"context": other}).json()
+    rows = {row["id"]: row for row in snapshot["contexts"]}
+    assert rows[ctx_id]["held"] is True and rows[ctx_id]["held_reason"] == "model_failed", held
+    assert rows[other]["held"] is False and rows[other]["held_reason"] is None
+    name = rows[ctx_id]["name"] or f"Chat {rows[ctx_id]['no']}"
+    [run] = client.post("/api/durable_runs", json={"status": "needs_attention"}).json()["runs"]
+    assert run["context_id"] == ctx_id and run["context_name"] == name
+    detail = client.post("/api/durable_run", json={"run_id": run["run_id"]}).json()["run"]
+    assert detail["context_name"] == name
+
+
+def test_an_idle_chat_reports_no_progress(client, model_server):
+    model_server.tool("response", {"text": "done"})
+    ctx_id = client.post("/api/message", json={"text": "hi"}).json()["context"]
+    snapshot = client.post("/api/poll", json={"context": ctx_id}).json()
+    assert snapshot["running"] is False
+    assert (snapshot["log_progress"], snapshot["log_progress_active"]) == ("", False)
