@@ -141,6 +141,7 @@ def chat_and_plan(page: Page, server: UiServer, model: ScriptedModel, out: Path)
     dialog.get_by_test_id("error-chat_model_ctx_history").wait_for(timeout=TIMEOUT * 1000)
     shoot(page, out, "settings.png")
     dialog.locator("#settings-cancel").click()
+    page.get_by_test_id("confirm-ok").click()  # discard the unsaved edit (Cancel asks first)
     return ctx
 
 

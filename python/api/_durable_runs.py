@@ -103,6 +103,16 @@ def detail_row(detail: Any) -> dict[str, Any]:
     return row
 
 
+def add_chat_name(row: dict[str, Any], runtime: Any) -> dict[str, Any]:
+    """``context_name``: the chat's name as the chat list shows it (None when the chat is
+    not loaded in this process), so the Recovery panel names the chat, not its id."""
+    ctx = runtime.find_context(row["context_id"]) if row.get("context_id") else None
+    name = getattr(ctx, "name", None) if ctx is not None else None
+    no = getattr(ctx, "no", None) if ctx is not None else None
+    row["context_name"] = name or (f"Chat {no}" if no is not None else None)
+    return row
+
+
 def require_status(input: dict[str, Any]) -> str | None:
     status = get_str(input, "status") or None
     if status is not None and status not in RUN_STATUSES:

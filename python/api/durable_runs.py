@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.api._durable_runs import detail_row, require_status
+from python.api._durable_runs import add_chat_name, detail_row, require_status
 from python.server.api import ApiHandler, get_int, get_str
 
 
@@ -21,5 +21,5 @@ class DurableRuns(ApiHandler):
         for run in runs:
             row = detail_row(await journal.aio.read_run(run.id))
             row.pop("decisions")
-            rows.append(row)
+            rows.append(add_chat_name(row, self.runtime))
         return {"runs": rows}

@@ -17,26 +17,31 @@ def _log_snapshot(ctx: AgentContext, log_from: int) -> dict[str, Any]:
         "logs": log.output(start=log_from),
         "log_guid": log.guid,
         "log_version": log.version,
-        "log_progress": log.progress,
-        "log_progress_active": log.progress_active,
+        "log_progress": log.progress if ctx.is_running() else "",
+        # an idle chat has no step in progress (its last heading is no longer current)
+        "log_progress_active": log.progress_active and ctx.is_running(),
         "paused": ctx.paused,
     }
 
 
-def _held_state(journal: Journal, ctx_id: str | None) -> tuple[dict[str, Any] | None, int]:
-    """The selected chat's held run (if any) and how many runs wait for a decision."""
+def _held_state(
+    journal: Journal, ctx_id: str | None
+) -> tuple[dict[str, Any] | None, int, dict[str, str]]:
+    """The selected chat's held run (if any), how many runs wait for a decision, and the
+    reason each held chat waits for (by chat id: the chat list marks them)."""
     held = journal.list_runs("needs_attention", limit=1000)
     mine = next((r for r in held if r.context_id == ctx_id), None) if ctx_id else None
     row = None
     if mine is not None:
         row = {"run_id": mine.id, "reason": mine.reason, "version": mine.version}
-    return row, len(held)
+    return row, len(held), {r.context_id: str(r.reason or "") for r in held}
 
 
 class Poll(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
         ctx_id = context_id_of(input, "context")
         log_from = get_int(input, "log_from", default=0, minimum=0)
+        notes_from = get_int(input, "notifications_from", default=0, minimum=0)
         runtime = self.runtime
         await runtime.forget_purged_chats()  # retention may have removed chats meanwhile
         contexts = []
@@ -57,9 +62,9 @@ class Poll(ApiHandler):
             "log_progress_active": False,
             "paused": False,
             "running": False,
-            "notifications": [],
-            "notifications_guid": runtime.runtime_id,
-            "notifications_version": 0,
+            "notifications": runtime.notifications.output(notes_from),
+            "notifications_guid": runtime.notifications.guid,
+            "notifications_version": runtime.notifications.version,
             "held_run": None,  # this fork: the selected chat's run waiting for a decision
             "held_runs": 0,  # this fork: runs waiting for a decision (the Recovery badge)
         }
@@ -71,6 +76,9 @@ class Poll(ApiHandler):
             snapshot["context"] = ctx.id
             snapshot["running"] = ctx.is_running()
         selected = ctx.id if ctx is not None else None
-        held, count = await asyncio.to_thread(_held_state, runtime.journal, selected)
+        held, count, reasons = await asyncio.to_thread(_held_state, runtime.journal, selected)
         snapshot["held_run"], snapshot["held_runs"] = held, count
+        for row in contexts:  # this fork: a chat whose run waits for a decision
+            row["held"] = row["id"] in reasons
+            row["held_reason"] = reasons.get(row["id"])
         return snapshot

@@ -101,36 +101,63 @@ _FALSE = {"0", "false", "no", "off"}
 MAX_NUMBER = 2**53  # above this a number setting is a mistake (and no longer exact as float)
 
 
+#: What each kind of value looks like, in words a person reads next to the field.
+_KIND_WORDS = {
+    bool: "must be true or false",
+    int: "must be a whole number, for example 30",
+    float: "must be a number, for example 0.7",
+    dict: 'must be a JSON object, for example {"temperature": 0}',
+    str: "must be text",
+}
+
+
+def _kind_error(name: str, default: Any, why: str = "") -> SettingsError:
+    words = _KIND_WORDS.get(type(default), "has the wrong type")
+    return SettingsError(f"{name} {words}{f' ({why})' if why else ''}.", name)
+
+
 def parse_value(name: str, raw: str) -> Any:
     """Parse text (an environment value, a form field) to the type of ``name``'s default."""
     default = DEFAULTS[name]
     text = raw.strip()
-    try:
-        if isinstance(default, bool):
-            if text.lower() in _TRUE:
-                return True
-            if text.lower() in _FALSE:
-                return False
-            raise ValueError("expected true or false")
-        if isinstance(default, int):
-            return int(text)
-        if isinstance(default, float):
-            return float(text)
-        if isinstance(default, dict):
+    if isinstance(default, bool):
+        if text.lower() in _TRUE:
+            return True
+        if text.lower() in _FALSE:
+            return False
+        raise _kind_error(name, default)
+    if isinstance(default, int | float):
+        try:
+            return int(text) if isinstance(default, int) else float(text)
+        except ValueError:
+            why = "it is empty" if not text else ""
+            if isinstance(default, int) and _is_number(text):
+                why = "no decimals"
+            raise _kind_error(name, default, why) from None
+    if isinstance(default, dict):
+        try:
             value = json.loads(text) if text else {}
-            if not isinstance(value, dict):
-                raise ValueError("expected a JSON object")
-            return value
-    except ValueError as exc:
-        kind = type(default).__name__
-        raise SettingsError(f"setting '{name}' needs a {kind} value: {exc}", name) from None
+        except json.JSONDecodeError as exc:
+            where = f"line {exc.lineno}, column {exc.colno}"
+            raise _kind_error(name, default, f"this is not valid JSON at {where}") from None
+        if not isinstance(value, dict):
+            raise _kind_error(name, default, "a list or a single value is not an object")
+        return value
     return raw
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def coerce(name: str, value: Any) -> Any:
     """``value`` as a valid value of setting ``name``, or SettingsError."""
     if name not in DEFAULTS:
-        raise SettingsError(f"unknown setting '{name}'", name)
+        raise SettingsError(f"There is no setting called '{name}' (unknown setting).", name)
     default = DEFAULTS[name]
     if isinstance(value, str) and not isinstance(default, str):
         value = parse_value(name, value)
@@ -142,8 +169,7 @@ def coerce(name: str, value: Any) -> Any:
     if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
         value, ok = float(value), True
     if not ok:
-        kind = type(default).__name__
-        raise SettingsError(f"setting '{name}' needs a {kind} value", name)
+        raise _kind_error(name, default)
     _check_range(name, value)
     return value
 
@@ -152,15 +178,15 @@ def _check_range(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return
     if value != value or value in (float("inf"), float("-inf")):
-        raise SettingsError(f"setting '{name}' needs a finite number", name)
+        raise SettingsError(f"{name} must be an ordinary number.", name)
     if name in _SHARES and not 0 < value <= 1:
-        raise SettingsError(f"setting '{name}' must be above 0 and at most 1", name)
+        raise SettingsError(f"{name} must be a share above 0 and at most 1, e.g. 0.7.", name)
     if name in _POSITIVE and value <= 0:
-        raise SettingsError(f"setting '{name}' must be above 0", name)
+        raise SettingsError(f"{name} must be more than 0.", name)
     if value < 0:
-        raise SettingsError(f"setting '{name}' must not be negative", name)
+        raise SettingsError(f"{name} cannot be negative.", name)
     if value > MAX_NUMBER:
-        raise SettingsError(f"setting '{name}' must be at most {MAX_NUMBER}", name)
+        raise SettingsError(f"{name} is too large: at most {MAX_NUMBER}.", name)
 
 
 # loading ------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from python.durable import startup
 from python.durable.admission import Submission
 from python.durable.chats import DurableChats
 from python.durable.new_chats import ChatSpec
+from python.helpers import notifications
 from python.helpers.errors import ChatNotFound, ShuttingDown
 from python.server.auth import AuthConfig
 
@@ -60,6 +61,8 @@ class Runtime:
         #: Shared mode (A0_DURABILITY_POSTGRES_DSN, docs/shared-workers.md); None: SQLite.
         self.shared_config = shared
         self.shared: SharedWorker | None = None
+        #: The toasts and their history, in memory (python/helpers/notifications.py).
+        self.notifications = notifications.fresh_manager()
 
     # the durable chats -------------------------------------------------------------------
     @property

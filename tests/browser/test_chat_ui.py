@@ -41,6 +41,9 @@ def test_new_chat_and_remove(page: Page, running_ui):
     page.get_by_test_id("new-chat").click()
     expect(page.get_by_test_id("chat-item")).to_have_count(2, timeout=TIMEOUT_MS)
     page.get_by_test_id("remove-chat").click()
+    page.get_by_test_id(
+        "confirm-ok"
+    ).click()  # Delete asks first (tests/browser/test_first_hour.py)
     expect(page.get_by_test_id("chat-item")).to_have_count(1, timeout=TIMEOUT_MS)
 
 

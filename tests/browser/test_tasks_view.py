@@ -101,6 +101,7 @@ def test_a_task_made_in_the_view_fires_runs_and_is_edited_without_losing_an_edit
     assert (task["prompt"], task["revision"]) == ("Say hello twice.", 3)
 
     rows.first.get_by_test_id("task-delete").click()
+    page.get_by_test_id("confirm-ok").click()  # Delete asks first
     expect(dialog.get_by_test_id("tasks-list")).to_contain_text("No tasks yet.")
     with running_ui.ui_client() as client:
         assert _list(client)["tasks"] == []

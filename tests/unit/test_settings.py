@@ -242,3 +242,22 @@ def test_every_setting_is_documented():
     text = (BASE_DIR / "docs" / "configuration.md").read_text(encoding="utf-8")
     missing = [name for name in settings.DEFAULTS if f"`{name}`" not in text]
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "words"),
+    [
+        ("code_exec_max_timeout", "soon", "code_exec_max_timeout must be a whole number"),
+        ("code_exec_max_timeout", "1.5", "(no decimals)"),
+        ("chat_model_ctx_history", "2", "must be a share above 0 and at most 1"),
+        ("chat_model_ctx_history", "abc", "must be a number, for example 0.7"),
+        ("util_model_kwargs", "[1]", "must be a JSON object"),
+        ("util_model_kwargs", "{x", "not valid JSON at line 1, column 2"),
+        ("retention_days", "-1", "cannot be negative"),
+    ],
+)
+def test_setting_errors_are_in_plain_words(name, raw, words):
+    with pytest.raises(SettingsError) as caught:
+        settings.coerce(name, raw)
+    assert words in caught.value.message and caught.value.name == name
+    assert "invalid literal" not in caught.value.message and "needs a" not in caught.value.message

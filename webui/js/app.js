@@ -7,6 +7,8 @@ import { initRecovery, showHeld } from "./recovery.js";
 import { initFiles } from "./files.js";
 import { initPlan } from "./plan.js";
 import { initTasks } from "./tasks.js";
+import { applyNotifications, initNotifications, notificationsFrom, notifyError } from "./notifications.js";
+import { confirmAction } from "./confirm.js";
 
 const state = {
   context: localStorage.getItem("a0.context") || null,
@@ -20,14 +22,21 @@ const state = {
 const $ = (id) => document.getElementById(id);
 const messages = $("messages");
 
-function showError(error) {
+// The banner says only whether the server answers the poll; a failed action is a
+// notification that stays (notifyError), so the next successful poll cannot hide it.
+function showConnection(error) {
   const banner = $("error-banner");
   if (!error) {
     banner.hidden = true;
     return;
   }
-  banner.textContent = error instanceof ApiCallError ? `${error.message} (${error.code})` : String(error);
+  const text = error instanceof ApiCallError ? `${error.message} (${error.code})` : String(error);
+  banner.textContent = `The server does not answer the update: ${text}. Retrying...`;
   banner.hidden = false;
+}
+
+function chatName(ctx) {
+  return ctx.name || `Chat ${ctx.no ?? ctx.id}`;
 }
 
 function selectChat(ctxid) {
@@ -51,14 +60,23 @@ function renderChatList(contexts) {
     const dot = document.createElement("span");
     dot.className = "dot";
     const name = document.createElement("span");
-    name.textContent = ctx.name || `Chat ${ctx.no ?? ctx.id}`;
+    name.textContent = chatName(ctx);
     li.append(dot, name);
+    if (ctx.held) {
+      li.classList.add("held");
+      const mark = document.createElement("span");
+      mark.className = "held-mark";
+      mark.textContent = "held";
+      mark.title = `Its run waits for a decision (${ctx.held_reason || "see Recovery"})`;
+      mark.setAttribute("data-testid", "chat-held");
+      li.append(mark);
+    }
     li.addEventListener("click", () => selectChat(ctx.id));
     return li;
   });
   list.replaceChildren(...rows);
   const current = contexts.find((c) => c.id === state.context);
-  $("chat-title").textContent = current ? current.name || `Chat ${current.no ?? current.id}` : "No chat selected";
+  $("chat-title").textContent = current ? chatName(current) : "No chat selected";
 }
 
 // Returns false when the log was replaced (a new guid: a reset, or a run resumed from the
@@ -104,7 +122,10 @@ async function poll() {
   let delay = null;
   try {
     const from = state.logVersion;
-    const snapshot = await callApi("poll", { context: state.context, log_from: from });
+    const snapshot = await callApi("poll", {
+      context: state.context, log_from: from, notifications_from: notificationsFrom(),
+    });
+    applyNotifications(snapshot);
     if (snapshot.deselect_chat) {
       selectChat(null);
       return;
@@ -114,14 +135,15 @@ async function poll() {
       delay = 0; // the log was replaced: fetch it whole
       return;
     }
-    $("chat-progress").textContent = snapshot.log_progress_active ? snapshot.log_progress : "";
     state.running = Boolean(snapshot.running);
+    // an idle chat shows no step in progress (its last heading is history, not a status)
+    $("chat-progress").textContent = state.running && snapshot.log_progress_active ? snapshot.log_progress : "";
     state.paused = Boolean(snapshot.paused);
     showHeld(snapshot);
     applyControls();
-    showError(null);
+    showConnection(null);
   } catch (error) {
-    showError(error);
+    showConnection(error);
   } finally {
     schedulePoll(delay ?? (state.running ? 100 : 250));
   }
@@ -135,11 +157,22 @@ function schedulePoll(delay) {
 async function act(fn) {
   try {
     await fn();
-    showError(null);
   } catch (error) {
-    showError(error);
+    notifyError(error);
   }
   schedulePoll(0);
+}
+
+function currentName() {
+  return $("chat-title").textContent || "this chat";
+}
+
+// #chat=<id> selects that chat (the Recovery panel's and other links use it)
+function followHash() {
+  const match = /^#chat=(.+)$/.exec(location.hash);
+  if (!match) return;
+  history.replaceState(null, "", location.pathname + location.search); // the same link works again
+  selectChat(decodeURIComponent(match[1]));
 }
 
 async function sendMessage(event) {
@@ -172,18 +205,24 @@ function init() {
   $("new-chat").addEventListener("click", () =>
     act(async () => selectChat((await callApi("chat_create", {})).ctxid)),
   );
-  $("reset-chat").addEventListener("click", () =>
+  $("reset-chat").addEventListener("click", async () => {
+    const text = `Reset "${currentName()}"? Its messages disappear from the view and the agent ` +
+      "starts over with an empty history. Past runs stay in the journal.";
+    if (!(await confirmAction(text, "Reset", "Reset this chat?"))) return;
     act(async () => {
       await callApi("chat_reset", { context: state.context });
       selectChat(state.context);
-    }),
-  );
-  $("remove-chat").addEventListener("click", () =>
+    });
+  });
+  $("remove-chat").addEventListener("click", async () => {
+    const text = `Delete "${currentName()}"? The chat is stopped and removed from the list; ` +
+      "this cannot be undone from the UI.";
+    if (!(await confirmAction(text, "Delete chat", "Delete this chat?"))) return;
     act(async () => {
       await callApi("chat_remove", { context: state.context });
       selectChat(null);
-    }),
-  );
+    });
+  });
   $("pause-chat").addEventListener("click", () =>
     act(() => callApi("pause", { context: state.context, paused: !state.paused })),
   );
@@ -194,11 +233,14 @@ function init() {
     const count = $("attach-input").files.length;
     $("attach-count").textContent = count ? `${count} file${count > 1 ? "s" : ""}` : "";
   });
-  initSettings(showError);
+  initSettings(notifyError);
+  initNotifications();
   initRecovery();
   initFiles(() => state.context);
   initPlan(() => state.context);
   initTasks(selectChat);
+  window.addEventListener("hashchange", followHash);
+  followHash();
   schedulePoll(0);
 }
 

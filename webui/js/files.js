@@ -143,7 +143,10 @@ export function openFiles(context) {
 export function initFiles(currentContext) {
   $("files-open").addEventListener("click", () => openFiles(currentContext()));
   $("files-up").addEventListener("click", () => state.parent !== null && load(state.parent));
-  $("files-refresh").addEventListener("click", () => load());
+  $("files-refresh").addEventListener("click", () => {
+    notice(""); // a notice is about what happened before: Refresh starts from the folder as it is
+    load();
+  });
   $("files-upload").addEventListener("change", upload);
   $("files-close").addEventListener("click", () => $("files-dialog").close());
 }

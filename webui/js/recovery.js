@@ -102,13 +102,23 @@ function decisionForm(run) {
   return form;
 }
 
+// The chat's name (the id only when the chat is not loaded) and a link that opens it.
+function chatLink(run) {
+  const link = el("a", {
+    href: `#chat=${encodeURIComponent(run.context_id)}`, className: "chat-link", testid: "run-chat-link",
+    text: run.context_name || `a chat not loaded here (${run.context_id})`, title: `chat id ${run.context_id}`,
+  });
+  link.addEventListener("click", () => $("recovery-dialog").close());
+  return link;
+}
+
 function runCard(run) {
   const heldCall = run.reason_detail?.call_id;
   const grants = run.recovery_attempts ? ` · ${run.recovery_attempts} recovery attempt(s) so far` : "";
   return el("article", { className: "run-card", testid: "recovery-run" },
     el("header", {},
-      el("strong", { text: `Run ${run.run_id.slice(0, 8)}` }),
-      ` in chat ${run.context_id} · status ${run.status} · version ${run.version}${grants}`),
+      el("strong", { text: `Run ${run.run_id.slice(0, 8)}` }), " in ", chatLink(run),
+      ` · status ${run.status} · version ${run.version}${grants}`),
     reasonBlock(run),
     el("div", {}, el("strong", { text: "Phase: " }), el("code", { text: run.phase, testid: "run-phase" }),
       ` ${PHASES[run.phase] || ""}`),

@@ -64,15 +64,26 @@ export function callTimeline(calls, heldCallId) {
   return el("ol", { className: "timeline", testid: "run-timeline" }, ...steps);
 }
 
+// The process id of the shell that ran the command, and what is known of it now. It is
+// only checked while the command has no exit marker: once the command ended, whether that
+// shell lives on proves nothing. A process id can also be reused by another program.
+function shellProcess(receipt) {
+  if (!receipt.shell_pid) return "- (the receipt names no shell process)";
+  const pid = `process ${receipt.shell_pid}, the shell that ran the command on this server`;
+  if (receipt.shell_alive === true) return `${pid}: still running (the command may still be working)`;
+  if (receipt.shell_alive === false) return `${pid}: gone (it can no longer finish the command)`;
+  return receipt.finished
+    ? `${pid}: not checked, the exit marker already proves the command ended`
+    : `${pid}: not checked`;
+}
+
 function receiptBlock(receipt) {
   const lines = {
     "what it proves": RECEIPTS[receipt.classification] || receipt.classification,
     "start marker": receipt.started ? `yes, ${when(receipt.started_at)}` : "no",
     "exit marker": receipt.finished ? `yes, ${when(receipt.finished_at)}` : "no",
     "exit code": receipt.exit_code ?? "-",
-    "shell process": receipt.shell_pid
-      ? `${receipt.shell_pid} (${receipt.shell_alive === true ? "still running" : receipt.shell_alive === false ? "gone" : "-"})`
-      : "-",
+    "shell process": shellProcess(receipt),
   };
   if (receipt.rejected_reason) lines["why rejected"] = receipt.rejected_reason;
   const output = receipt.output_tail

@@ -2,6 +2,7 @@
 // Keys and the API token are write-only: the UI only learns "set" or "not set".
 
 import { callApi } from "./api.js";
+import { confirmAction } from "./confirm.js";
 
 const dialog = () => document.getElementById("settings-dialog");
 const form = () => document.getElementById("settings-form");
@@ -187,6 +188,30 @@ function render(next) {
   renderFields();
   renderKeys(view.api_keys);
   showErrors({}, "");
+  showDirty();
+}
+
+function showDirty() {
+  const count = view ? Object.keys(changes()).length : 0;
+  document.getElementById("settings-dirty").textContent = count
+    ? `${count} unsaved change${count > 1 ? "s" : ""}` : "";
+}
+
+let asking = false;
+
+// Cancel, Escape or closing with unsaved edits asks first; without edits it just closes.
+async function requestClose() {
+  if (asking) return;
+  const count = Object.keys(changes()).length;
+  if (count) {
+    asking = true;
+    const text = `You changed ${count} setting${count > 1 ? "s" : ""} without saving. ` +
+      "Discard the change" + (count > 1 ? "s?" : "?");
+    const discard = await confirmAction(text, "Discard changes", "Discard your edits?");
+    asking = false;
+    if (!discard) return;
+  }
+  dialog().close();
 }
 
 function showErrors(fields, message) {
@@ -260,5 +285,16 @@ async function save() {
 export function initSettings(onError) {
   reportError = onError;
   document.getElementById("settings-save").addEventListener("click", save);
-  document.getElementById("settings-cancel").addEventListener("click", () => dialog().close());
+  document.getElementById("settings-cancel").addEventListener("click", requestClose);
+  form().addEventListener("input", showDirty);
+  form().addEventListener("change", showDirty);
+  dialog().addEventListener("keydown", (event) => {
+    if (event.key !== "Escape") return;
+    event.preventDefault(); // the browser would close the dialog and drop the edits
+    requestClose();
+  });
+  dialog().addEventListener("cancel", (event) => {
+    event.preventDefault();
+    requestClose();
+  });
 }

@@ -4,6 +4,7 @@
 
 import { ApiCallError, callApi } from "./api.js";
 import { el } from "./dom.js";
+import { confirmAction } from "./confirm.js";
 
 const $ = (id) => document.getElementById(id);
 const CRON = ["minute", "hour", "day", "month", "weekday"];
@@ -74,11 +75,15 @@ function row(task) {
     notice(`"${task.name}" started (${result.firing.kind}).`);
   }));
   edit.addEventListener("click", () => openForm(task));
-  remove.addEventListener("click", () => act(async () => {
-    await callApi("scheduler_task_delete", { task_id: task.uuid, expected_revision: task.revision });
-    notice(`"${task.name}" deleted; its chat and past runs stay.`);
-    if (state.editing?.uuid === task.uuid) closeForm();
-  }));
+  remove.addEventListener("click", async () => {
+    const text = `Delete the task "${task.name}"? It will not run again; its chat and past runs stay.`;
+    if (!(await confirmAction(text, "Delete task", "Delete this task?"))) return;
+    act(async () => {
+      await callApi("scheduler_task_delete", { task_id: task.uuid, expected_revision: task.revision });
+      notice(`"${task.name}" deleted; its chat and past runs stay.`);
+      if (state.editing?.uuid === task.uuid) closeForm();
+    });
+  });
   const name = el("td", {}, el("div", { text: task.name || "(no name)" }),
     el("div", { className: "sub", text: task.enabled === false ? "disabled" : task.type || "" }));
   const tr = el("tr", { testid: "task-row" }, name, el("td", {}, ...when(task)), el("td", {}, stateBadge),
@@ -200,7 +205,10 @@ export function initTasks(openChat) {
   state.openChat = openChat;
   $("tasks-open").addEventListener("click", openTasks);
   $("tasks-close").addEventListener("click", () => $("tasks-dialog").close());
-  $("tasks-refresh").addEventListener("click", refresh);
+  $("tasks-refresh").addEventListener("click", () => {
+    notice(""); // a notice is about what happened before: Refresh starts from the list as it is
+    refresh();
+  });
   $("tasks-new").addEventListener("click", () => openForm(null));
   $("task-cancel").addEventListener("click", closeForm);
   $("task-type").addEventListener("change", showKind);
