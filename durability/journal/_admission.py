@@ -14,6 +14,7 @@ from durability.journal._operation import JournalBase, operation
 from durability.journal._plan import Plan, read, write
 from durability.journal._validation import mask_storable, require_digest, require_text
 from durability.records import Admission, Run
+from durability.status import RunStatus
 from durability.store.base import StoreTx
 from durability.store.rows import InputRow
 
@@ -101,7 +102,7 @@ def _admit(
             known = tx.inputs.get(input_id)
             if known is not None:
                 return recorded(tx, known)
-        if open_run is not None and open_run.status == "needs_attention":
+        if open_run is not None and open_run.status == RunStatus.NEEDS_ATTENTION:
             raise RunHeld(
                 "the chat's run waits for a decision",
                 context_id=context_id,
@@ -121,7 +122,7 @@ def _admit(
                 context_id=context_id,
                 input_id=input_id,
                 input_digest=content_digest,
-                status="active",
+                status=RunStatus.ACTIVE,
                 version=1,
                 reason=None,
                 reason_detail=None,

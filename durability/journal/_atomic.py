@@ -20,6 +20,7 @@ from durability.journal._calls import _commit_result
 from durability.journal._operation import JournalBase, operation
 from durability.journal._plan import Plan
 from durability.records import Call
+from durability.status import RESULT_STATES
 from durability.store.base import StoreTx
 
 #: A failpoint between a call's writes and its result, inside their one transaction.
@@ -60,7 +61,7 @@ class AtomicOps:
 
         def op(tx: StoreTx) -> CommittedWith:
             before = tx.calls.get(call_id)
-            if before is not None and before.state in ("completed", "failed"):
+            if before is not None and before.state in RESULT_STATES:
                 return CommittedWith(commit(tx), (None,) * len(todo), False)
             outputs = tuple(write(tx) for write in todo)
             failpoint(WRITES_APPLIED)

@@ -23,6 +23,7 @@ from durability.journal._operation import JournalBase, deferrable, operation
 from durability.journal._plan import Plan, deferred, read, run_write
 from durability.journal._validation import mask_only, require_int, require_text
 from durability.records import CALL_KINDS, Call, CheckpointData
+from durability.status import RESULT_STATES, CallState, HoldReason, RunStatus
 from durability.store.base import StoreTx
 
 
@@ -94,7 +95,7 @@ class CallOps:
     @operation()
     def open_intents(journal: JournalBase, run_id: str) -> Plan[list[Call]]:
         """Calls of the run whose intent is on disk without a result, oldest first."""
-        return read(lambda tx: tx.calls.list(run_id, ["open"]))
+        return read(lambda tx: tx.calls.list(run_id, [CallState.OPEN]))
 
 
 def _record_intent(
@@ -129,7 +130,7 @@ def _record_intent(
         args=masked_args,
         policy=policy,
         fingerprint=fp,
-        state="open",
+        state=CallState.OPEN,
         result=None,
         result_digest=None,
         created_at=now,
@@ -154,8 +155,8 @@ def _record_intent(
                 tx,
                 run,
                 now,
-                status="needs_attention",
-                reason="replay_divergence",
+                status=RunStatus.NEEDS_ATTENTION,
+                reason=HoldReason.REPLAY_DIVERGENCE,
                 reason_detail=detail,
             )
             raise ReplayDivergence(
@@ -163,10 +164,13 @@ def _record_intent(
                 run_id=run_id,
                 **detail,
             )
-        if latest is not None and latest.state not in ("superseded", "not_completed"):
+        if latest is not None and latest.state not in (
+            CallState.SUPERSEDED,
+            CallState.NOT_COMPLETED,
+        ):
             damage = integrity.result_damage(latest)
             if damage is not None:  # a damaged result is never reused: hold the run
-                held = {"status": "needs_attention", "reason": "corrupt_record"}
+                held = {"status": RunStatus.NEEDS_ATTENTION, "reason": HoldReason.CORRUPT_RECORD}
                 bump(tx, run, now, **held, reason_detail=damage.to_dict())
                 raise damage.error()
             # the arguments handed back are the caller's, proven equal by the fingerprint
@@ -192,7 +196,7 @@ def _commit_result(
     masked = mask_only(journal.masker, result)
     result_json = canonical_json(masked)  # refuses what cannot be stored
     result_digest = digest_text(result_json)
-    state = "failed" if failed else "completed"
+    state = CallState.FAILED if failed else CallState.COMPLETED
     now = journal.clock()
     cache_update: list[Any] = []
 
@@ -209,7 +213,7 @@ def _commit_result(
         call = tx.calls.get(call_id)
         if call is None:
             raise IntentMissing("no intent was journaled for this call", call_id=call_id)
-        if call.state in ("completed", "failed"):
+        if call.state in RESULT_STATES:
             if call.result_digest == result_digest and call.state == state:
                 return call
             raise ResultConflict(
@@ -218,7 +222,7 @@ def _commit_result(
                 recorded_digest=call.result_digest,
                 new_digest=result_digest,
             )
-        if call.state != "open":
+        if call.state != CallState.OPEN:
             raise ResultConflict(
                 f"the call was closed as {call.state}", call_id=call_id, state=call.state
             )

@@ -23,6 +23,7 @@ from durability.journal._operation import JournalBase, operation
 from durability.journal._plan import Plan, write
 from durability.journal._validation import require_text
 from durability.records import CHAT_ORIGINS, CheckpointData, NewChat, Run
+from durability.status import RunStatus
 from durability.store.base import StoreTx
 
 
@@ -76,7 +77,7 @@ def _record_chats(journal: JournalBase, chats: Sequence[NewChat]) -> Plan[list[R
                 context_id=context_id,
                 input_id=input_id,
                 input_digest=digest({"chat": chat.origin, "context_id": context_id}),
-                status="completed",
+                status=RunStatus.COMPLETED,
                 version=1,
                 reason=f"chat_{chat.origin}",
                 reason_detail=None,

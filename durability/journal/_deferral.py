@@ -33,6 +33,7 @@ from durability.errors import DeferredWriteRefused
 from durability.journal._plan import Plan
 from durability.masking import Masker
 from durability.records import Call
+from durability.status import CallState, Policy
 from durability.store.base import Store, StoreTx
 
 T = TypeVar("T")
@@ -41,7 +42,7 @@ logger = logging.getLogger("a0.durability.journal")
 #: Policies whose results may be deferred (durability/recovery.py: an open intent with
 #: this policy is replayed when its tool is on the allowlist; otherwise it is held, as an
 #: open intent would have been had the process died before the result anyway).
-DEFERRABLE_POLICIES = frozenset({"safe_replay"})
+DEFERRABLE_POLICIES = frozenset({Policy.SAFE_REPLAY})
 #: Open calls remembered as deferrable (oldest forgotten first: their result then commits
 #: at once, which is always allowed).
 MAX_TRACKED_CALLS = 4096
@@ -65,7 +66,7 @@ class Deferrals:
 
     def note_intent(self, call: Call) -> Call:
         """After ``record_intent``: remember an open call whose result may be deferred."""
-        if self.enabled and call.state == "open" and call.policy in DEFERRABLE_POLICIES:
+        if self.enabled and call.state == CallState.OPEN and call.policy in DEFERRABLE_POLICIES:
             calls = self.calls
             calls[call.id] = call.run_id
             if len(calls) > MAX_TRACKED_CALLS:

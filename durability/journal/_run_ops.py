@@ -35,6 +35,7 @@ from durability.records import (
     Run,
     RunDetail,
 )
+from durability.status import CallState, RunStatus
 from durability.store.base import StoreTx
 
 
@@ -85,7 +86,9 @@ class RunOps:
         masked = mask_storable(journal.masker, detail)
         now = journal.clock()
         return run_write(
-            lambda tx: transition(tx, load_run(tx, run_id), "needs_attention", now, reason, masked),
+            lambda tx: transition(
+                tx, load_run(tx, run_id), RunStatus.NEEDS_ATTENTION, now, reason, masked
+            ),
             run_id=run_id,
         )
 
@@ -214,14 +217,16 @@ class DecisionOps:
                 call = tx.calls.get(call_id)
                 if call is None or call.run_id != run_id:
                     raise CallNotFound("no such call in this run", run_id=run_id, call_id=call_id)
-                if call.state != "failed":
+                if call.state != CallState.FAILED:
                     raise InvalidTransition(
                         "only a failed call can be retried", call_id=call_id, state=call.state
                     )
             if not tx.grants.consume(run_id):
                 return False
             if call is not None:
-                tx.calls.update(dataclasses.replace(call, state="superseded", closed_at=now))
+                tx.calls.update(
+                    dataclasses.replace(call, state=CallState.SUPERSEDED, closed_at=now)
+                )
                 bump(tx, run, now)
             return True
 

@@ -15,6 +15,7 @@ from typing import Any
 from durability.adapters.shell import SHELL_POLICY, ShellReceipts
 from durability.masking import Masker
 from durability.records import Call
+from durability.status import CallState, ReceiptOutcome
 
 OUTPUT_TAIL_CHARS = 4000
 SHELL_TOOL = "code_execution_tool"
@@ -33,7 +34,7 @@ def command_of(call: Any) -> dict[str, Any] | None:
 def outcome_of(call: Any) -> str:
     """One word for the timeline: how this call ended (or that it did not)."""
     result = call.result if isinstance(call.result, dict) else {}
-    if call.state == "completed":
+    if call.state == CallState.COMPLETED:
         if "receipt" in result:
             return "proven_by_receipt"
         if result.get("confirmed_completed"):
@@ -65,16 +66,16 @@ def receipt_evidence(receipts: Any, call: Any, masker: Any) -> dict[str, Any]:
     classification = str(found.get("classification"))
     evidence: dict[str, Any] = {
         "classification": classification.partition(":")[0],
-        "started": classification != "not_started" and "started_at" in detail,
+        "started": classification != ReceiptOutcome.NOT_STARTED and "started_at" in detail,
         "started_at": detail.get("started_at"),
-        "finished": classification == "completed",
+        "finished": classification == ReceiptOutcome.COMPLETED,
         "finished_at": detail.get("finished_at"),
         "exit_code": found.get("exit_code"),
         "shell_pid": detail.get("shell_pid"),
         "shell_alive": detail.get("shell_alive"),
         "rejected_reason": found.get("reason"),
     }
-    if classification == "completed":
+    if classification == ReceiptOutcome.COMPLETED:
         output = str(found.get("output") or "")
         evidence["output_bytes"] = len(output.encode("utf-8"))
     else:
@@ -91,6 +92,6 @@ async def add_evidence(
         out["command"] = command_of(call)
         out["outcome"] = outcome_of(call)
         out["receipt"] = None
-        if call.policy == SHELL_POLICY and call.state == "open" and receipts is not None:
+        if call.policy == SHELL_POLICY and call.state == CallState.OPEN and receipts is not None:
             out["receipt"] = await asyncio.to_thread(receipt_evidence, receipts, call, masker)
     return row

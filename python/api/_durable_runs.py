@@ -7,6 +7,7 @@ from typing import Any
 
 from durability import integrity
 from durability.records import RESULT_STATES, RUN_STATUSES, TERMINAL_RUN_STATUSES
+from durability.status import CallState
 from python.server.api import bad_request, get_str
 
 PREVIEW_CHARS = 2000
@@ -31,7 +32,7 @@ def phase_of(status: str, calls: list[Any]) -> str:
         return "ended"
     if not calls:
         return "admitted"
-    if any(c.state == "open" for c in calls):
+    if any(c.state == CallState.OPEN for c in calls):
         return "intent_open"
     return "result_committed"
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from agent import AgentContext
 from durability import Journal
+from durability.status import RunStatus
 from python.api._chat import context_id_of
 from python.server.api import ApiHandler, get_int
 
@@ -29,7 +30,7 @@ def _held_state(
 ) -> tuple[dict[str, Any] | None, int, dict[str, str]]:
     """The selected chat's held run (if any), how many runs wait for a decision, and the
     reason each held chat waits for (by chat id: the chat list marks them)."""
-    held = journal.list_runs("needs_attention", limit=1000)
+    held = journal.list_runs(RunStatus.NEEDS_ATTENTION, limit=1000)
     mine = next((r for r in held if r.context_id == ctx_id), None) if ctx_id else None
     row = None
     if mine is not None:

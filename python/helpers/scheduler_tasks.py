@@ -20,6 +20,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from durability.errors import TaskInvalid
+from durability.status import RunStatus
 from python.helpers import scheduler_time as stime
 from python.helpers.inputs import get_int, get_list
 
@@ -242,7 +243,7 @@ class Slots:
 
 
 #: The task's state, from its latest firing's run (never a stored flag that could stick).
-RUN_STATE = {"active": "running", "needs_attention": "held"}
+RUN_STATE: dict[str, str] = {RunStatus.ACTIVE: "running", RunStatus.NEEDS_ATTENTION: "held"}
 
 
 def state_of(enabled: bool, run_status: str | None) -> str:
@@ -359,7 +360,7 @@ class Filters:
 
 def matches(view: Mapping[str, Any], filters: Filters, now: float) -> bool:
     if filters.states:
-        failed = view.get("last_status") == "failed"
+        failed = view.get("last_status") == RunStatus.FAILED
         if view.get("state") not in filters.states and not ("error" in filters.states and failed):
             return False
     if filters.kinds and view.get("type") not in filters.kinds:

@@ -15,6 +15,7 @@ from typing import Any
 
 from durability.canonical import Undecodable, digest_text
 from durability.records import Call
+from durability.status import CallState, RunStatus
 from durability.store._shapes import RESULT_SPILL_BYTES, Shape, dump, load
 from durability.store._sql import Sql, Table
 from durability.store._tables.blobs import BlobTable
@@ -180,7 +181,7 @@ class CallTable(Table):
         """Insert attempt 1 (``row``: its values in CALLS' order) and bump its run, when the
         run is active and the position free."""
         run = self.runs.get(call.run_id)
-        if run is None or run.status != "active":
+        if run is None or run.status != RunStatus.ACTIVE:
             return False
         if self.latest_at(call.run_id, call.agent_no, call.seq) is not None:
             return False
@@ -216,10 +217,10 @@ class CallTable(Table):
         the run; the call (its result as the caller gave it, or left out) and its run's
         ``context_id``, or None (nothing written)."""
         call = self.get(closing.call_id)
-        if call is None or call.state != "open":
+        if call is None or call.state != CallState.OPEN:
             return None
         run = self.runs.get(call.run_id)
-        if run is None or run.status != "active":
+        if run is None or run.status != RunStatus.ACTIVE:
             return None
         now = closing.now
         done = dataclasses.replace(
