@@ -34,6 +34,7 @@ from typing import TypeVar
 
 from durability import failpoints
 from durability.errors import DurabilityError, FencingLost, InvalidArgument
+from durability.liveness import LivenessLock
 from durability.store.base import Store, StoreTx
 from durability.store.rows import ClaimRow
 
@@ -104,6 +105,19 @@ class Cluster:
         self._lock = threading.Lock()
         #: Called with each claim this worker takes (the journal forgets cached state).
         self.on_claim: Callable[[Claim], None] | None = None
+        #: This worker's liveness lock (durability/liveness.py), when it holds one.
+        self.liveness: LivenessLock | None = None
+
+    @property
+    def alive_key(self) -> int | None:
+        """The key recorded in this worker's new claims: its liveness lock's while held
+        (a sweep may then take them over as soon as the lock is free), else None."""
+        return None if self.liveness is None else self.liveness.key
+
+    def close(self) -> None:
+        """Give the liveness lock up (the journal closes)."""
+        if self.liveness is not None:
+            self.liveness.close()
 
     def __repr__(self) -> str:
         return f"Cluster(worker_id={self.worker_id!r}, claims={len(self._book)})"
@@ -202,19 +216,22 @@ class Cluster:
             return renewal.renewed[0] if renewal.renewed else None
         sent = self._monotonic()
         row = self.store.write(
-            lambda tx: tx.claims.claim_run(run_id, self.worker_id, self.lease_seconds)
+            lambda tx: tx.claims.claim_run(
+                run_id, self.worker_id, self.lease_seconds, self.alive_key
+            )
         )
         return None if row is None else self._adopt(row, sent)
 
     def sweep(self, limit: int = DEFAULT_SWEEP_LIMIT) -> list[Claim]:
-        """Claim up to ``limit`` active runs whose lease expired or that nobody claimed
+        """Claim up to ``limit`` active runs whose lease expired, whose holder's liveness
+        lock is free (it died: durability/liveness.py) or that nobody claimed
         (``FOR NO KEY UPDATE SKIP LOCKED``: concurrent sweepers never wait on each other
         and never win the same run). Recover each through the start-up classification."""
         if limit <= 0:
             return []
         sent = self._monotonic()
         rows = self.store.write(
-            lambda tx: tx.claims.sweep(self.worker_id, self.lease_seconds, limit)
+            lambda tx: tx.claims.sweep(self.worker_id, self.lease_seconds, limit, self.alive_key)
         )
         return [self._adopt(row, sent) for row in rows]
 
@@ -222,7 +239,7 @@ class Cluster:
         """Inside an admission's transaction: claim the run it admits. Returns what to call
         once the transaction committed (the claim enters the book only then)."""
         sent = self._monotonic()
-        row = tx.claims.claim_new_run(run_id, self.worker_id, self.lease_seconds)
+        row = tx.claims.claim_new_run(run_id, self.worker_id, self.lease_seconds, self.alive_key)
         return lambda: self._adopt(row, sent)
 
     def renew(self, run_ids: list[str] | None = None) -> Renewal:

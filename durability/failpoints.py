@@ -56,6 +56,7 @@ ATOMIC_POINTS = ("journal.commit_result_with.writes_applied",)
 #: next write for the run is what finds out (the multi-host tests use this).
 CLUSTER_POINTS = (
     "cluster.renewal_lost",  # a renewal found a claim taken over, before it is forgotten
+    "cluster.liveness_lost",  # the liveness lock's session ended, before it is taken again
 )
 
 

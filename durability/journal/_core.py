@@ -31,6 +31,7 @@ from durability.journal._deferral import Deferrals
 from durability.journal._operation import JournalBase
 from durability.journal._operations import Operations
 from durability.journal._plan import Plan, operation_name
+from durability.liveness import LivenessLock
 from durability.masking import Masker
 from durability.store._group_commit import DEFAULT_DEFER_SECONDS
 from durability.store.base import Store, StoreTx
@@ -102,11 +103,13 @@ class Journal(Operations, JournalBase):
         connect_timeout: float = 10.0,
         worker_id: str | None = None,
         lease_seconds: float = 30.0,
+        liveness: bool = True,
     ) -> Journal:
         """Open (creating the schema ``namespace``, migrating) the journal on PostgreSQL.
         With ``worker_id`` it is a shared worker's: it claims the runs it admits and fences
-        every run write by its claim (durability/cluster.py); without, one process owns
-        every run, like SQLite."""
+        every run write by its claim (durability/cluster.py), and (``liveness``) holds its
+        liveness lock, so that its claims end when its process does
+        (durability/liveness.py); without, one process owns every run, like SQLite."""
         from durability.store.postgres import PostgresStore
 
         store = PostgresStore(
@@ -116,6 +119,15 @@ class Journal(Operations, JournalBase):
         if worker_id is not None:
             try:
                 cluster = Cluster(store, worker_id, lease_seconds=lease_seconds)
+                if liveness:
+                    cluster.liveness = LivenessLock(
+                        store.dsn.conninfo,
+                        store.namespace,
+                        worker_id,
+                        connect_timeout=connect_timeout,
+                        mask=store.dsn.mask,
+                    )
+                    cluster.liveness.start()
             except BaseException:
                 store.close()
                 raise
@@ -182,6 +194,8 @@ class Journal(Operations, JournalBase):
             executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=False)
+        if self.cluster is not None:
+            self.cluster.close()
         self.store.close()
 
     def __enter__(self) -> Journal:

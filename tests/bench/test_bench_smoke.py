@@ -140,3 +140,20 @@ def test_memory_bench_smoke(tmp_path: Path) -> None:
             assert row["same_top"] is True  # both searches are exact
     assert result["backend"] == "sqlite-vec"
     assert list(tmp_path.iterdir()) == []  # its temporary folder is gone
+
+
+def test_takeover_bench_smoke() -> None:
+    """One round: two run_ui.py workers on a private PostgreSQL cluster, A killed mid-run,
+    B's claim measured; the figure is reported next to the default lease."""
+    pytest.importorskip("psycopg")
+    from tests.support.postgres import DSN_ENV, PG_BIN
+
+    if not (PG_BIN / "initdb").exists() and not os.environ.get(DSN_ENV):
+        pytest.skip("no PostgreSQL binaries and no A0_TEST_POSTGRES_DSN")
+    args = ["--smoke"] + (["--dsn", os.environ[DSN_ENV]] if os.environ.get(DSN_ENV) else [])
+    result = run_bench("takeover_bench.py", *args, timeout=300)
+    assert result["rounds"] == 1 and result["lease_s"] == 30.0
+    [sample] = result["samples_s"]
+    assert 0 < sample < 2 * result["lease_s"]
+    assert result["median_s"] == result["p95_s"] == sample
+    assert result["meets_goal"] in (True, False)

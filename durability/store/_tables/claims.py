@@ -16,6 +16,24 @@ from durability.store.rows import ClaimRow
 
 NOW = "extract(epoch from clock_timestamp())::double precision"
 
+#: The claim ``c`` is held: by a worker, within its lease, and its holder's liveness lock
+#: (durability/liveness.py) is still held by some session, or the claim names none. The
+#: lock's bigint key appears in pg_locks as (classid, objid) = (high, low) 32 bits,
+#: objsubid 1; keys are non-negative, so the sum below is the key.
+ALIVE = (
+    "SELECT l.classid::bigint * 4294967296 + l.objid::bigint FROM pg_locks l"
+    " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1"
+    " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+)
+
+
+def held(c: str, now: str = NOW) -> str:
+    """SQL: the claim row ``c`` is held (see ALIVE)."""
+    return (
+        f"({c}.worker_id IS NOT NULL AND {c}.expires_at > {now} AND ({c}.alive_key IS NULL"
+        f" OR {c}.alive_key IN ({ALIVE})))"
+    )
+
 
 class ClaimTable(Table):
     def lock_fence(
@@ -35,19 +53,22 @@ class ClaimTable(Table):
             ).fetchone()
         return (str(row[0]), row[1]) if row else None
 
-    def _write(self, run_id: str, context_id: str, worker_id: str, lease: float) -> ClaimRow | None:
-        """Take a new token and the claim, when nobody holds a live one (row already locked)."""
+    def _write(
+        self, run_id: str, context_id: str, worker_id: str, lease: float, alive_key: int | None
+    ) -> ClaimRow | None:
+        """Take a new token and the claim, when nobody holds a live one (row already locked).
+        ``alive_key``: the claimer's liveness lock (None: the lease alone bounds the claim)."""
         run = self.sql.run
         prev = run("SELECT worker_id, token FROM claims WHERE run_id = %s", (run_id,)).fetchone()
         row = run(
             f"WITH t AS (SELECT nextval('fencing_tokens') AS token, {NOW} AS now)"
-            " INSERT INTO claims (run_id, worker_id, token, claimed_at, expires_at)"
-            " SELECT %s, %s, t.token, t.now, t.now + %s FROM t ON CONFLICT (run_id) DO UPDATE"
-            " SET worker_id = excluded.worker_id, token = excluded.token,"
-            " claimed_at = excluded.claimed_at, expires_at = excluded.expires_at"
-            " WHERE claims.worker_id IS NULL OR claims.expires_at <= excluded.claimed_at"
+            " INSERT INTO claims (run_id, worker_id, token, claimed_at, expires_at, alive_key)"
+            " SELECT %s, %s, t.token, t.now, t.now + %s, %s FROM t ON CONFLICT (run_id)"
+            " DO UPDATE SET worker_id = excluded.worker_id, token = excluded.token,"
+            " claimed_at = excluded.claimed_at, expires_at = excluded.expires_at,"
+            f" alive_key = excluded.alive_key WHERE NOT {held('claims', 'excluded.claimed_at')}"
             " RETURNING token, expires_at, claimed_at",
-            (run_id, worker_id, lease),
+            (run_id, worker_id, lease, alive_key),
         ).fetchone()
         if row is None:
             return None
@@ -63,45 +84,52 @@ class ClaimTable(Table):
         prev_worker, prev_token = (None, None) if prev is None else (prev[0], prev[1])
         return ClaimRow(run_id, context_id, worker_id, token, expires_at, prev_worker, prev_token)
 
-    def claim_new_run(self, run_id: str, worker_id: str, lease: float) -> ClaimRow:
+    def claim_new_run(
+        self, run_id: str, worker_id: str, lease: float, alive_key: int | None = None
+    ) -> ClaimRow:
         """The claim of a run admitted in this very transaction (nobody else can see it)."""
         context_id = self.sql.scalar("SELECT context_id FROM runs WHERE id = %s", (run_id,))
-        claim = self._write(run_id, str(context_id), worker_id, lease)
+        claim = self._write(run_id, str(context_id), worker_id, lease, alive_key)
         assert claim is not None, "a run admitted in this transaction cannot be claimed elsewhere"
         return claim
 
     def live(self, run_id: str) -> tuple[str, int, float, float] | None:
         """(worker, token, expires_at, database now) of the run's live claim, else None."""
         row = self.sql.run(
-            f"SELECT worker_id, token, expires_at, {NOW} FROM claims WHERE run_id = %s"
-            f" AND worker_id IS NOT NULL AND expires_at > {NOW}",
+            f"SELECT worker_id, token, expires_at, {NOW} FROM claims c WHERE run_id = %s"
+            f" AND {held('c')}",
             (run_id,),
         ).fetchone()
         return None if row is None else (str(row[0]), int(row[1]), float(row[2]), float(row[3]))
 
-    def claim_run(self, run_id: str, worker_id: str, lease: float) -> ClaimRow | None:
-        """Claim one active run whose claim is free or expired; None otherwise."""
+    def claim_run(
+        self, run_id: str, worker_id: str, lease: float, alive_key: int | None = None
+    ) -> ClaimRow | None:
+        """Claim one active run whose claim is free, expired or whose holder is gone; None
+        otherwise."""
         row = self.sql.run(
             "SELECT context_id FROM runs WHERE id = %s AND status = 'active' FOR NO KEY UPDATE",
             (run_id,),
         ).fetchone()
         if row is None or self.live(run_id) is not None:
             return None
-        return self._write(run_id, str(row[0]), worker_id, lease)
+        return self._write(run_id, str(row[0]), worker_id, lease, alive_key)
 
-    def sweep(self, worker_id: str, lease: float, limit: int) -> list[ClaimRow]:
-        """Claim up to ``limit`` active runs that nobody holds (oldest change first); rows
-        another worker is locking at this moment are skipped, not waited for."""
+    def sweep(
+        self, worker_id: str, lease: float, limit: int, alive_key: int | None = None
+    ) -> list[ClaimRow]:
+        """Claim up to ``limit`` active runs that nobody holds (oldest change first): never
+        claimed, released, expired, or whose holder's liveness lock is free; rows another
+        worker is locking at this moment are skipped, not waited for."""
         rows = self.sql.run(
             "SELECT id, context_id FROM runs r WHERE status = 'active' AND NOT EXISTS"
-            " (SELECT 1 FROM claims c WHERE c.run_id = r.id AND c.worker_id IS NOT NULL"
-            f" AND c.expires_at > {NOW}) ORDER BY updated_at LIMIT %s"
-            " FOR NO KEY UPDATE SKIP LOCKED",
+            f" (SELECT 1 FROM claims c WHERE c.run_id = r.id AND {held('c')})"
+            " ORDER BY updated_at LIMIT %s FOR NO KEY UPDATE SKIP LOCKED",
             (limit,),
         ).fetchall()
         won = []
         for run_id, context_id in rows:
-            claim = self._write(str(run_id), str(context_id), worker_id, lease)
+            claim = self._write(str(run_id), str(context_id), worker_id, lease, alive_key)
             if claim is not None:
                 won.append(claim)
         return won
