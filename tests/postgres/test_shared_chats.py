@@ -6,6 +6,7 @@ expired runs resumes at most two at once."""
 from __future__ import annotations
 
 import json
+import signal
 import threading
 from typing import Any
 
@@ -136,7 +137,9 @@ def test_a_sweeping_worker_resumes_at_most_two_runs_at_once(workers, model_serve
         assert held.json()["status"] == "needs_attention", held.text
         run_ids.append(held.json()["run_id"])
     state["failing"] = False
-    a.kill()
+    # A is frozen, not killed: its liveness lock stays held (#24), so its claims end with
+    # their lease and B's sweep takes the runs over, two at a time
+    a.process.send_signal(signal.SIGSTOP)
 
     for run_id in run_ids:  # A's claims are still live: B records the grant, A would resume
         granted = post(b, "durable_retry_grant", {"run_id": run_id, "attempts": 1})
@@ -170,6 +173,7 @@ def test_a_sweeping_worker_resumes_at_most_two_runs_at_once(workers, model_serve
     assert state["started"] == 3
     log = b.output()
     assert log.count("taken over by worker-b: resuming") == 3, json.dumps(log[-2000:])
+    a.kill()
 
 
 def _answers(log: dict[str, Any], text: str) -> int:

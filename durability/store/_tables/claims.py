@@ -27,11 +27,17 @@ ALIVE = (
 )
 
 
+#: When this server started: a restart ends every session, so a liveness lock missing
+#: since then says nothing about its worker (it takes the lock again on reconnecting).
+SERVER_START = "extract(epoch from pg_postmaster_start_time())::double precision"
+
+
 def held(c: str, now: str = NOW) -> str:
-    """SQL: the claim row ``c`` is held (see ALIVE)."""
+    """SQL: the claim row ``c`` is held (see ALIVE). A claim made before the server last
+    started is bounded by its lease alone, so a database restart moves no run."""
     return (
         f"({c}.worker_id IS NOT NULL AND {c}.expires_at > {now} AND ({c}.alive_key IS NULL"
-        f" OR {c}.alive_key IN ({ALIVE})))"
+        f" OR {c}.claimed_at < {SERVER_START} OR {c}.alive_key IN ({ALIVE})))"
     )
 
 
