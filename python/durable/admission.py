@@ -3,7 +3,7 @@
 Same id and digest: the recorded run (and its answer) comes back and nothing starts.
 Same id, other content: InputConflict. A held chat refuses with RunHeld. A message while
 the chat's run is working becomes a journaled intervention on that run. The session
-(python/durable/session.py) and the process's entry point (``DurableChats.admit``) use
+(python/durable/session.py) and the process's entry point (``DurableChats.submit``) use
 the pieces here; ``Submission`` is the one answer every caller gets.
 """
 

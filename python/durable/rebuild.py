@@ -28,7 +28,7 @@ from durability import recovery
 from durability.errors import CorruptCheckpoint
 from durability.status import HoldReason, RunStatus
 from python.durable import checkpoint, restored_log
-from python.durable.driver import warn
+from python.durable.notices import warn
 from python.durable.session import session_of
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -38,7 +38,6 @@ from durability.errors import DurabilityError, FencingLost
 from durability.status import TERMINAL_RUN_STATUSES, HoldReason, PlanAction, RunStatus
 from python.durable import takeover
 from python.durable.chats import MAX_PARALLEL_RESUMES
-from python.durable.resume import resume_run
 from python.durable.session import DurableSession, session_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -311,7 +310,7 @@ class SharedWorker:
             return
         logger.info("run %s is active again (a decision): resuming it here", run.id)
         await takeover.refresh_chat(self.chats, session)
-        resume_run(session, run.id)
+        session.resume(run.id)
 
     async def _deliver_interventions(self, session: DurableSession, run_id: str) -> None:
         """Messages admitted for this run through other workers reach the working agent."""
@@ -379,7 +378,7 @@ class SharedWorker:
             return
         await takeover.restore_resources(self, session, claim)
         logger.info("run %s taken over by %s: resuming", claim.run_id, self.worker_id)
-        task = resume_run(session, claim.run_id, plan.permits)
+        task = session.resume(claim.run_id, plan.permits)
         self._takeovers.add(task)
 
     def describe(self) -> dict[str, Any]:

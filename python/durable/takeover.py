@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from durability.errors import DurabilityError
-from python.durable import checkpoint, driver, rebuild
+from python.durable import checkpoint, notices, rebuild
 from python.durable.session import DurableSession, session_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -86,7 +86,7 @@ async def refresh_chat(chats: DurableChats, session: DurableSession) -> None:
 
 
 def warn_held(context: AgentContext, run: Run) -> None:
-    driver.warn_held(context, run.id, run.reason, run.reason_detail)
+    notices.warn_held(context, run.id, run.reason, run.reason_detail)
 
 
 # resources ---------------------------------------------------------------------------------
