@@ -109,10 +109,11 @@ class DurableChats:
         self._sessions[context.id] = session
         return session
 
-    def forget(self, session: DurableSession) -> None:
+    def forget(self, context: AgentContext) -> None:
         """The chat was removed (``DurableSession.remove``)."""
-        if self._sessions.get(session.context.id) is session:
-            del self._sessions[session.context.id]
+        session = self._sessions.get(context.id)
+        if session is not None and session.context is context:
+            del self._sessions[context.id]
 
     def get(self, context_id: str) -> AgentContext | None:
         session = self._sessions.get(context_id)
@@ -224,7 +225,8 @@ class DurableChats:
             context_id, content.input_id, content.digest, message=content.payload
         )
         if not adm.created:
-            return await admission.duplicate(self, adm, content.input_id)
+            owner = self.get(adm.run.context_id)
+            return await admission.duplicate(self.journal, adm, content.input_id, owner)
         try:
             context = self.get(context_id) or self.create(context_id, name=name)
         except BaseException:  # no chat to run it in: the input was not taken after all

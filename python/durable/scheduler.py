@@ -54,7 +54,7 @@ from python.helpers.scheduler import Firing
 if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
     from durability.schedules import ScheduledTask
-    from python.durable.chats import DurableChats
+    from python.durable.ports import Chats
 
 logger = logging.getLogger("a0.scheduler")
 
@@ -98,7 +98,7 @@ class Scheduler:
 
     def __init__(
         self,
-        chats: DurableChats,
+        chats: Chats,
         *,
         clock: Callable[[], float] | None = None,
         default_timezone: str = tasks.DEFAULT_TIMEZONE,

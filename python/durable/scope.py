@@ -2,13 +2,13 @@
 
 A ``RunScope`` holds what the session knows of the run its chat works on (``state``, a
 ``DurableRun``) and is the object the seams are methods of (``CallSeams``,
-python/durable/seams.py). It is made for a freshly admitted input (``RunScope.admitted``)
-or rebuilt from the journal for a run that resumes (``RunScope.rebuilt``), and entered in
-exactly one place, ``drive``: there the session's ``run`` is set and the ContextVar that
-``current_scope()`` reads (as DBOS's ``EnterDBOSWorkflow``), and both are cleared when the
-run ends, is held or stopped. ``drive`` runs the chain and is the one place its errors are
-handled; a Stop, reset or nudge ends the run with the ``stop`` decision, a server shutdown
-leaves it active for recovery.
+python/durable/seams.py). It is made by the session for an input the journal just admitted
+(then ``start``), or rebuilt from the journal for a run that resumes (``RunScope.rebuilt``),
+and entered in exactly one place, ``drive``: there the session's ``run`` is set and the
+ContextVar that ``current_scope()`` reads (as DBOS's ``EnterDBOSWorkflow``), and both are
+cleared when the run ends, is held or stopped. ``drive`` runs the chain and is the one
+place its errors are handled; a Stop, reset or nudge ends the run with the ``stop``
+decision, a server shutdown leaves it active for recovery.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from agent import UserMessage
 from durability import integrity
@@ -38,9 +38,11 @@ from python.durable.seams import CallSeams, position
 from python.helpers.errors import HandledException
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent import Agent
+    from agent import Agent, AgentContext
+    from durability import Journal
+    from durability.adapters.shell import ShellReceipts
     from durability.records import Run
-    from python.durable.session import DurableSession
+    from python.durable.ports import Chats
 
 logger = logging.getLogger("a0.durable")
 FAILED, COMPLETED = RunStatus.FAILED, RunStatus.COMPLETED
@@ -53,10 +55,31 @@ def current_scope() -> RunScope | None:
     return _CURRENT.get()
 
 
+class Host(Protocol):
+    """What a run scope uses of its chat's session (``DurableSession``): the seams' part,
+    and the run the chat works on, which only ``RunScope.drive`` sets."""
+
+    run: RunScope | None
+    last_run_id: str | None
+    journaled: bool
+
+    @property
+    def context(self) -> AgentContext: ...
+    @property
+    def chats(self) -> Chats: ...
+    @property
+    def journal(self) -> Journal: ...
+    @property
+    def receipts(self) -> ShellReceipts | None: ...
+    async def stopped(self, run_id: str) -> None: ...
+
+
 class RunScope(CallSeams):
     """One run of one chat: its state, the seams, and the steps that drive it to its end."""
 
-    def __init__(self, session: DurableSession, state: DurableRun) -> None:
+    session: Host
+
+    def __init__(self, session: Host, state: DurableRun) -> None:
         self.session = session
         self.state = state
 
@@ -66,13 +89,8 @@ class RunScope(CallSeams):
 
     # made -----------------------------------------------------------------------------
     @classmethod
-    def admitted(cls, session: DurableSession, run: Run, agent: Agent) -> RunScope:
-        """The scope of an input the journal just admitted, started on ``agent``."""
-        return cls(session, DurableRun(run.id, run.input_id, start_agent=agent.number))
-
-    @classmethod
     async def rebuilt(
-        cls, session: DurableSession, run_id: str, permits: dict[str, str]
+        cls, session: Host, run_id: str, permits: dict[str, str]
     ) -> tuple[RunScope, Agent, bool] | None:
         """Rebuild the chain a run resumes from: (its scope, the agent to drive, resume?),
         or None when the run is not active (or its checkpoint is damaged: held)."""
@@ -140,7 +158,7 @@ class RunScope(CallSeams):
             await checkpoint.write(self.context, state, self.journal)
             if msg.attachments:  # for a worker that may take it over
                 paths = list(msg.attachments)
-                await self.chats.ownership.store_attachments(session, state.run_id, paths)
+                await self.chats.ownership.store_attachments(self.context, state.run_id, paths)
 
         return await self.drive(agent, resume=False, first=base_checkpoint)
 

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from durability import failpoints, paths
 from durability.canonical import canonical_json, digest
@@ -39,9 +39,9 @@ from python.helpers.tool import Response, Tool
 if TYPE_CHECKING:  # pragma: no cover
     from agent import Agent, AgentContext
     from durability import Journal
+    from durability.adapters.shell import ShellReceipts
     from durability.records import Call
-    from python.durable.chats import DurableChats
-    from python.durable.session import DurableSession
+    from python.durable.ports import Chats
     from python.helpers.chat_session import StreamCallback
 
 MODEL_CALL_NAME = "model"
@@ -125,11 +125,24 @@ def _mark_tool_item(run: DurableRun, tool: Tool, call: Call, child: bool) -> Non
         tool.log.mark(**tool.log_marks)
 
 
+class SeamHost(Protocol):
+    """What the seams use of the chat's session (``DurableSession``)."""
+
+    @property
+    def context(self) -> AgentContext: ...
+    @property
+    def chats(self) -> Chats: ...
+    @property
+    def journal(self) -> Journal: ...
+    @property
+    def receipts(self) -> ShellReceipts | None: ...
+
+
 class CallSeams:
     """The seams of one run: its state (``state``), its chat's session and journal. The run
     scope (python/durable/scope.py) is one; the loop reaches it through its session."""
 
-    session: DurableSession
+    session: SeamHost
     state: DurableRun
 
     @property
@@ -141,7 +154,7 @@ class CallSeams:
         return self.session.context
 
     @property
-    def chats(self) -> DurableChats:
+    def chats(self) -> Chats:
         return self.session.chats
 
     async def hold(self, reason: str, detail: Any = None) -> NoReturn:

@@ -40,8 +40,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
     from durability.adapters.shell import ShellReceipts
     from durability.records import Admission, Run
-    from python.durable.chats import DurableChats
-    from python.durable.scheduler import Scheduler
+    from python.durable.ports import Chats
+    from python.helpers.scheduler import TaskScheduler
 
 logger = logging.getLogger("a0.durable")
 
@@ -49,7 +49,7 @@ logger = logging.getLogger("a0.durable")
 class DurableSession:
     """The durable life of one chat (one per AgentContext, made by DurableChats)."""
 
-    def __init__(self, context: AgentContext, chats: DurableChats) -> None:
+    def __init__(self, context: AgentContext, chats: Chats) -> None:
         self.context = context
         self.chats = chats
         #: The run the chat is working on: set and cleared only by ``RunScope.drive``.
@@ -75,7 +75,7 @@ class DurableSession:
         return self.chats.receipts
 
     @property
-    def scheduler(self) -> Scheduler:
+    def scheduler(self) -> TaskScheduler:
         return self.chats.scheduler
 
     @property
@@ -179,7 +179,8 @@ class DurableSession:
         if not adm.created:
             if cancelled:
                 raise asyncio.CancelledError
-            return await admission.duplicate(self.chats, adm, content.input_id)
+            owner = self.chats.get(adm.run.context_id)
+            return await admission.duplicate(self.journal, adm, content.input_id, owner)
         run = adm.run
         if running:  # the journal took it: the working agent gets it, whatever the caller does
             if self.is_running() and not handed:
@@ -325,7 +326,7 @@ class DurableSession:
         self.context.close_shells()
         if not self.purged:
             self._note("context_removed")
-        self.chats.forget(self)
+        self.chats.forget(self.context)
 
     def _note(self, event_type: str) -> None:
         context_id, journal = self.context.id, self.journal
@@ -369,7 +370,7 @@ class DurableSession:
         scope = self.scope()
         with self._fenced():
             await scope.iteration_end(agent, final=final)
-        await self.chats.ownership.after_iteration(self, scope.run_id)
+        await self.chats.ownership.after_iteration(self.context, scope.run_id)
 
     @contextlib.contextmanager
     def _fenced(self) -> Iterator[None]:
