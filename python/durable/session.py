@@ -165,6 +165,8 @@ class DurableSession:
         if not own:
             context.paused = False
         running = handed or (here is None and self.is_running())
+        if handed:  # before the journal has it: a shared worker's poll never hands it again
+            self.local_inputs.add(content.input_id)
         try:
             adm, cancelled = await self._journal_admit(content, intervention=running)
         except ActiveRunExists:
