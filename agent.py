@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from python.helpers import mcp_client
 from python.helpers import secrets as secret_store
@@ -403,7 +403,7 @@ class Agent:
         """Strings, lists and dicts with every known secret masked (the chat's masker)."""
         return self.context.mask(value)
 
-    def log_error(self, error: BaseException) -> None:
+    def log_error(self, error: BaseException) -> NoReturn:
         """Log a clear, masked error item (no stack trace) and raise HandledException."""
         code = getattr(error, "code", None) or "agent_error"
         status = getattr(error, "status", None)

@@ -3,7 +3,7 @@
 Same id and digest: the recorded run (and its answer) comes back and nothing starts.
 Same id, other content: InputConflict. A held chat refuses with RunHeld. A message while
 the chat's run is working becomes a journaled intervention on that run. The session
-(python/durable/session.py) and the process's entry point (``DurableChats.admit``) use
+(python/durable/session.py) and the process's entry point (``DurableChats.submit``) use
 the pieces here; ``Submission`` is the one answer every caller gets.
 """
 
@@ -24,7 +24,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent import AgentContext, UserMessage
     from durability import Journal
     from durability.records import Admission
-    from python.durable.chats import DurableChats
 
 #: Statuses whose run has no answer for a client (yet, or ever).
 NO_ANSWER = (RunStatus.NEEDS_ATTENTION, RunStatus.ACTIVE, RunStatus.STOPPED)
@@ -106,19 +105,21 @@ def recorded_response(journal: Journal, run_id: str) -> str | None:
     return None
 
 
-async def duplicate(chats: DurableChats, adm: Admission, input_id: str) -> Submission:
+async def duplicate(
+    journal: Journal, adm: Admission, input_id: str, owner: AgentContext | None
+) -> Submission:
     """The recorded run of an input seen before: its answer when it ended, else the task of
-    its chat (loaded in this process and working) to wait on. The chat may be another one
-    than the caller named: a racing copy of the request got there first."""
+    its chat (``owner``, the run's chat when loaded in this process) to wait on while it
+    works. The chat may be another one than the caller named: a racing copy of the request
+    got there first."""
     run = adm.run
     task = None
     response = None
     if run.status == RunStatus.ACTIVE:
-        owner = chats.get(run.context_id)
         if owner is not None and owner.is_running():
             task = owner.task  # one open run per chat: the working task is this run's
     elif run.status not in NO_ANSWER:  # completed or failed: it has its answer
-        response = await asyncio.to_thread(recorded_response, chats.journal, run.id)
+        response = await asyncio.to_thread(recorded_response, journal, run.id)
     return Submission("duplicate", run.id, input_id, run.status, task, response, run.context_id)
 
 

@@ -3,9 +3,10 @@
 ``DurableChats`` holds the journal, the shell receipts, the replay policy (pins hashed
 once), the shutdown state, the journal writes started in the background and the resume
 slots. It makes every chat (``create``: an ``AgentContext`` whose session it builds, so
-no chat exists without one) and is the process's one entry point for a message:
-``admit(context_id, message)`` (the HTTP endpoints call it through
-``Runtime.admit_message``, the scheduler of python/durable/scheduler.py directly).
+no chat exists without one) and is the process's one way in for a message:
+``submit(context_id, message)`` (the HTTP endpoints call it through
+``Runtime.admit_message``, the scheduler of python/durable/scheduler.py directly, a chat's
+own ``communicate`` and ``nudge`` from its task).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import logging
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agent import AgentConfig, AgentContext, AgentContextType, UserMessage, new_context_id
+from agent import Agent, AgentConfig, AgentContext, AgentContextType, UserMessage, new_context_id
 from durability import failpoints
 from durability.errors import DurabilityError
 from durability.status import RunStatus
@@ -108,10 +109,11 @@ class DurableChats:
         self._sessions[context.id] = session
         return session
 
-    def forget(self, session: DurableSession) -> None:
+    def forget(self, context: AgentContext) -> None:
         """The chat was removed (``DurableSession.remove``)."""
-        if self._sessions.get(session.context.id) is session:
-            del self._sessions[session.context.id]
+        session = self._sessions.get(context.id)
+        if session is not None and session.context is context:
+            del self._sessions[context.id]
 
     def get(self, context_id: str) -> AgentContext | None:
         session = self._sessions.get(context_id)
@@ -167,14 +169,16 @@ class DurableChats:
                 logger.warning("chat %s not rebuilt: %s", context_id, type(exc).__name__)
         logger.info("idle chats rebuilt: %d", count)
 
-    # the entry point of a message ------------------------------------------------------
-    async def admit(
+    # the one way in for a message -------------------------------------------------------
+    async def submit(
         self,
         context_id: str,
         message: UserMessage,
         *,
         follow_input: bool = False,
         create: str | None = None,
+        here: Agent | None = None,
+        handed: bool = False,
     ) -> tuple[AgentContext | None, Submission]:
         """Admit a message into the chat ``context_id`` (a new chat when empty) and start
         its run; returns (its chat, what happened).
@@ -188,7 +192,8 @@ class DurableChats:
         the journal's admit decides between processes: every copy gets the first one's run.
         The chat is None when a duplicate's run belongs to a chat this process does not have
         (removed since, or another worker's not loaded here).
-        InputConflict, RunHeld, ... propagate and leave nothing behind."""
+        InputConflict, RunHeld, ... propagate and leave nothing behind. ``here`` and
+        ``handed``: the chat's own task submits (``DurableSession.admit``)."""
         input_id = admission.ensure_input_id(message)
         async with self._input_locks.hold(input_id):
             context = None
@@ -202,14 +207,15 @@ class DurableChats:
                 known = await self.journal.aio.input_context(input_id)
                 context = await self.load(known) if known else None
             if context is not None:
-                submission = await session_of(context).submit(message)
+                session = session_of(context)
+                submission = await session.admit(message, here=here, handed=handed)
             else:
                 new_id = context_id or new_context_id()
-                submission = await self.submit_new_chat(new_id, message, name=create)
+                submission = await self._submit_new_chat(new_id, message, name=create)
             owner = submission.context_id  # a duplicate's chat may be one left for later
             return (await self.load(owner) if owner else None), submission
 
-    async def submit_new_chat(
+    async def _submit_new_chat(
         self, context_id: str, msg: UserMessage, *, name: str | None = None
     ) -> Submission:
         """The journal admits the input under a fresh chat id first; only a created run
@@ -219,7 +225,8 @@ class DurableChats:
             context_id, content.input_id, content.digest, message=content.payload
         )
         if not adm.created:
-            return await admission.duplicate(self, adm, content.input_id)
+            owner = self.get(adm.run.context_id)
+            return await admission.duplicate(self.journal, adm, content.input_id, owner)
         try:
             context = self.get(context_id) or self.create(context_id, name=name)
         except BaseException:  # no chat to run it in: the input was not taken after all

@@ -2,10 +2,10 @@
 
 ``apply_decision`` records the decision (``stale_version``, ``note_required``,
 ``run_not_held`` propagate) and, when the run is active again and its chat idle, resumes
-it in the chat's task (a shared worker only when it holds or wins the run's claim: else
-the worker holding it resumes it, python/durable/shared.py); ``stop`` on a working chat
-stops its task too. ``grant_retries`` allows failed model calls to be asked again and
-continues a run held for one.
+it in the chat's task (``DurableSession.resume``; a shared worker only when it holds or
+wins the run's claim: else the worker holding it resumes it, python/durable/shared.py);
+``stop`` on a working chat stops its task too. ``grant_retries`` allows failed model calls
+to be asked again and continues a run held for one.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 from durability.errors import DurabilityError
 from durability.records import DecisionOutcome, RetryGrant
 from durability.status import DecisionKind, HoldReason, RunStatus
-from python.durable.resume import resume_run
 from python.durable.session import session_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,7 +53,7 @@ async def apply_decision(
         # a shared worker continues the run only with its claim; else its holder does
         and await chats.ownership.take(run_id)
     ):
-        resume_run(session, run_id)
+        session.resume(run_id)
     return outcome
 
 

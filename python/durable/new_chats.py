@@ -26,7 +26,7 @@ from python.helpers.history import History
 from python.helpers.log import Log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from python.durable.chats import DurableChats
+    from python.durable.ports import Chats
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class ChatSpec:
     log: Log | None = None  # the chat's log items (checked by the caller)
 
 
-async def open_chats(chats: DurableChats, specs: Sequence[ChatSpec]) -> list[AgentContext]:
+async def open_chats(chats: Chats, specs: Sequence[ChatSpec]) -> list[AgentContext]:
     """Journal the chats of one request in one transaction, then make them here; in the
     order of ``specs``. Ids are picked under one lock, so two requests never take one id."""
     async with chats.opening:
@@ -77,7 +77,7 @@ async def open_chats(chats: DurableChats, specs: Sequence[ChatSpec]) -> list[Age
 
 
 def _make(
-    chats: DurableChats,
+    chats: Chats,
     context_id: str,
     spec: ChatSpec,
     config: AgentConfig,
@@ -90,7 +90,7 @@ def _make(
     return context
 
 
-async def _pick_id(chats: DurableChats, spec: ChatSpec, picked: list[str]) -> str:
+async def _pick_id(chats: Chats, spec: ChatSpec, picked: list[str]) -> str:
     wanted = spec.id
     if wanted and (wanted in picked or await _taken(chats, wanted)):
         if spec.keep_id:
@@ -101,7 +101,7 @@ async def _pick_id(chats: DurableChats, spec: ChatSpec, picked: list[str]) -> st
     return wanted
 
 
-async def _taken(chats: DurableChats, context_id: str) -> bool:
+async def _taken(chats: Chats, context_id: str) -> bool:
     """The id names a chat: loaded here, journaled and not rebuilt yet, or (shared workers)
     journaled by another worker."""
     if chats.get(context_id) is not None or chats.is_deferred(context_id):

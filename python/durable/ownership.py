@@ -4,63 +4,22 @@ With SQLite this process owns every run of its journal (``LocalOwnership``: ever
 has the same answer). With a shared PostgreSQL journal it owns only the runs it claims
 (``SharedWorker``, python/durable/shared.py: claims, leases, fencing, the resources that move
 with a run). The session, the driver, the decisions and the chats ask ``chats.ownership``
-and never which kind it is.
+and never which kind it is. The ``Ownership`` Protocol itself is in python/durable/ports.py
+(the lower modules name it without importing the chats).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
+
+from python.durable.ports import Ownership
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent import AgentContext
     from durability.records import Call
-    from python.durable.chats import DurableChats
-    from python.durable.session import DurableSession
+    from python.durable.ports import Chats
 
-
-@runtime_checkable
-class Ownership(Protocol):
-    #: A run the journal holds open that this process does not run may be running on
-    #: another worker (a message to its chat joins it there as an intervention).
-    others_may_run: bool
-
-    async def gate(self, call: Call) -> None:
-        """Right before an effect starts (its intent is durable): raise FencingLost
-        unless this process may start it."""
-
-    def keeps_open(self, run_id: str) -> bool:
-        """True for a run whose task was cancelled here but which stays active (its claim
-        went to another worker)."""
-
-    def run_ended(self, run_id: str) -> None:
-        """The run's task ended here."""
-
-    def claim_lost(self, run_id: str, why: str) -> None:
-        """The run is not this process's any more: stop it here, write nothing for it."""
-
-    async def take(self, run_id: str) -> bool:
-        """A decision made the run active again: True when it may resume here."""
-
-    async def store_attachments(
-        self, session: DurableSession, run_id: str, paths: list[str]
-    ) -> None:
-        """A new run's attachments, kept for a process that may continue the run."""
-
-    async def after_iteration(self, session: DurableSession, run_id: str) -> None:
-        """After each checkpoint of a run (its work folder, for a process that may
-        continue it)."""
-
-    async def named_chat(
-        self, context_id: str, context: AgentContext | None
-    ) -> AgentContext | None:
-        """The chat a request names, given the one loaded here (None: not loaded)."""
-
-    async def chat_for_poll(self, context_id: str) -> AgentContext | None:
-        """The chat a poll shows."""
-
-    async def release(self, timeout: float) -> None:
-        """Shutting down: once the chats' tasks ended (at most ``timeout`` seconds), give
-        up what this process holds."""
+__all__ = ["LocalOwnership", "Ownership"]
 
 
 class LocalOwnership:
@@ -68,7 +27,7 @@ class LocalOwnership:
 
     others_may_run = False
 
-    def __init__(self, chats: DurableChats) -> None:
+    def __init__(self, chats: Chats) -> None:
         self.chats = chats
 
     async def gate(self, call: Call) -> None:
@@ -86,12 +45,10 @@ class LocalOwnership:
     async def take(self, run_id: str) -> bool:
         return True
 
-    async def store_attachments(
-        self, session: DurableSession, run_id: str, paths: list[str]
-    ) -> None:
+    async def store_attachments(self, context: AgentContext, run_id: str, paths: list[str]) -> None:
         return None  # no other process continues the run
 
-    async def after_iteration(self, session: DurableSession, run_id: str) -> None:
+    async def after_iteration(self, context: AgentContext, run_id: str) -> None:
         return None
 
     async def named_chat(

@@ -28,13 +28,13 @@ from durability import recovery
 from durability.errors import CorruptCheckpoint
 from durability.status import HoldReason, RunStatus
 from python.durable import checkpoint, restored_log
-from python.durable.driver import warn
+from python.durable.notices import warn
 from python.durable.session import session_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
     from durability.records import Call, Checkpoint, Event
-    from python.durable.chats import DurableChats
+    from python.durable.ports import Chats
 
 logger = logging.getLogger("a0.durable")
 CHAT_EVENTS = ("context_removed", "context_reset", "input")
@@ -67,7 +67,7 @@ def journaled_chats(journal: Journal) -> tuple[dict[str, float], set[str]]:
     return newest_run, open_chats
 
 
-def restore_contexts(chats: DurableChats, *, idle_later: bool = False) -> list[AgentContext]:
+def restore_contexts(chats: Chats, *, idle_later: bool = False) -> list[AgentContext]:
     """Rebuild the journaled chats (oldest first); with ``idle_later`` only those with an
     open run, the others are left to ``DurableChats.load``. A chat deleted after its
     newest run is not rebuilt."""
@@ -89,7 +89,7 @@ def restore_contexts(chats: DurableChats, *, idle_later: bool = False) -> list[A
     return restored
 
 
-async def load_chat(chats: DurableChats, context_id: str) -> AgentContext | None:
+async def load_chat(chats: Chats, context_id: str) -> AgentContext | None:
     """Rebuild one chat left for later: the journal read in a thread, the build on the
     loop (no await between making the chat and filling it). None when the journal has no
     such chat any more (removed, or retention took every run)."""
@@ -139,7 +139,7 @@ def read_chat(journal: Journal, context_id: str, newest_run: float | None = None
     return read
 
 
-def build_chat(chats: DurableChats, read: ChatRead, hold: Hold) -> AgentContext | None:
+def build_chat(chats: Chats, read: ChatRead, hold: Hold) -> AgentContext | None:
     """The chat built from ``read`` (None when gone). One chat that cannot be rebuilt never
     stops the others: ``hold(detail)`` holds its open run (returns the run id, if any) and
     the chat is shown empty with a warning."""
@@ -178,7 +178,7 @@ def _calls_after(journal: Journal, context_id: str, latest: Checkpoint) -> list[
 
 
 def _failed_chat(
-    chats: DurableChats, context_id: str, detail: Any, run_id: str | None
+    chats: Chats, context_id: str, detail: Any, run_id: str | None
 ) -> AgentContext | None:
     """The chat could not be rebuilt: show it empty, with a warning, so a person can decide
     (its open run ``run_id``, if any, was held)."""

@@ -2,7 +2,7 @@
 
 A firing is an input whose id is derived from the task and the slot
 (``sched:<task id>:<slot, ISO 8601 UTC>``; a manual run ``sched:<task id>:run:<key>``),
-admitted through the process's one entry point for a message, ``DurableChats.admit``. The
+admitted through the process's one way in for a message, ``DurableChats.submit``. The
 journal's admission is idempotent, so a slot handled again after a restart (the process
 died between the admission and the bookkeeping) returns the recorded run and starts
 nothing. The bookkeeping (``done_until``) then moves past the slot.
@@ -54,7 +54,7 @@ from python.helpers.scheduler import Firing
 if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
     from durability.schedules import ScheduledTask
-    from python.durable.chats import DurableChats
+    from python.durable.ports import Chats
 
 logger = logging.getLogger("a0.scheduler")
 
@@ -98,7 +98,7 @@ class Scheduler:
 
     def __init__(
         self,
-        chats: DurableChats,
+        chats: Chats,
         *,
         clock: Callable[[], float] | None = None,
         default_timezone: str = tasks.DEFAULT_TIMEZONE,
@@ -260,7 +260,7 @@ class Scheduler:
         """The firing's message into the chat ``chat_id`` (a new chat named ``name`` when
         it is not loaded, made only once the journal took the input) through the one
         entry point; shown in the chat's log like a person's message."""
-        context, submission = await self.chats.admit(chat_id, message, create=name)
+        context, submission = await self.chats.submit(chat_id, message, create=name)
         if context is not None and submission.kind != "duplicate":
             kvps = {"task": name, "input_id": message.id}
             text = message.message

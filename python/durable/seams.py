@@ -1,5 +1,10 @@
 """The two seams: every model call and every tool call of a run, journaled.
 
+``CallSeams`` is the part of the run scope (python/durable/scope.py, ``RunScope``) that the
+loop's two one-call seams reach: ``Agent.call_model`` -> ``DurableSession.model_call`` ->
+``RunScope.model_call``, ``Agent.execute_tool`` -> ``tool_call``; every iteration ends with
+``iteration_end``.
+
 Each call takes the next sequence number of its agent in the run, commits its intent
 before the effect and its result after; what the journal already holds at a position is
 reused and never run again; what cannot be proven is held for a person (``DurableHold``).
@@ -12,13 +17,14 @@ boundaries of every call (docs/testing.md).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from durability import failpoints, paths
 from durability.canonical import canonical_json, digest
-from durability.errors import CorruptRecord, ReplayDivergence
+from durability.errors import CorruptRecord, InvalidTransition, ReplayDivergence
 from durability.status import CallKind, CallState, Permit, Policy
 from durability.verdicts import Action, Evidence, Verdict, judge
 from python.durable import checkpoint, results
@@ -31,9 +37,11 @@ from python.helpers.models import ModelError, ModelResult
 from python.helpers.tool import Response, Tool
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent import Agent
+    from agent import Agent, AgentContext
+    from durability import Journal
+    from durability.adapters.shell import ShellReceipts
     from durability.records import Call
-    from python.durable.session import DurableSession
+    from python.durable.ports import Chats
     from python.helpers.chat_session import StreamCallback
 
 MODEL_CALL_NAME = "model"
@@ -50,14 +58,6 @@ def fire(boundary: str, name: str) -> None:
     failpoints.failpoint(boundary, name, paths.state_dir(files.usr_dir()))
 
 
-async def fire_after_deferred(session: DurableSession, boundary: str, name: str) -> None:
-    """``fire`` after a write the journal may have deferred: an armed point first waits
-    for it to be on disk, so ``after_result`` and ``after_checkpoint`` keep their meaning."""
-    if failpoints.armed(boundary, name):
-        await session.journal.aio.flush()
-    fire(boundary, name)
-
-
 def position(call: Call) -> dict[str, Any]:
     """Where a call sits in its run (the detail of a hold names it)."""
     return {
@@ -66,77 +66,6 @@ def position(call: Call) -> dict[str, Any]:
         "seq": call.seq,
         "kind": call.kind,
         "name": call.name,
-    }
-
-
-async def _intent(
-    session: DurableSession, agent: Agent, kind: str, name: str, args: Any, policy: str
-) -> tuple[Call, int]:
-    """Commit the intent at the agent's next position; (the call, its sequence number)."""
-    run = session.current_run()
-    seq = run.take_seq(agent.number)
-    fire("before_intent", name)
-    try:
-        call = await session.journal.aio.record_intent(
-            run.run_id,
-            agent_no=agent.number,
-            seq=seq,
-            kind=kind,
-            name=name,
-            args=args,
-            policy=policy,
-        )
-    except ReplayDivergence as exc:  # the engine already held the run
-        verdict = judge(None, Evidence(divergence=exc.to_dict()))
-        raise DurableHold(str(verdict.reason), verdict.hold_detail()) from None
-    except CorruptRecord as exc:  # a damaged result is never reused; the engine held the run
-        verdict = judge(None, Evidence(record_damage=exc.to_dict()))
-        raise DurableHold(str(verdict.reason), verdict.hold_detail()) from None
-    fire("after_intent", name)
-    run.note_call(agent.number, name)
-    return call, seq
-
-
-def evidence(session: DurableSession, call: Call, **found: Any) -> Evidence:
-    """What the loop knows of a call the journal returned: whether it was open before
-    the run was resumed, and what recovery allowed it."""
-    run = session.current_run()
-    known = call.id in run.known_calls
-    return Evidence(known=known, permit=run.permits.get(call.id, ""), **found)
-
-
-async def _hold(session: DurableSession, verdict: Verdict, call: Call) -> NoReturn:
-    await session.hold(str(verdict.reason), verdict.hold_detail(position(call)))
-
-
-async def _failed(session: DurableSession, call: Call, exc: BaseException) -> None:
-    """Close a call whose effect raised something else than the provider's error."""
-    kind_of = "repairable" if isinstance(exc, RepairableException) else "error"
-    text = results.storable_text(exc)
-    error = {"error": kind_of, "type": type(exc).__name__, "message": text}
-    await session.journal.aio.commit_result(call.id, error, failed=True)
-
-
-# seam 1: model calls ---------------------------------------------------------------------
-def _mark_model_items(
-    session: DurableSession, agent: Agent, start: int, call_id: str, restored: str
-) -> None:
-    """Name the call on the agent items its reply made (``journal``: a reused reply)."""
-    for item in session.context.log.items[start:]:
-        if item.type == "agent" and item.agentno == agent.number and not item.call_id:
-            item.mark(call_id=call_id, restored=restored)
-
-
-def _model_args(
-    session: DurableSession, agent: Agent, messages: list[dict[str, str]], kind: str
-) -> dict[str, Any]:
-    config = agent.config.model_config(kind)
-    masked = session.journal.masker.mask(messages)
-    return {
-        "provider": config.provider,
-        "model": config.name,
-        "kind": kind,
-        "messages_digest": digest(masked),
     }
 
 
@@ -151,18 +80,6 @@ async def _replay_reply(
     return reply
 
 
-async def _model_verdict(session: DurableSession, call: Call, kind: str) -> Verdict:
-    """The verdict on a model call; a failure is retried only through a retry grant (used
-    here, counted down by the journal, which supersedes the call: attempt + 1)."""
-    found = evidence(session, call, utility=kind == "utility")
-    verdict = judge(call, found)
-    if verdict.action is Action.ASK_GRANT:
-        run_id = session.current_run().run_id
-        granted = await session.journal.aio.consume_retry(run_id, call_id=call.id)
-        verdict = judge(call, replace(found, grant=granted))
-    return verdict
-
-
 def _recorded_failure(call: Call) -> Exception:
     """A committed model failure, raised again as the first time."""
     result = call.result if isinstance(call.result, dict) else {}
@@ -172,70 +89,6 @@ def _recorded_failure(call: Call) -> Exception:
     return ModelError(str(result.get("message") or "model error"), result.get("status"))
 
 
-async def model_call(
-    session: DurableSession,
-    agent: Agent,
-    messages: list[dict[str, str]],
-    kind: str,
-    effect: Callable[[], Awaitable[ModelResult]],
-    *,
-    on_reasoning: StreamCallback | None = None,
-    on_response: StreamCallback | None = None,
-) -> ModelResult:
-    """Journal one model call; reuse a committed reply instead of calling the model."""
-    run = session.current_run()
-    journal = session.journal
-    args = _model_args(session, agent, messages, kind)
-    while True:
-        call, seq = await _intent(
-            session, agent, CallKind.MODEL, MODEL_CALL_NAME, args, Policy.HOLD
-        )
-        verdict = await _model_verdict(session, call, kind)
-        if verdict.action is Action.HOLD:
-            await _hold(session, verdict, call)
-        if verdict.action is Action.REUSE:
-            result = call.result
-            reply = ModelResult(result["response"], str(result.get("reasoning") or ""))
-            start = len(session.context.log.items)
-            reply = await _replay_reply(reply, on_reasoning, on_response)
-            _mark_model_items(session, agent, start, call.id, "journal")
-            return reply
-        if verdict.action is Action.FAIL:
-            raise _recorded_failure(call)
-        if verdict.action is Action.RETRY:
-            run.seq[agent.number] = seq  # same position, attempt + 1
-        if verdict.action is not Action.RUN:
-            continue  # next (confirmed, no reply), abandoned or retried: ask again
-        await session.before_effect(call)
-        start = len(session.context.log.items)
-        try:
-            reply = await effect()
-        except ModelError as exc:
-            error = {"error": "model_error", "status": exc.status, "message": str(exc)[:2000]}
-            await journal.aio.commit_result(call.id, error, failed=True)
-            failed = replace(call, state=CallState.FAILED, result=error)
-            verdict = await _model_verdict(session, failed, kind)
-            if verdict.action is Action.FAIL:
-                raise
-            if verdict.action is Action.HOLD:
-                await _hold(session, verdict, call)
-            run.seq[agent.number] = seq  # retried: same position, attempt + 1
-            continue
-        except InterventionException:
-            await journal.aio.commit_result(call.id, {"interrupted": True})
-            raise
-        except Exception as exc:  # not the provider (e.g. a stream extension): close the call
-            await _failed(session, call, exc)
-            raise
-        fire("after_effect", MODEL_CALL_NAME)
-        _mark_model_items(session, agent, start, call.id, "")
-        committed = {"response": reply.response, "reasoning": reply.reasoning}
-        await journal.aio.commit_result(call.id, committed)
-        fire("after_result", MODEL_CALL_NAME)
-        return reply
-
-
-# seam 2: tool calls ----------------------------------------------------------------------
 def _receipt_text(output: Any) -> str:
     if isinstance(output, dict):
         text = output.get("message", output.get("output"))
@@ -272,83 +125,264 @@ def _mark_tool_item(run: DurableRun, tool: Tool, call: Call, child: bool) -> Non
         tool.log.mark(**tool.log_marks)
 
 
-async def _reuse(session: DurableSession, agent: Agent, tool: Tool, call: Call) -> Response | None:
-    """What the journal already holds at this position, or None when the tool must run."""
-    verdict = judge(call, evidence(session, call))
-    if verdict.action is Action.HOLD:
-        await _hold(session, verdict, call)
-    if verdict.action is Action.REUSE:
-        return recorded_response(agent, call.result)
-    if verdict.action is Action.FAIL:
-        error = call.result if isinstance(call.result, dict) else {}
-        message = str(error.get("message") or "the tool failed")
-        if error.get("error") in ("repairable", results.NOT_STORABLE):
-            raise RepairableException(message)
-        raise RecordedToolError(message)
-    if verdict.action is Action.ABANDONED:
-        return Response(agent.read_prompt("fw.call_abandoned.md", tool_name=tool.name), False)
-    return None  # run, replay, or a child workflow that resumes
+class SeamHost(Protocol):
+    """What the seams use of the chat's session (``DurableSession``)."""
+
+    @property
+    def context(self) -> AgentContext: ...
+    @property
+    def chats(self) -> Chats: ...
+    @property
+    def journal(self) -> Journal: ...
+    @property
+    def receipts(self) -> ShellReceipts | None: ...
 
 
-async def _forget_receipt(session: DurableSession, call: Call) -> None:
-    """The journal holds the call's result now: its shell receipt (with the command's
-    output, which may show a secret in clear) is no longer evidence of anything."""
-    if call.policy == Policy.SHELL and session.receipts is not None:
-        await asyncio.to_thread(session.receipts.discard, call.id)
+class CallSeams:
+    """The seams of one run: its state (``state``), its chat's session and journal. The run
+    scope (python/durable/scope.py) is one; the loop reaches it through its session."""
 
+    session: SeamHost
+    state: DurableRun
 
-async def tool_call(
-    session: DurableSession, agent: Agent, tool: Tool, effect: Callable[[], Awaitable[Response]]
-) -> Response:
-    """Journal one tool execution; reuse a committed result instead of running the tool."""
-    journal = session.journal
-    kind = CallKind.SUBORDINATE if tool.name == SUBORDINATE_TOOL else CallKind.TOOL
-    policy = await session.chats.policy.of(tool)
-    args = {"method": tool.method, "args": tool.args}
-    call, _seq = await _intent(session, agent, kind, tool.name, args, policy)
-    child = kind == CallKind.SUBORDINATE and policy == Policy.CHILD
-    _mark_tool_item(session.current_run(), tool, call, child)
-    reused = await _reuse(session, agent, tool, call)
-    if reused is not None:
-        return reused
-    tool.call_identity = (call.id, digest(call.args))  # receipts name the call by it
-    await session.before_effect(call)
-    try:
-        response = await effect()
-    except InterventionException:
-        await journal.aio.commit_result(call.id, {"interrupted": True, "progress": tool.progress})
-        await _forget_receipt(session, call)
-        raise
-    except CorruptRecord as exc:  # the tool met a damaged record (the plan): nothing was used
-        verdict = judge(call, Evidence(record_damage=exc.to_dict()))
-        await _hold(session, verdict, call)
-    except Exception as exc:
-        await _failed(session, call, exc)
-        await _forget_receipt(session, call)
-        raise
-    fire("after_effect", tool.name)
-    if call.state == CallState.COMPLETED:  # a child workflow ran again: its answer must match
-        result = results.tool_result(response)
-        differs = digest(journal.masker.mask(result)) != call.result_digest
-        verdict = judge(call, evidence(session, call, child_answer_differs=differs))
+    @property
+    def journal(self) -> Journal:
+        return self.session.journal
+
+    @property
+    def context(self) -> AgentContext:
+        return self.session.context
+
+    @property
+    def chats(self) -> Chats:
+        return self.session.chats
+
+    async def hold(self, reason: str, detail: Any = None) -> NoReturn:
+        """Hold the run for a person and unwind the chain."""
+        with contextlib.suppress(InvalidTransition):
+            await self.journal.aio.mark_needs_attention(self.state.run_id, reason, detail)
+        raise DurableHold(reason, detail)
+
+    async def fire_after_deferred(self, boundary: str, name: str) -> None:
+        """``fire`` after a write the journal may have deferred: an armed point first waits
+        for it to be on disk, so ``after_result`` and ``after_checkpoint`` keep their meaning."""
+        if failpoints.armed(boundary, name):
+            await self.journal.aio.flush()
+        fire(boundary, name)
+
+    async def _intent(
+        self, agent: Agent, kind: str, name: str, args: Any, policy: str
+    ) -> tuple[Call, int]:
+        """Commit the intent at the agent's next position; (the call, its sequence number)."""
+        run = self.state
+        seq = run.take_seq(agent.number)
+        fire("before_intent", name)
+        try:
+            call = await self.journal.aio.record_intent(
+                run.run_id,
+                agent_no=agent.number,
+                seq=seq,
+                kind=kind,
+                name=name,
+                args=args,
+                policy=policy,
+            )
+        except ReplayDivergence as exc:  # the engine already held the run
+            verdict = judge(None, Evidence(divergence=exc.to_dict()))
+            raise DurableHold(str(verdict.reason), verdict.hold_detail()) from None
+        except CorruptRecord as exc:  # a damaged result is never reused; the engine held the run
+            verdict = judge(None, Evidence(record_damage=exc.to_dict()))
+            raise DurableHold(str(verdict.reason), verdict.hold_detail()) from None
+        fire("after_intent", name)
+        run.note_call(agent.number, name)
+        return call, seq
+
+    def evidence(self, call: Call, **found: Any) -> Evidence:
+        """What the loop knows of a call the journal returned: whether it was open before
+        the run was resumed, and what recovery allowed it."""
+        run = self.state
+        known = call.id in run.known_calls
+        return Evidence(known=known, permit=run.permits.get(call.id, ""), **found)
+
+    async def _hold(self, verdict: Verdict, call: Call) -> NoReturn:
+        await self.hold(str(verdict.reason), verdict.hold_detail(position(call)))
+
+    async def _failed(self, call: Call, exc: BaseException) -> None:
+        """Close a call whose effect raised something else than the provider's error."""
+        kind_of = "repairable" if isinstance(exc, RepairableException) else "error"
+        text = results.storable_text(exc)
+        error = {"error": kind_of, "type": type(exc).__name__, "message": text}
+        await self.journal.aio.commit_result(call.id, error, failed=True)
+
+    # seam 1: model calls ---------------------------------------------------------------------
+    def _mark_model_items(self, agent: Agent, start: int, call_id: str, restored: str) -> None:
+        """Name the call on the agent items its reply made (``journal``: a reused reply)."""
+        for item in self.context.log.items[start:]:
+            if item.type == "agent" and item.agentno == agent.number and not item.call_id:
+                item.mark(call_id=call_id, restored=restored)
+
+    def _model_args(
+        self, agent: Agent, messages: list[dict[str, str]], kind: str
+    ) -> dict[str, Any]:
+        config = agent.config.model_config(kind)
+        masked = self.journal.masker.mask(messages)
+        return {
+            "provider": config.provider,
+            "model": config.name,
+            "kind": kind,
+            "messages_digest": digest(masked),
+        }
+
+    async def _model_verdict(self, call: Call, kind: str) -> Verdict:
+        """The verdict on a model call; a failure is retried only through a retry grant (used
+        here, counted down by the journal, which supersedes the call: attempt + 1)."""
+        found = self.evidence(call, utility=kind == "utility")
+        verdict = judge(call, found)
+        if verdict.action is Action.ASK_GRANT:
+            run_id = self.state.run_id
+            granted = await self.journal.aio.consume_retry(run_id, call_id=call.id)
+            verdict = judge(call, replace(found, grant=granted))
+        return verdict
+
+    async def model_call(
+        self,
+        agent: Agent,
+        messages: list[dict[str, str]],
+        kind: str,
+        effect: Callable[[], Awaitable[ModelResult]],
+        *,
+        on_reasoning: StreamCallback | None = None,
+        on_response: StreamCallback | None = None,
+    ) -> ModelResult:
+        """Journal one model call; reuse a committed reply instead of calling the model."""
+        run = self.state
+        journal = self.journal
+        args = self._model_args(agent, messages, kind)
+        while True:
+            call, seq = await self._intent(
+                agent, CallKind.MODEL, MODEL_CALL_NAME, args, Policy.HOLD
+            )
+            verdict = await self._model_verdict(call, kind)
+            if verdict.action is Action.HOLD:
+                await self._hold(verdict, call)
+            if verdict.action is Action.REUSE:
+                result = call.result
+                reply = ModelResult(result["response"], str(result.get("reasoning") or ""))
+                start = len(self.context.log.items)
+                reply = await _replay_reply(reply, on_reasoning, on_response)
+                self._mark_model_items(agent, start, call.id, "journal")
+                return reply
+            if verdict.action is Action.FAIL:
+                raise _recorded_failure(call)
+            if verdict.action is Action.RETRY:
+                run.seq[agent.number] = seq  # same position, attempt + 1
+            if verdict.action is not Action.RUN:
+                continue  # next (confirmed, no reply), abandoned or retried: ask again
+            await self.chats.ownership.gate(call)
+            start = len(self.context.log.items)
+            try:
+                reply = await effect()
+            except ModelError as exc:
+                error = {"error": "model_error", "status": exc.status, "message": str(exc)[:2000]}
+                await journal.aio.commit_result(call.id, error, failed=True)
+                failed = replace(call, state=CallState.FAILED, result=error)
+                verdict = await self._model_verdict(failed, kind)
+                if verdict.action is Action.FAIL:
+                    raise
+                if verdict.action is Action.HOLD:
+                    await self._hold(verdict, call)
+                run.seq[agent.number] = seq  # retried: same position, attempt + 1
+                continue
+            except InterventionException:
+                await journal.aio.commit_result(call.id, {"interrupted": True})
+                raise
+            except Exception as exc:  # not the provider (e.g. a stream extension): close the call
+                await self._failed(call, exc)
+                raise
+            fire("after_effect", MODEL_CALL_NAME)
+            self._mark_model_items(agent, start, call.id, "")
+            committed = {"response": reply.response, "reasoning": reply.reasoning}
+            await journal.aio.commit_result(call.id, committed)
+            fire("after_result", MODEL_CALL_NAME)
+            return reply
+
+    # seam 2: tool calls ----------------------------------------------------------------------
+    async def _reuse(self, agent: Agent, tool: Tool, call: Call) -> Response | None:
+        """What the journal already holds at this position, or None when the tool must run."""
+        verdict = judge(call, self.evidence(call))
         if verdict.action is Action.HOLD:
-            await _hold(session, verdict, call)
+            await self._hold(verdict, call)
+        if verdict.action is Action.REUSE:
+            return recorded_response(agent, call.result)
+        if verdict.action is Action.FAIL:
+            error = call.result if isinstance(call.result, dict) else {}
+            message = str(error.get("message") or "the tool failed")
+            if error.get("error") in ("repairable", results.NOT_STORABLE):
+                raise RepairableException(message)
+            raise RecordedToolError(message)
+        if verdict.action is Action.ABANDONED:
+            return Response(agent.read_prompt("fw.call_abandoned.md", tool_name=tool.name), False)
+        return None  # run, replay, or a child workflow that resumes
+
+    async def _forget_receipt(self, call: Call) -> None:
+        """The journal holds the call's result now: its shell receipt (with the command's
+        output, which may show a secret in clear) is no longer evidence of anything."""
+        if call.policy == Policy.SHELL and self.session.receipts is not None:
+            await asyncio.to_thread(self.session.receipts.discard, call.id)
+
+    async def tool_call(
+        self, agent: Agent, tool: Tool, effect: Callable[[], Awaitable[Response]]
+    ) -> Response:
+        """Journal one tool execution; reuse a committed result instead of running the tool."""
+        journal = self.journal
+        kind = CallKind.SUBORDINATE if tool.name == SUBORDINATE_TOOL else CallKind.TOOL
+        policy = await self.chats.policy.of(tool)
+        args = {"method": tool.method, "args": tool.args}
+        call, _seq = await self._intent(agent, kind, tool.name, args, policy)
+        child = kind == CallKind.SUBORDINATE and policy == Policy.CHILD
+        _mark_tool_item(self.state, tool, call, child)
+        reused = await self._reuse(agent, tool, call)
+        if reused is not None:
+            return reused
+        tool.call_identity = (call.id, digest(call.args))  # receipts name the call by it
+        await self.chats.ownership.gate(call)
+        try:
+            response = await effect()
+        except InterventionException:
+            await journal.aio.commit_result(
+                call.id, {"interrupted": True, "progress": tool.progress}
+            )
+            await self._forget_receipt(call)
+            raise
+        except CorruptRecord as exc:  # the tool met a damaged record (the plan): nothing was used
+            verdict = judge(call, Evidence(record_damage=exc.to_dict()))
+            await self._hold(verdict, call)
+        except Exception as exc:
+            await self._failed(call, exc)
+            await self._forget_receipt(call)
+            raise
+        fire("after_effect", tool.name)
+        if call.state == CallState.COMPLETED:  # a child workflow ran again: its answer must match
+            result = results.tool_result(response)
+            differs = digest(journal.masker.mask(result)) != call.result_digest
+            verdict = judge(call, self.evidence(call, child_answer_differs=differs))
+            if verdict.action is Action.HOLD:
+                await self._hold(verdict, call)
+            return response
+        durable = await results.commit(journal, agent, tool, call, response)
+        await self.fire_after_deferred("after_result", tool.name)
+        if durable:
+            await self._forget_receipt(call)
         return response
-    durable = await results.commit(journal, agent, tool, call, response)
-    await fire_after_deferred(session, "after_result", tool.name)
-    if durable:
-        await _forget_receipt(session, call)
-    return response
 
-
-# iteration end -----------------------------------------------------------------------------
-async def iteration_end(session: DurableSession, agent: Agent, *, final: bool) -> None:
-    """Checkpoint after each loop iteration. Agent 0's iterations also move the resume
-    base, except the last one (``final``): a resume replays that one instead of looping on."""
-    run: DurableRun = session.current_run()
-    context = session.context
-    if agent.number == 0 and run.start_agent == 0 and not final:
-        checkpoint.set_resume_base(context, run, agent, phase="iteration")
-    await checkpoint.write(context, run, session.journal)
-    for name in dict.fromkeys(run.iteration_calls.pop(agent.number, [])):
-        await fire_after_deferred(session, "after_checkpoint", name)
+    # iteration end -----------------------------------------------------------------------------
+    async def iteration_end(self, agent: Agent, *, final: bool) -> None:
+        """Checkpoint after each loop iteration. Agent 0's iterations also move the resume
+        base, except the last one (``final``): a resume replays that one instead of looping on."""
+        run: DurableRun = self.state
+        context = self.context
+        if agent.number == 0 and run.start_agent == 0 and not final:
+            checkpoint.set_resume_base(context, run, agent, phase="iteration")
+        await checkpoint.write(context, run, self.journal)
+        for name in dict.fromkeys(run.iteration_calls.pop(agent.number, [])):
+            await self.fire_after_deferred("after_checkpoint", name)

@@ -1,11 +1,13 @@
 """One durable session per chat: it owns the chat's life (docs/durability-loop.md).
 
-The session admits a message (or refuses it), creates the chat's one task (``spawn``, the
-only ``create_task`` of a chat) in which python/durable/driver.py drives the run to its
-end, holds the run for a person, and journals what Stop, reset and remove did. The loop
-reaches it through ``context.session`` (the ``ChatSession`` Protocol of
-python/helpers/chat_session.py): ``Agent.call_model`` and ``Agent.execute_tool`` each make
-one call into it (python/durable/seams.py), every iteration ends with ``iteration_end``.
+The session admits a message for ``DurableChats.submit`` (the one way in; ``communicate``
+and ``nudge`` go through it too), resumes a journaled run (``resume``: start-up, takeover,
+a decision), creates the chat's one task (``spawn``, the only ``create_task`` of a chat) in
+which the run's scope (python/durable/scope.py) drives the run to its end, and journals
+what Stop, reset and remove did. The loop reaches it through ``context.session`` (the
+``ChatSession`` Protocol of python/helpers/chat_session.py): ``Agent.call_model`` and
+``Agent.execute_tool`` each make one call into it, which the run scope of the calling task
+(``current_scope()``) carries out; every iteration ends with ``iteration_end``.
 """
 
 from __future__ import annotations
@@ -14,23 +16,22 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from agent import UserMessage
-from durability.errors import (
-    ActiveRunExists,
-    DurabilityError,
-    FencingLost,
-    InvalidTransition,
-    RunHeld,
-)
-from durability.status import RunStatus
-from python.durable import admission, driver, seams
+from durability import recovery
+from durability.errors import ActiveRunExists, CorruptRecord, DurabilityError, FencingLost
+from durability.status import HoldReason, RunStatus
+from durability.verdicts import Evidence, judge
+from python.durable import admission
 from python.durable.admission import Submission
-from python.durable.run import ClaimLost, DurableHold, DurableRun
+from python.durable.notices import stop_quietly, warn_held
+from python.durable.run import ClaimLost, DurableRun
+from python.durable.scope import RunScope, current_scope
 from python.helpers.chat_session import StreamCallback
+from python.helpers.errors import DomainError
 from python.helpers.models import ModelResult
 from python.helpers.tool import Response, Tool
 
@@ -38,9 +39,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent import Agent, AgentContext
     from durability import Journal
     from durability.adapters.shell import ShellReceipts
-    from durability.records import Admission, Call, Run
-    from python.durable.chats import DurableChats
-    from python.durable.scheduler import Scheduler
+    from durability.records import Admission, Run
+    from python.durable.ports import Chats
+    from python.helpers.scheduler import TaskScheduler
 
 logger = logging.getLogger("a0.durable")
 
@@ -48,10 +49,11 @@ logger = logging.getLogger("a0.durable")
 class DurableSession:
     """The durable life of one chat (one per AgentContext, made by DurableChats)."""
 
-    def __init__(self, context: AgentContext, chats: DurableChats) -> None:
+    def __init__(self, context: AgentContext, chats: Chats) -> None:
         self.context = context
         self.chats = chats
-        self.run: DurableRun | None = None  # the journaled run the chat is working on
+        #: The run the chat is working on: set and cleared only by ``RunScope.drive``.
+        self.run: RunScope | None = None
         self.journaled = False  # the chat has runs in the journal (see DurableChats.forget_purged)
         self.purged = False  # retention removed every run of the chat: journal nothing more
         self._task: asyncio.Task[str] | None = None
@@ -73,7 +75,7 @@ class DurableSession:
         return self.chats.receipts
 
     @property
-    def scheduler(self) -> Scheduler:
+    def scheduler(self) -> TaskScheduler:
         return self.chats.scheduler
 
     @property
@@ -88,11 +90,12 @@ class DurableSession:
         """True while a message to this chat is being admitted."""
         return self._admitting > 0
 
-    def current_run(self) -> DurableRun:
-        """The admitted run; the loop never runs outside one."""
-        if self.run is None:
+    def scope(self) -> RunScope:
+        """The run scope of the calling task; the loop never runs outside one."""
+        scope = current_scope()
+        if scope is None or scope is not self.run:
             raise RuntimeError(f"chat {self.context.id} has no admitted run to journal into")
-        return self.run
+        return scope
 
     # the chat's one task -----------------------------------------------------------------
     def spawn(
@@ -111,9 +114,7 @@ class DurableSession:
             self.chats.ownership.run_ended(ended)
         if task.cancelled():
             if run_id is not None and not self.chats.keeps_open(run_id):  # idempotent
-                self.chats.in_background(
-                    asyncio.to_thread(driver.stop_quietly, self.journal, run_id)
-                )
+                self.chats.in_background(asyncio.to_thread(stop_quietly, self.journal, run_id))
             return
         if task.exception() is not None:  # whoever awaited the task was told; no traceback
             error = type(task.exception()).__name__
@@ -134,31 +135,42 @@ class DurableSession:
         except asyncio.CancelledError:
             return await work, True
 
-    # admission ----------------------------------------------------------------------------
-    async def submit(self, msg: UserMessage) -> Submission:
-        """Admit a message through the journal and act on it.
+    # admission: the session's step of DurableChats.submit (the one way in) ------------------
+    async def admit(
+        self, msg: UserMessage, *, here: Agent | None = None, handed: bool = False
+    ) -> Submission:
+        """Admit a message to this chat through the journal and act on it (called by
+        ``DurableChats.submit`` only). ``here``: the chat's own task admits it (``communicate``
+        and ``nudge``, which masked it already) and drives a started run itself on that agent;
+        ``handed``: the message was handed to the working agent already (``communicate``
+        while the chat works) and is journaled as its intervention.
 
         Raises InputConflict (same id, other content), RunHeld (the chat waits for a
         decision) and ActiveRunExists (a run is open but not running in this process)."""
         self._admitting += 1
         try:
-            admission.mask_message(self.context, msg)
+            if here is None and not handed:
+                admission.mask_message(self.context, msg)
             content = await admission.content(self.journal, msg)
             async with self._admission:
-                return await self._submit(msg, content)
+                return await self._admit(msg, content, here, handed)
         finally:
             self._admitting -= 1
 
-    async def _submit(self, msg: UserMessage, content: admission.Content) -> Submission:
+    async def _admit(
+        self, msg: UserMessage, content: admission.Content, here: Agent | None, handed: bool
+    ) -> Submission:
         context = self.context
-        context.paused = False
-        running = self.is_running()
+        own = here is not None or handed  # the chat's own call: it unpaused already
+        if not own:
+            context.paused = False
+        running = handed or (here is None and self.is_running())
+        if handed:  # before the journal has it: a shared worker's poll never hands it again
+            self.local_inputs.add(content.input_id)
         try:
             adm, cancelled = await self._journal_admit(content, intervention=running)
-        except RunHeld:
-            raise
         except ActiveRunExists:
-            if not self.chats.ownership.others_may_run:
+            if here is not None or not self.chats.ownership.others_may_run:
                 raise
             # shared workers: the chat's run works on another worker; the message joins it
             # there (its owner hands it to the agent, python/durable/shared.py)
@@ -169,14 +181,22 @@ class DurableSession:
         if not adm.created:
             if cancelled:
                 raise asyncio.CancelledError
-            return await admission.duplicate(self.chats, adm, content.input_id)
+            owner = self.chats.get(adm.run.context_id)
+            return await admission.duplicate(self.journal, adm, content.input_id, owner)
         run = adm.run
         if running:  # the journal took it: the working agent gets it, whatever the caller does
-            if self.is_running():
+            if self.is_running() and not handed:
                 context.get_agent().intervention = msg
             input_id, task = content.input_id, self._task
             result = Submission(
                 "intervention", run.id, input_id, run.status, task, context_id=context.id
+            )
+        elif here is not None:  # the caller's task (the chat's) drives it
+            if cancelled:  # stopped while the journal admitted: the run ends at once
+                await self.stopped(run.id)
+            active = RunStatus.ACTIVE
+            result = Submission(
+                "started", run.id, run.input_id, active, self._task, None, context.id
             )
         else:  # the journal took it: it runs, whatever the caller does
             result = self.start(run, msg)
@@ -185,22 +205,28 @@ class DurableSession:
         return result
 
     def start(self, run: Run, msg: UserMessage) -> Submission:
-        """Run an input the journal just admitted for this chat."""
-        task = self.spawn(driver.run_admitted(self, run, msg, self.context.agent0), run_id=run.id)
+        """Run an input the journal just admitted for this chat, in the chat's task."""
+        agent = self.context.agent0
+        task = self.spawn(
+            self._scope_of(run.id, run.input_id, agent).start(msg, agent), run_id=run.id
+        )
         active = RunStatus.ACTIVE
         return Submission("started", run.id, run.input_id, active, task, None, self.context.id)
 
+    def _scope_of(self, run_id: str, input_id: str, agent: Agent) -> RunScope:
+        return RunScope(self, DurableRun(run_id, input_id, start_agent=agent.number))
+
     def communicate(self, msg: UserMessage) -> asyncio.Task[str]:
-        """``AgentContext.communicate``: a task that admits ``msg`` and runs it, or, while the
-        chat works, the intervention handed to the working agent (journaled meanwhile)."""
+        """``AgentContext.communicate``: a task that submits ``msg`` and runs it, or, while the
+        chat works, the intervention handed to the working agent (submitted meanwhile)."""
         self.context.paused = False
         self.context.last_message = datetime.now(UTC)
         admission.mask_message(self.context, msg)
         if self._task is not None and not self._task.done():
-            self._journal_intervention(msg)
             self.context.get_agent().intervention = msg
+            self.chats.in_background(self._submit_handed(msg))
             return self._task
-        return self.spawn(self._admit_and_run(msg, self.context.agent0))
+        return self.spawn(self._submit_here(msg, self.context.agent0))
 
     def nudge(self) -> asyncio.Task[str]:
         """Stop the run and start a new one on the working agent with the nudge message."""
@@ -209,41 +235,76 @@ class DurableSession:
         self.stop()
         self.context.paused = False
         msg = UserMessage(agent.read_prompt("fw.msg_nudge.md"))
-        return self.spawn(self._admit_and_run(msg, agent, after=previous))
+        return self.spawn(self._submit_here(msg, agent, after=previous))
 
-    async def _admit_and_run(
+    async def _submit_here(
         self, msg: UserMessage, agent: Agent, after: asyncio.Task[str] | None = None
     ) -> str:
+        """In the chat's task: submit ``msg``, then drive its run here (or answer as before)."""
         if after is not None and not after.done():
             with contextlib.suppress(BaseException):
                 await asyncio.wait([after])
-        content = await admission.content(self.journal, msg)
-        adm, cancelled = await self._journal_admit(content)
-        if cancelled:  # stopped while the journal admitted: the run it made ends at once
-            if adm.created:
-                await driver.stopped(self, adm.run.id)
-            raise asyncio.CancelledError
-        if not adm.created:
-            response = await asyncio.to_thread(
-                admission.recorded_response, self.journal, adm.run.id
-            )
-            return response or ""
-        return await driver.run_admitted(self, adm.run, msg, agent)
+        _chat, submitted = await self.chats.submit(self.context.id, msg, here=agent)
+        if submitted.kind == "started":
+            scope = self._scope_of(submitted.run_id, submitted.input_id, agent)
+            return await scope.start(msg, agent)
+        response = await asyncio.to_thread(
+            admission.recorded_response, self.journal, submitted.run_id
+        )
+        return response or ""
 
-    def _journal_intervention(self, msg: UserMessage) -> None:
-        context, journal = self.context, self.journal
+    async def _submit_handed(self, msg: UserMessage) -> None:
+        try:
+            await self.chats.submit(self.context.id, msg, handed=True)
+        except (DurabilityError, DomainError) as exc:
+            self.context.log.log(type="warning", content=f"intervention not journaled: {exc.code}")
 
-        async def admit() -> None:
+    # resume: start-up, takeover, a decision (the one way a journaled run continues) -------
+    def resume(self, run_id: str, permits: Mapping[str, str] | None = None) -> asyncio.Task[str]:
+        """Continue a journaled run from its resume base in the chat's task, replaying
+        committed calls (``permits``: what recovery allowed its open calls)."""
+        return self.spawn(self._resume(run_id, dict(permits or {})), run_id=run_id)
+
+    async def _resume(self, run_id: str, permits: dict[str, str]) -> str:
+        slots = self.chats.resume_slots
+        try:
+            await slots.acquire()
+        except asyncio.CancelledError:  # stopped while waiting for a slot
+            await self.stopped(run_id)
+            raise
+        try:
+            return await self._resume_in_slot(run_id, permits)
+        finally:
+            slots.release()
+
+    async def _resume_in_slot(self, run_id: str, permits: dict[str, str]) -> str:
+        try:
+            rebuilt = await RunScope.rebuilt(self, run_id, permits)
+        except asyncio.CancelledError:  # stopped while the run was being rebuilt
+            await self.stopped(run_id)
+            raise
+        except Exception as exc:  # rebuilding this run failed: hold it, the others go on
+            if isinstance(exc, CorruptRecord):
+                verdict = judge(None, Evidence(record_damage=exc.to_dict()))
+                reason, detail = str(verdict.reason), verdict.hold_detail()
+            else:
+                reason, detail = HoldReason.RECOVERY_ERROR, recovery.error_detail(exc, "resume")
             try:
-                content = await admission.content(journal, msg)
-                self.local_inputs.add(content.input_id)
-                await journal.aio.admit_intervention(
-                    context.id, content.input_id, content.digest, message=content.payload
-                )
-            except DurabilityError as exc:
-                context.log.log(type="warning", content=f"intervention not journaled: {exc.code}")
+                await self.journal.aio.mark_needs_attention(run_id, reason, detail)
+            except DurabilityError as again:
+                logger.warning("run %s could not be held: %s", run_id, again.code)
+            warn_held(self.context, run_id, reason, detail)
+            return ""
+        if rebuilt is None:
+            return ""
+        scope, agent, resume = rebuilt
+        return await scope.drive(agent, resume=resume)
 
-        self.chats.in_background(admit())
+    async def stopped(self, run_id: str) -> None:
+        """The run's task was cancelled: a Stop, reset or nudge ends the run (``stop``); a
+        server shutdown (or a shared worker's lost claim) leaves it active for recovery."""
+        if not self.chats.keeps_open(run_id):
+            await asyncio.shield(asyncio.to_thread(stop_quietly, self.journal, run_id))
 
     # control ------------------------------------------------------------------------------
     def stop(self) -> bool:
@@ -267,7 +328,7 @@ class DurableSession:
         self.context.close_shells()
         if not self.purged:
             self._note("context_removed")
-        self.chats.forget(self)
+        self.chats.forget(self.context)
 
     def _note(self, event_type: str) -> None:
         context_id, journal = self.context.id, self.journal
@@ -285,7 +346,7 @@ class DurableSession:
             return
         self.chats.in_background(asyncio.to_thread(write))
 
-    # the seams (python/durable/seams.py) ------------------------------------------------
+    # the seams: carried out by the run scope of the calling task (python/durable/seams.py)
     async def model_call(
         self,
         agent: Agent,
@@ -297,27 +358,21 @@ class DurableSession:
         on_response: StreamCallback | None = None,
     ) -> ModelResult:
         with self._fenced():
-            return await seams.model_call(
-                self,
-                agent,
-                messages,
-                kind,
-                effect,
-                on_reasoning=on_reasoning,
-                on_response=on_response,
+            return await self.scope().model_call(
+                agent, messages, kind, effect, on_reasoning=on_reasoning, on_response=on_response
             )
 
     async def tool_call(
         self, agent: Agent, tool: Tool, effect: Callable[[], Awaitable[Response]]
     ) -> Response:
         with self._fenced():
-            return await seams.tool_call(self, agent, tool, effect)
+            return await self.scope().tool_call(agent, tool, effect)
 
     async def iteration_end(self, agent: Agent, *, final: bool) -> None:
+        scope = self.scope()
         with self._fenced():
-            await seams.iteration_end(self, agent, final=final)
-        if self.run is not None:
-            await self.chats.ownership.after_iteration(self, self.run.run_id)
+            await scope.iteration_end(agent, final=final)
+        await self.chats.ownership.after_iteration(self.context, scope.run_id)
 
     @contextlib.contextmanager
     def _fenced(self) -> Iterator[None]:
@@ -331,19 +386,6 @@ class DurableSession:
             reason = str(exc.fields.get("reason") or "fencing_lost")
             refused = "effect not started" if "effect" in exc.fields else "write refused"
             raise ClaimLost(run_id, f"{refused}: {reason}") from None
-
-    async def before_effect(self, call: Call) -> None:
-        """Called right before an effect starts, after its intent is durable: the place
-        where a worker of a shared journal checks that it still holds the run's claim
-        (``Ownership.gate``; every effect may start with SQLite)."""
-        await self.chats.ownership.gate(call)
-
-    async def hold(self, reason: str, detail: Any = None) -> NoReturn:
-        """Hold the run for a person and unwind the chain."""
-        run = self.current_run()
-        with self._fenced(), contextlib.suppress(InvalidTransition):
-            await self.journal.aio.mark_needs_attention(run.run_id, reason, detail)
-        raise DurableHold(reason, detail)
 
 
 def session_of(context: AgentContext) -> DurableSession:

@@ -38,7 +38,6 @@ from durability.errors import DurabilityError, FencingLost
 from durability.status import TERMINAL_RUN_STATUSES, HoldReason, PlanAction, RunStatus
 from python.durable import takeover
 from python.durable.chats import MAX_PARALLEL_RESUMES
-from python.durable.resume import resume_run
 from python.durable.session import DurableSession, session_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -237,20 +236,18 @@ class SharedWorker:
         self._lost.discard(run_id)
         context = self.chats.get(claim.context_id)
         if context is not None and claim.previous_worker not in (None, self.worker_id):
-            await takeover.restore_resources(self, session_of(context), claim)
+            await takeover.restore_resources(self.resources, context, claim)
         return True
 
-    async def store_attachments(
-        self, session: DurableSession, run_id: str, paths: list[str]
-    ) -> None:
+    async def store_attachments(self, context: AgentContext, run_id: str, paths: list[str]) -> None:
         """A new run's attachments, stored encrypted for a worker that may take it over."""
         if self.resources is not None:
-            await takeover.store_attachments(self, session, run_id, paths)
+            await takeover.store_attachments(self.resources, context, run_id, paths)
 
-    async def after_iteration(self, session: DurableSession, run_id: str) -> None:
+    async def after_iteration(self, context: AgentContext, run_id: str) -> None:
         """After each checkpoint: store the work folder for a worker that may take over."""
         if self.resources is not None and self.cluster.is_live(run_id):
-            await takeover.snapshot_workdir(self, session, run_id)
+            await takeover.snapshot_workdir(self.resources, context, run_id)
 
     # the worker's loop: held runs, then a sweep ----------------------------------------------
     async def _run(self) -> None:
@@ -311,7 +308,7 @@ class SharedWorker:
             return
         logger.info("run %s is active again (a decision): resuming it here", run.id)
         await takeover.refresh_chat(self.chats, session)
-        resume_run(session, run.id)
+        session.resume(run.id)
 
     async def _deliver_interventions(self, session: DurableSession, run_id: str) -> None:
         """Messages admitted for this run through other workers reach the working agent."""
@@ -377,9 +374,9 @@ class SharedWorker:
         if session.is_running():  # the chat works on something else here: let it be
             logger.warning("run %s taken over but its chat is busy here", claim.run_id)
             return
-        await takeover.restore_resources(self, session, claim)
+        await takeover.restore_resources(self.resources, session.context, claim)
         logger.info("run %s taken over by %s: resuming", claim.run_id, self.worker_id)
-        task = resume_run(session, claim.run_id, plan.permits)
+        task = session.resume(claim.run_id, plan.permits)
         self._takeovers.add(task)
 
     def describe(self) -> dict[str, Any]:

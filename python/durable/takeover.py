@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from durability.errors import DurabilityError
-from python.durable import checkpoint, driver, rebuild
+from python.durable import checkpoint, notices, rebuild
 from python.durable.session import DurableSession, session_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent import AgentContext
     from durability.cluster import Claim
     from durability.records import Run
+    from durability.resources import SharedResources
     from python.durable.chats import DurableChats
-    from python.durable.shared import SharedWorker
 
 logger = logging.getLogger("a0.shared")
 
@@ -86,11 +86,11 @@ async def refresh_chat(chats: DurableChats, session: DurableSession) -> None:
 
 
 def warn_held(context: AgentContext, run: Run) -> None:
-    driver.warn_held(context, run.id, run.reason, run.reason_detail)
+    notices.warn_held(context, run.id, run.reason, run.reason_detail)
 
 
 # resources ---------------------------------------------------------------------------------
-def _private_dir(worker: SharedWorker, kind: str, claim: Claim) -> Path:
+def _private_dir(kind: str, claim: Claim) -> Path:
     """A new path under usr/shared/ (the restore creates it 0700)."""
     from python.helpers import files
 
@@ -100,35 +100,38 @@ def _private_dir(worker: SharedWorker, kind: str, claim: Claim) -> Path:
     return parent / kind
 
 
-def _restore_resources(worker: SharedWorker, context: AgentContext, claim: Claim) -> dict[str, Any]:
-    resources = worker.resources
+def _restore_resources(
+    resources: SharedResources, context: AgentContext, claim: Claim
+) -> dict[str, Any]:
     restored: dict[str, Any] = {}
-    if resources is None:
-        return restored
     folder = resources.latest(claim.context_id, "workdir")
     if folder is not None:
-        target = resources.restore(folder.id, _private_dir(worker, "workdir", claim))
+        target = resources.restore(folder.id, _private_dir("workdir", claim))
         for agent in context.agents():
             agent.config.workdir = str(target)
         context.config.workdir = str(target)
         restored["workdir"] = str(target)
     attachments = resources.latest(claim.context_id, "attachments", run_id=claim.run_id)
     if attachments is not None:
-        target = resources.restore(attachments.id, _private_dir(worker, "attachments", claim))
+        target = resources.restore(attachments.id, _private_dir("attachments", claim))
         restored["attachments"] = str(target)
     return restored
 
 
-async def restore_resources(worker: SharedWorker, session: DurableSession, claim: Claim) -> None:
+async def restore_resources(
+    resources: SharedResources | None, context: AgentContext, claim: Claim
+) -> None:
     """The chat's work folder and the run's attachments, from the journal, each into a new
     private directory on this worker (never merged into an existing folder)."""
+    if resources is None:
+        return
     try:
-        restored = await asyncio.to_thread(_restore_resources, worker, session.context, claim)
+        restored = await asyncio.to_thread(_restore_resources, resources, context, claim)
     except DurabilityError as exc:
         logger.warning("run %s: resources not restored (%s)", claim.run_id, exc.code)
         return
     if restored:
-        session.context.close_shells()  # shells start in the restored folder
+        context.close_shells()  # shells start in the restored folder
         logger.info("run %s: resources restored into %s", claim.run_id, ", ".join(restored))
 
 
@@ -150,14 +153,12 @@ def _attachment_files(paths: list[str]) -> dict[str, bytes]:
 
 
 async def store_attachments(
-    worker: SharedWorker, session: DurableSession, run_id: str, paths: list[str]
+    resources: SharedResources, context: AgentContext, run_id: str, paths: list[str]
 ) -> None:
     """Store a new run's attachments, encrypted, for the worker that may continue it; a
     refusal (a hostile name, over the size limit) is logged and never stops the run."""
-    resources = worker.resources
-    if resources is None or not paths:
+    if not paths:
         return
-    context = session.context
 
     def store() -> int:
         files = _attachment_files(paths)
@@ -178,16 +179,13 @@ async def store_attachments(
     logger.info("run %s: %d attachment(s) stored for other workers", run_id, stored)
 
 
-async def snapshot_workdir(worker: SharedWorker, session: DurableSession, run_id: str) -> None:
+async def snapshot_workdir(resources: SharedResources, context: AgentContext, run_id: str) -> None:
     """Store the chat's work folder (only changed files) for the worker that may continue
     the run; a failure is logged and never stops the run."""
-    resources = worker.resources
-    if resources is None:
-        return
-    folder = session.context.config.workdir_path()
+    folder = context.config.workdir_path()
     if not folder.is_dir():
         return
-    context_id = session.context.id
+    context_id = context.id
 
     def capture() -> None:
         previous = resources.latest(context_id, "workdir")

@@ -140,11 +140,11 @@ class Runtime:
         self, ctx_id: str, message: UserMessage, *, follow_input: bool = False
     ) -> tuple[AgentContext | None, Submission]:
         """Take a message for the chat ``ctx_id`` (a new chat when empty) and start its run:
-        the one admission path of every message endpoint (``DurableChats.admit``)."""
+        the one admission path of every message endpoint (``DurableChats.submit``)."""
         if self._stopping:
             raise ShuttingDown("The server is shutting down.")
         self.refresh_masker()
-        return await self.chats.admit(ctx_id, message, follow_input=follow_input)
+        return await self.chats.submit(ctx_id, message, follow_input=follow_input)
 
     def cancel_chat(self, ctx_id: str) -> int:
         """Stop the chat's running task (the Stop button); returns how many were stopped."""

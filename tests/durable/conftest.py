@@ -13,7 +13,7 @@ import pytest
 
 from agent import AgentConfig, AgentContext, UserMessage
 from durability import Journal, failpoints
-from python.durable import DurableChats
+from python.durable import DurableChats, Submission
 from python.durable.rebuild import restore_contexts
 from python.durable.resume import recover
 from python.helpers import files
@@ -89,6 +89,11 @@ class Harness:
 
     def chat(self) -> AgentContext:
         return self.chats.create()
+
+    async def submit(self, ctx: AgentContext, msg: UserMessage) -> Submission:
+        """A message into a chat through the one way in (``DurableChats.submit``)."""
+        _chat, submission = await self.chats.submit(ctx.id, msg)
+        return submission
 
     async def send(
         self, ctx: AgentContext, text: str, input_id: str | None = None, timeout: float = TIMEOUT

@@ -9,7 +9,7 @@ import pytest
 
 from agent import UserMessage
 from durability import RunHeld
-from python.durable import admission, decisions, session_of
+from python.durable import admission, decisions
 from tests.durable.conftest import prompt_text, side_effects
 
 pytestmark = pytest.mark.unit
@@ -50,7 +50,7 @@ async def test_side_effect_tool_without_adapter(harness, monkeypatch, boundary):
         assert [p.action for p in plans] == ["hold"]
         assert any(i["type"] == "warning" for i in restored.log.output())
         with pytest.raises(RunHeld):
-            await session_of(restored).submit(UserMessage("anything else?"))
+            await harness.submit(restored, UserMessage("anything else?"))
     else:
         assert admission.recorded_response(harness.journal, run.id) == "paid"
         assert harness.model.calls == 2, "committed model replies are reused"
@@ -201,7 +201,7 @@ async def test_corrupt_checkpoint_holds_and_the_chat_refuses_messages(harness, m
     assert [p.action for p in plans] == ["hold"]
     assert (run.status, run.reason) == ("needs_attention", "corrupt_checkpoint")
     with pytest.raises(RunHeld):
-        await session_of(harness.get(ctx.id)).submit(UserMessage("hello?"))
+        await harness.submit(harness.get(ctx.id), UserMessage("hello?"))
     version = run.version
     await harness.restart()
     assert harness.run_of(ctx.id).version == version, "held runs are not touched by restarts"
@@ -443,7 +443,7 @@ async def test_an_intervention_in_agent_0_survives_a_later_crash(harness, monkey
     monkeypatch.setenv(failpoints.CRASH_AT_ENV, "after_result")
     monkeypatch.setenv(failpoints.CRASH_MATCH_ENV, "side_effect")
     with failpoints.raise_instead():
-        started = await session_of(ctx).submit(UserMessage("wait", id="in-1"))
+        started = await harness.submit(ctx, UserMessage("wait", id="in-1"))
 
         def wait_running() -> bool:
             calls = harness.journal.open_intents(started.run_id)
@@ -454,7 +454,7 @@ async def test_an_intervention_in_agent_0_survives_a_later_crash(harness, monkey
                 await asyncio.sleep(0.02)
 
         await asyncio.wait_for(poll(), 30)
-        await session_of(ctx).submit(UserMessage("stop waiting, pay now", id="in-2"))
+        await harness.submit(ctx, UserMessage("stop waiting, pay now", id="in-2"))
         with pytest.raises(failpoints.SimulatedCrash):
             await asyncio.wait_for(started.task, 30)
     monkeypatch.delenv(failpoints.CRASH_AT_ENV)

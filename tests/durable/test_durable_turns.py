@@ -10,7 +10,7 @@ import pytest
 
 from agent import AgentContext, UserMessage
 from durability import InputConflict, RunHeld
-from python.durable import admission, decisions, session_of
+from python.durable import admission, decisions
 from tests.durable.conftest import TIMEOUT, prompt_text, side_effects
 
 pytestmark = pytest.mark.unit
@@ -53,11 +53,11 @@ async def test_a_journaled_turn_records_every_call_and_a_checkpoint_per_iteratio
 async def test_duplicate_input_returns_the_recorded_answer_without_a_model_call(harness):
     harness.model.tool("response", {"text": "first answer"})
     ctx = harness.chat()
-    first = await session_of(ctx).submit(UserMessage("question", id="input-1"))
+    first = await harness.submit(ctx, UserMessage("question", id="input-1"))
     assert first.kind == "started" and first.input_id == "input-1"
     assert await asyncio.wait_for(first.task, TIMEOUT) == "first answer"
     calls = harness.model.calls
-    again = await session_of(ctx).submit(UserMessage("question", id="input-1"))
+    again = await harness.submit(ctx, UserMessage("question", id="input-1"))
     assert (again.kind, again.run_id, again.status) == ("duplicate", first.run_id, "completed")
     assert again.response == "first answer" and again.task is None
     assert harness.model.calls == calls, "a duplicate input never calls the model"
@@ -65,7 +65,7 @@ async def test_duplicate_input_returns_the_recorded_answer_without_a_model_call(
     assert await harness.send(ctx, "question", input_id="input-1") == "first answer"
     assert harness.model.calls == calls
     with pytest.raises(InputConflict) as err:
-        await session_of(ctx).submit(UserMessage("another question", id="input-1"))
+        await harness.submit(ctx, UserMessage("another question", id="input-1"))
     assert err.value.code == "input_conflict"
     assert len(harness.journal.list_runs(context_id=ctx.id)) == 1
 
@@ -81,7 +81,7 @@ async def test_generated_input_ids_and_attachment_digests(harness, tmp_path):
     assert before != after, "the attachment's content is part of the digest"
     harness.model.tool("response", {"text": "ok"})
     ctx = harness.chat()
-    submission = await session_of(ctx).submit(msg)
+    submission = await harness.submit(ctx, msg)
     assert len(submission.input_id) == 32 and msg.id == submission.input_id
     await asyncio.wait_for(submission.task, TIMEOUT)
 
@@ -90,14 +90,14 @@ async def test_a_message_during_a_run_is_a_journaled_intervention(harness):
     harness.model.tool("wait", {"seconds": 60})
     harness.model.tool("response", {"text": "stopped waiting"})
     ctx = harness.chat()
-    started = await session_of(ctx).submit(UserMessage("wait a minute", id="in-a"))
+    started = await harness.submit(ctx, UserMessage("wait a minute", id="in-a"))
 
     async def tool_logged() -> None:
         while not any("wait" in str(i.get("heading")) for i in ctx.log.output()):
             await asyncio.sleep(0.02)
 
     await asyncio.wait_for(tool_logged(), TIMEOUT)
-    second = await session_of(ctx).submit(UserMessage("answer now", id="in-b"))
+    second = await harness.submit(ctx, UserMessage("answer now", id="in-b"))
     assert second.kind == "intervention" and second.run_id == started.run_id
     assert await asyncio.wait_for(started.task, TIMEOUT) == "stopped waiting"
     assert "answer now" in prompt_text(harness.model.requests[1])
@@ -119,7 +119,7 @@ async def test_a_failed_model_call_holds_until_a_retry_grant(harness):
     assert [c.state for c in harness.journal.list_calls(run.id)] == ["failed"]
     assert any(i["type"] == "warning" for i in ctx.log.output())
     with pytest.raises(RunHeld):
-        await session_of(ctx).submit(UserMessage("another"))
+        await harness.submit(ctx, UserMessage("another"))
     harness.model.tool("response", {"text": "recovered"})
     await decisions.grant_retries(harness.chats, run.id, 1, actor="tester")
     assert await harness.settle(ctx.id) == "recovered"
@@ -224,13 +224,13 @@ async def test_run_outcome_for_clients(harness):
     harness.model.tool("response", {"text": "ok"})
     harness.model.fail(400)
     ctx, held = harness.chat(), harness.chat()
-    done = await session_of(ctx).submit(UserMessage("hi"))
+    done = await harness.submit(ctx, UserMessage("hi"))
     await asyncio.wait_for(done.task, TIMEOUT)
     assert await admission.outcome(harness.journal, done, None) == ("completed", "ok")
-    stuck = await session_of(held).submit(UserMessage("hi"))
+    stuck = await harness.submit(held, UserMessage("hi"))
     assert await asyncio.wait_for(stuck.task, TIMEOUT) == ""
     assert await admission.outcome(harness.journal, stuck, "") == ("needs_attention", None)
-    again = await session_of(ctx).submit(UserMessage("hi", id=done.input_id))
+    again = await harness.submit(ctx, UserMessage("hi", id=done.input_id))
     assert again.kind == "duplicate"
     assert await admission.outcome(harness.journal, again, None) == ("completed", "ok")
 
@@ -256,7 +256,7 @@ async def test_racing_new_chats_for_one_input_leave_one_chat(harness):
 
     harness.chats.create = counted  # type: ignore[method-assign]
     copies = [UserMessage("pay once", id="in-race") for _ in range(3)]
-    racers = [harness.chats.submit_new_chat(f"new-{i}", msg) for i, msg in enumerate(copies)]
+    racers = [harness.chats._submit_new_chat(f"new-{i}", msg) for i, msg in enumerate(copies)]
     subs = await asyncio.gather(*racers)
 
     assert len(created) == 1
@@ -278,7 +278,7 @@ async def test_an_input_whose_chat_cannot_be_built_is_withdrawn(harness, monkeyp
 
     monkeypatch.setattr(harness.chats, "create", broken)
     with pytest.raises(RuntimeError):
-        await harness.chats.submit_new_chat("never-built", UserMessage("hi", id="in-w"))
+        await harness.chats._submit_new_chat("never-built", UserMessage("hi", id="in-w"))
     assert harness.journal.list_runs() == []
     assert harness.journal.input_context("in-w") is None  # the id is free again
     assert AgentContext.get("never-built") is None
@@ -289,7 +289,7 @@ async def test_a_stop_before_the_run_began_still_ends_it(harness):
     active for nobody (the chat would refuse every later message with active_run_exists)."""
     harness.model.tool("response", {"text": "later"})
     ctx = harness.chat()
-    started = await session_of(ctx).submit(UserMessage("go"))
+    started = await harness.submit(ctx, UserMessage("go"))
     assert started.task is not None
     ctx.kill_process()  # the task has not started yet
     with pytest.raises(asyncio.CancelledError):

@@ -9,7 +9,9 @@ neither python/server nor python/api; python/server never imports python/api (it
 the endpoints by name). The HTTP libraries (starlette, uvicorn, python-multipart) are
 imported only by python/server, python/api and run_ui.py, so nothing below the edge can
 raise or catch an HTTP error. Imports inside ``if TYPE_CHECKING:`` are ignored (they never
-run); imports inside functions count.
+run); imports inside functions count. Inside the packages of ``CIRCLE_FREE_PACKAGES`` no
+circle is allowed even counting the ``if TYPE_CHECKING:`` imports (issue #18: each reads
+from its bottom module up).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
 TOP_MODULES = ("agent.py", "run_ui.py")
 PACKAGES = ("python", "durability")
+#: Packages without an import circle even when type-only imports count.
+CIRCLE_FREE_PACKAGES = ("python.durable", "durability.journal", "durability.store")
 
 
 @dataclass(frozen=True)
@@ -58,8 +62,8 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def _statements(node: ast.AST, type_checking: bool = False) -> Iterator[ast.AST]:
-    """Every node below ``node``, skipping the body of ``if TYPE_CHECKING:`` blocks unless
-    ``type_checking``."""
+    """Every node below ``node``, skipping the body of ``if TYPE_CHECKING:`` blocks
+    unless ``type_checking``."""
     for child in ast.iter_child_nodes(node):
         if not type_checking and isinstance(child, ast.If) and _is_type_checking(child.test):
             for other in child.orelse:
@@ -71,10 +75,10 @@ def _statements(node: ast.AST, type_checking: bool = False) -> Iterator[ast.AST]
 
 
 def imports_of(
-    root: Path, path: Path, modules: set[str], type_checking: bool = False
+    root: Path, path: Path, modules: set[str], *, type_checking: bool = False
 ) -> list[Import]:
     """What ``path`` imports: project modules by full name, anything else by top name
-    (with ``type_checking``, the imports inside ``if TYPE_CHECKING:`` too)."""
+    (``type_checking``: the imports of ``if TYPE_CHECKING:`` blocks too)."""
     name = module_name(root, path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = []
@@ -105,11 +109,18 @@ def _target(dotted: str, modules: set[str]) -> str:
     return parts[0]
 
 
-def import_graph(root: Path, type_checking: bool = False) -> tuple[set[str], list[Import]]:
+def import_graph(root: Path, *, type_checking: bool = False) -> tuple[set[str], list[Import]]:
     files = project_files(root)
     modules = {module_name(root, p) for p in files}
-    edges = [i for p in files for i in imports_of(root, p, modules, type_checking)]
+    edges = [i for p in files for i in imports_of(root, p, modules, type_checking=type_checking)]
     return modules, edges
+
+
+def package_circles(root: Path, package: str) -> list[list[str]]:
+    """The import circles among the modules of ``package``, type-only imports counted."""
+    modules, edges = import_graph(root, type_checking=True)
+    inside = {m for m in modules if _in(m, package)}
+    return cycles(inside, [e for e in edges if e.module in inside])
 
 
 def cycles(modules: set[str], edges: Iterable[Import]) -> list[list[str]]:
@@ -281,6 +292,22 @@ def test_type_checking_imports_are_ignored(tmp_path):
     assert violations(root) == []
 
 
+@pytest.mark.parametrize("package", CIRCLE_FREE_PACKAGES)
+def test_no_import_circle_in_the_package_even_counting_type_only_imports(package):
+    assert package_circles(ROOT, package) == []
+
+
+def test_a_type_only_import_circle_is_found(tmp_path):
+    root = _copy_tree(tmp_path)
+    package = root / "python" / "durable"
+    (package / "_a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from python.durable._b import B\n"
+    )
+    (package / "_b.py").write_text("from python.durable import _a\n")
+    assert ["python.durable._a", "python.durable._b"] in package_circles(root, "python.durable")
+    assert violations(root) == []  # the arrows between packages still ignore type-only imports
+
+
 def test_no_api_error_below_the_edge():
     """The glue and the tools raise domain errors (python/helpers/errors.py): no name of
     the edge's error (``ApiError``, which once carried an HTTP status) appears there."""
@@ -290,36 +317,3 @@ def test_no_api_error_below_the_edge():
     ]
     found = [str(p.relative_to(ROOT)) for p in below if "ApiError" in p.read_text(encoding="utf-8")]
     assert found == []
-
-
-#: Packages without a circle of imports even when ``if TYPE_CHECKING:`` imports count (a
-#: reader following the imports never climbs back; issue #18). Add a package here once its
-#: circle is broken.
-WITHOUT_TYPE_CHECKING_CIRCLES = ("durability.journal", "durability.store")
-
-
-def circles_within(root: Path, package: str) -> list[list[str]]:
-    """The circles among ``package``'s modules, ``if TYPE_CHECKING:`` imports counted."""
-    modules, edges = import_graph(root, type_checking=True)
-    inside = {m for m in modules if _in(m, package)}
-    return cycles(inside, [e for e in edges if e.module in inside])
-
-
-@pytest.mark.parametrize("package", WITHOUT_TYPE_CHECKING_CIRCLES)
-def test_no_circle_even_counting_type_checking_imports(package):
-    assert circles_within(ROOT, package) == []
-
-
-def test_a_circle_through_type_checking_imports_is_found(tmp_path):
-    root = _copy_tree(tmp_path)
-    journal = root / "durability" / "journal"
-    (journal / "_probe_a.py").write_text("from durability.journal import _probe_b  # noqa\n")
-    (journal / "_probe_b.py").write_text(
-        "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n"
-        "    from durability.journal._probe_a import x\n"
-    )
-    assert circles_within(root, "durability.journal") == [
-        ["durability.journal._probe_a", "durability.journal._probe_b"]
-    ]
-    assert violations(root) == []  # at run time there is no circle

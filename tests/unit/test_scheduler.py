@@ -49,7 +49,7 @@ class FakeChats:
         self.chats[chat_id] = FakeChat(chat_id, self)
         return self.chats[chat_id]
 
-    async def admit(
+    async def submit(
         self, chat_id: str, message, *, create: str | None = None
     ) -> tuple[FakeChat | None, SimpleNamespace]:
         content = {"message": message.message, "system_message": message.system_message}
@@ -276,7 +276,7 @@ async def test_the_clock_offset_is_read_from_the_environment():
 async def test_one_task_failing_never_stops_the_others(scheduler, clock, chats, journal):
     doomed = await scheduler.create(task_input(name="doomed"), actor="user")
     other = await scheduler.create(task_input(name="other"), actor="user")
-    admit = chats.admit
+    admit = chats.submit
 
     async def admit_then_delete(chat_id, message, **kwargs):
         answer = await admit(chat_id, message, **kwargs)
@@ -284,7 +284,7 @@ async def test_one_task_failing_never_stops_the_others(scheduler, clock, chats, 
             journal.delete_task(doomed["uuid"])  # deleted while it was being fired
         return answer
 
-    chats.admit = admit_then_delete
+    chats.submit = admit_then_delete
     clock.now += 31
     firings, _ = await scheduler.tick()
     kinds = {f.task_id: (f.kind, f.reason) for f in firings}
