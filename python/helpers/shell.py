@@ -121,7 +121,7 @@ class ShellSession:
         self._reader: asyncio.Task | None = None
         self._marker = ""
         self._count = 0
-        self._tail: _OutputTail | None = None
+        self._tail: Any = None  # _OutputTail (or a remote session's tail)
         self.running = False
 
     # -- lifecycle ------------------------------------------------------------
@@ -354,8 +354,15 @@ class ShellSessions:
         self.cwd = Path(cwd)
         self.sessions: dict[int, ShellSession] = {}
 
-    async def get(self, number: int, ssh: Any = None, any_kind: bool = False) -> ShellSession:
-        """Session ``number``: local, or on the SSH target ``ssh`` (an ``SshTarget``).
+    async def get(
+        self,
+        number: int,
+        ssh: Any = None,
+        any_kind: bool = False,
+        remote: Callable[[Any, Path], ShellSession] | None = None,
+    ) -> ShellSession:
+        """Session ``number``: local, or on the SSH target ``ssh`` (an ``SshTarget``), made
+        by ``remote(ssh, cwd)`` (python/helpers/ssh_shell.py's ``SshShellSession``).
 
         A session of the other kind (or for another target) is closed and replaced, as
         upstream drops its sessions when SSH is switched; ``any_kind`` keeps whatever runs
@@ -369,10 +376,10 @@ class ShellSessions:
                 await session.close()
             if ssh is None:
                 session = ShellSession(self.cwd)
+            elif remote is None:
+                raise ShellError("no SSH session type was given")
             else:
-                from python.helpers.ssh_shell import SshShellSession
-
-                session = SshShellSession(ssh, self.cwd)
+                session = remote(ssh, self.cwd)
             self.sessions[number] = session
             try:
                 await session.start()

@@ -85,12 +85,13 @@ class SshShellSession(ShellSession):
         self.remote_dir = ""
         self.receipts_folder = ""
         self.first_use: str | None = None  # the key line recorded at the first connection
+        self.channel: Any = None  # the asyncssh process running bash on the host
         self._pid = 0
         self._tail_complete = False
 
     @property
     def alive(self) -> bool:
-        return self.proc is not None and not self._eof and self.conn is not None
+        return self.channel is not None and not self._eof and self.conn is not None
 
     async def start(self) -> None:
         try:
@@ -114,7 +115,7 @@ class SshShellSession(ShellSession):
         )
         first = await asyncio.wait_for(proc.stdout.readline(), 30)
         self._pid = int(first.strip() or 0)
-        self.proc = proc
+        self.channel = proc
         self._buf, self._eof, self.running = "", False, False
         self._data = asyncio.Event()
         self._reader = asyncio.create_task(self._read_remote(proc))
@@ -136,7 +137,7 @@ class SshShellSession(ShellSession):
 
     async def close(self) -> None:
         """Kill the remote shell's process group, remove its folder, close the link."""
-        proc, self.proc = self.proc, None
+        proc, self.channel = self.channel, None
         conn, self.conn = self.conn, None
         if conn is not None:
             with contextlib.suppress(Exception):
@@ -213,16 +214,16 @@ class SshShellSession(ShellSession):
         return super()._take_safe()
 
     async def _write(self, text: str) -> None:
-        if self.proc is None:
+        if self.channel is None:
             raise ShellError("the session is not running")
         try:
-            self.proc.stdin.write(text.encode("utf-8"))
-            await self.proc.stdin.drain()
+            self.channel.stdin.write(text.encode("utf-8"))
+            await self.channel.stdin.drain()
         except Exception as e:
             raise ShellError("the session ended") from e
 
     async def _returncode(self) -> int | None:
-        proc = self.proc
+        proc = self.channel
         if proc is None:
             return None
         with contextlib.suppress(Exception):

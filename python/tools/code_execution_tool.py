@@ -152,11 +152,12 @@ async def open_session(agent: Any, number: int, any_kind: bool = False) -> Shell
     """Session ``number``, on the SSH host when ``code_exec_ssh_enabled`` is on; a refusal
     (``Response``) when that host cannot be used: the command never runs elsewhere instead."""
     from durability.adapters.ssh import SshError
-    from python.helpers.ssh_shell import target_from_settings
+    from python.helpers.ssh_shell import SshShellSession, target_from_settings
 
     target = target_from_settings(agent.config.settings, files.usr_dir())
+    shells = agent.context.shells
     try:
-        return await agent.context.shells.get(number, ssh=target, any_kind=any_kind)
+        return await shells.get(number, ssh=target, any_kind=any_kind, remote=SshShellSession)
     except SshError as e:
         return ssh_refusal(number, e)
     except Exception as e:  # the link broke while the session started
