@@ -118,40 +118,16 @@ class ShellReceipts:
     def output_path(self, call_id: str) -> Path:
         return self.folder / f"{call_id}.out"
 
+    def remote_path(self, call_id: str) -> Path:
+        return self.folder / f"{call_id}.remote"
+
     # -- writing (done by the shell) ------------------------------------------
     def wrap(self, call_id: str, args_digest: str, script_path: Path) -> str:
         """One line of bash: start marker, the sourced script (output to file), exit marker."""
         _check_identity(call_id, args_digest)
         if self.start_path(call_id).exists() or self.exit_path(call_id).exists():
             raise ReceiptExists("a receipt for this call already exists", call_id=call_id)
-        q = shlex.quote
-        folder = q(str(self.folder))
-        out = q(str(self.output_path(call_id)))
-        start, start_tmp = q(str(self.start_path(call_id))), q(f"{self.start_path(call_id)}.tmp")
-        done, done_tmp = q(str(self.exit_path(call_id))), q(f"{self.exit_path(call_id)}.tmp")
-        ids = f"{q(call_id)} {q(args_digest)}"
-        now = '"$(command -p date +%s.%N)"'
-        guard = "set +eu +o pipefail; umask 077"
-        write_start = (
-            f"( {guard}; : > {out}"
-            f' && command -p printf {q(_START_FORMAT)} {ids} {now} "$$" > {start_tmp}'
-            f" && command -p sync {start_tmp} && command -p mv -f {start_tmp} {start}"
-            f" && command -p sync {folder} )"
-        )
-        write_exit = (
-            f'( rc=$?; {guard}; n=$(command -p stat -c %s {out} 2>/dev/null); n="${{n:-0}}"'
-            f'; h=$(command -p head -c "$n" {out} 2>/dev/null | command -p sha256sum)'
-            f'; h="${{h%% *}}"'
-            f' ; {{ command -p printf {q(_EXIT_FORMAT)} {ids} "$rc" "$h" "$n"'
-            f" {q(call_id + '.out')} {now} > {done_tmp}"
-            f" && command -p sync {done_tmp} && command -p mv -f {done_tmp} {done}"
-            f" && command -p sync {folder}; }} || command -p printf '%s\\n' {q(_EXIT_FAILED)}"
-            f'; exit "$rc" )'
-        )
-        return (
-            f"if {write_start}; then . {q(str(script_path))} > {out} 2>&1; {write_exit}; "
-            f"else command -p printf '%s\\n' {q(_START_FAILED)}; (exit 125); fi"
-        )
+        return wrap_command(str(self.folder), call_id, args_digest, str(script_path))
 
     def mark_started(self, call_id: str, args_digest: str) -> None:
         """Write only a start marker, from this process: for an effect that no shell wraps
@@ -166,15 +142,40 @@ class ShellReceipts:
             "started_at": time.time(),
             "shell_pid": os.getpid(),
         }
-        text = json.dumps(marker, separators=(",", ":"))
-        tmp = Path(f"{self.start_path(call_id)}.tmp")
+        self._write_durably(self.start_path(call_id), marker)
+
+    def mark_remote(self, call_id: str, args_digest: str, where: Mapping[str, Any]) -> None:
+        """Record, before a command starts on another host, where its receipt will be.
+
+        The pointer ``<call_id>.remote`` names the host and the remote folder; local
+        ``inspect`` then never says "never started" for the call (it says ``unknown`` with
+        ``detail.remote``), so only the SSH adapter (durability/adapters/ssh.py), which
+        reads the remote markers, can prove more."""
+        _check_identity(call_id, args_digest)
+        existing = (self.start_path(call_id), self.exit_path(call_id), self.remote_path(call_id))
+        if any(path.exists() for path in existing):
+            raise ReceiptExists("a receipt for this call already exists", call_id=call_id)
+        self._write_durably(
+            self.remote_path(call_id),
+            {"call_id": call_id, "args_digest": args_digest, **dict(where)},
+        )
+
+    def remote_pointer(self, call_id: str) -> dict[str, Any] | None:
+        """The ``.remote`` pointer of a call (None when the call ran here or not at all)."""
+        if not isinstance(call_id, str) or not _CALL_ID.match(call_id):
+            return None
+        return _read_marker(self.remote_path(call_id), {"call_id": str, "args_digest": str})
+
+    def _write_durably(self, path: Path, value: Mapping[str, Any]) -> None:
+        text = json.dumps(value, separators=(",", ":"))
+        tmp = Path(f"{path}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             os.write(fd, (text + "\n").encode("utf-8"))
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, self.start_path(call_id))
+        os.replace(tmp, path)
         dir_fd = os.open(self.folder, os.O_RDONLY)
         try:
             os.fsync(dir_fd)
@@ -190,6 +191,11 @@ class ShellReceipts:
         if not start_file.exists():
             if exit_file.exists():
                 return _rejected(call_id, "exit_without_start")
+            if self.remote_path(call_id).exists():  # ran on another host: only it can say
+                pointer = self.remote_pointer(call_id)
+                if pointer is None:
+                    return _rejected(call_id, "malformed_receipt", marker="remote")
+                return ReceiptVerdict(UNKNOWN, call_id, detail={"remote": pointer})
             return ReceiptVerdict(NEVER_STARTED, call_id)
         start = _read_marker(start_file, _START_FIELDS)
         if start is None:
@@ -274,7 +280,15 @@ class ShellReceipts:
         """Remove one call's receipt files (after its result is committed, or by retention)."""
         if not isinstance(call_id, str) or not _CALL_ID.match(call_id):
             return
-        for suffix in (".start", ".exit", ".out", ".start.tmp", ".exit.tmp"):
+        for suffix in (
+            ".start",
+            ".exit",
+            ".out",
+            ".remote",
+            ".start.tmp",
+            ".exit.tmp",
+            ".remote.tmp",
+        ):
             with contextlib.suppress(FileNotFoundError):
                 (self.folder / f"{call_id}{suffix}").unlink()
 
@@ -296,6 +310,40 @@ class ShellReceipts:
         """Remove every receipt (tests and full resets only)."""
         shutil.rmtree(self.folder, ignore_errors=True)
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def wrap_command(folder: str, call_id: str, args_digest: str, script_path: str) -> str:
+    """The receipt wrapper as one line of bash, for a receipts folder on whichever host
+    runs it (local sessions and SSH sessions use the same line)."""
+    _check_identity(call_id, args_digest)
+    q = shlex.quote
+    base = folder.rstrip("/") + "/" + call_id
+    out = q(f"{base}.out")
+    start, start_tmp = q(f"{base}.start"), q(f"{base}.start.tmp")
+    done, done_tmp = q(f"{base}.exit"), q(f"{base}.exit.tmp")
+    ids = f"{q(call_id)} {q(args_digest)}"
+    now = '"$(command -p date +%s.%N)"'
+    guard = "set +eu +o pipefail; umask 077"
+    write_start = (
+        f"( {guard}; : > {out}"
+        f' && command -p printf {q(_START_FORMAT)} {ids} {now} "$$" > {start_tmp}'
+        f" && command -p sync {start_tmp} && command -p mv -f {start_tmp} {start}"
+        f" && command -p sync {q(folder)} )"
+    )
+    write_exit = (
+        f'( rc=$?; {guard}; n=$(command -p stat -c %s {out} 2>/dev/null); n="${{n:-0}}"'
+        f'; h=$(command -p head -c "$n" {out} 2>/dev/null | command -p sha256sum)'
+        f'; h="${{h%% *}}"'
+        f' ; {{ command -p printf {q(_EXIT_FORMAT)} {ids} "$rc" "$h" "$n"'
+        f" {q(call_id + '.out')} {now} > {done_tmp}"
+        f" && command -p sync {done_tmp} && command -p mv -f {done_tmp} {done}"
+        f" && command -p sync {q(folder)}; }} || command -p printf '%s\\n' {q(_EXIT_FAILED)}"
+        f'; exit "$rc" )'
+    )
+    return (
+        f"if {write_start}; then . {q(script_path)} > {out} 2>&1; {write_exit}; "
+        f"else command -p printf '%s\\n' {q(_START_FAILED)}; (exit 125); fi"
+    )
 
 
 def completed_result_text(output: str, exit_code: int | None) -> str:

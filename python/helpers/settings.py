@@ -25,7 +25,10 @@ ENV_FILE = ".env"
 ENV_PREFIX = "A0_SET_"
 API_KEY_FIELD = "api_key_"  # save() input fields api_key_<provider>
 MCP_TOKEN_ENV = "MCP_SERVER_TOKEN"
-SECRET_SETTINGS = ("mcp_server_token",)
+SSH_PASS_ENV = "CODE_EXEC_SSH_PASSWORD"
+#: Settings kept only in usr/.env (never in settings.json), with their variable names.
+SECRET_ENV = {"mcp_server_token": MCP_TOKEN_ENV, "code_exec_ssh_pass": SSH_PASS_ENV}
+SECRET_SETTINGS = tuple(SECRET_ENV)
 
 logger = logging.getLogger("a0.settings")
 
@@ -60,6 +63,13 @@ DEFAULTS: dict[str, Any] = {
     "code_exec_first_output_timeout": 30,
     "code_exec_between_output_timeout": 15,
     "code_exec_max_timeout": 180,
+    # commands on another host over SSH (upstream's names and defaults; the key file is ours)
+    "code_exec_ssh_enabled": False,
+    "code_exec_ssh_addr": "localhost",
+    "code_exec_ssh_port": 55022,
+    "code_exec_ssh_user": "root",
+    "code_exec_ssh_pass": "",
+    "code_exec_ssh_key_file": "",
     "retention_runs": DEFAULT_RETENTION_RUNS,
     "retention_days": DEFAULT_RETENTION_DAYS,
     "searxng_url": "http://127.0.0.1:55510",
@@ -75,6 +85,7 @@ _POSITIVE = {
     "code_exec_first_output_timeout",
     "code_exec_between_output_timeout",
     "code_exec_max_timeout",
+    "code_exec_ssh_port",
     "mcp_client_init_timeout",
     "mcp_client_tool_timeout",
 }
@@ -237,7 +248,8 @@ def env_defaults(source: Mapping[str, str]) -> dict[str, Any]:
 
 def load(usr: Path | None = None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Defaults, then ``A0_SET_*`` from usr/.env and the environment (the environment wins
-    over the file), then usr/settings.json, then the API token (``MCP_SERVER_TOKEN``)."""
+    over the file), then usr/settings.json, then the secrets kept in usr/.env
+    (``MCP_SERVER_TOKEN``, ``CODE_EXEC_SSH_PASSWORD``)."""
     folder = _usr(usr)
     env = os.environ if environ is None else environ
     dotenv = _read_env_file(folder)
@@ -247,9 +259,10 @@ def load(usr: Path | None = None, environ: Mapping[str, str] | None = None) -> d
     for name, value in _read_settings_file(folder / SETTINGS_FILE).items():
         if name in DEFAULTS and name not in SECRET_SETTINGS:
             result[name] = coerce(name, value)
-    token = env.get(MCP_TOKEN_ENV) or dotenv.get(MCP_TOKEN_ENV)
-    if token:
-        result["mcp_server_token"] = token
+    for name, variable in SECRET_ENV.items():
+        secret = env.get(variable) or dotenv.get(variable)
+        if secret:
+            result[name] = secret
     return result
 
 
@@ -302,7 +315,8 @@ def save(values: Mapping[str, Any], usr: Path | None = None) -> dict[str, Any]:
     """Validate and store ``values``; returns the settings as ``load`` now sees them.
 
     ``api_key_<provider>`` fields and an ``api_keys`` dict ({provider: key}) go to usr/.env
-    only, as does ``mcp_server_token``. An empty or None secret means "unchanged".
+    only, as do ``mcp_server_token`` and ``code_exec_ssh_pass``. An empty or None secret
+    means "unchanged".
     """
     folder = _usr(usr)
     folder.mkdir(parents=True, exist_ok=True)
@@ -331,7 +345,7 @@ def save(values: Mapping[str, Any], usr: Path | None = None) -> dict[str, Any]:
             add_key(name[len(API_KEY_FIELD) :], value)
         elif name in SECRET_SETTINGS:
             if value not in (None, ""):
-                env_updates[MCP_TOKEN_ENV] = str(coerce(name, value))
+                env_updates[SECRET_ENV[name]] = str(coerce(name, value))
         elif name == "mcp_servers":
             stored[name] = mcp_servers_text(value)
         else:

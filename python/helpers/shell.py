@@ -107,6 +107,9 @@ class _OutputTail:
 class ShellSession:
     """One long-lived bash process with merged stdout/stderr."""
 
+    remote = False  # True for sessions on another host (python/helpers/ssh_shell.py)
+    tail_interval = TAIL_INTERVAL
+
     def __init__(self, cwd: Path, env: dict[str, str] | None = None) -> None:
         self.cwd = Path(cwd)
         self.env = env
@@ -118,7 +121,7 @@ class ShellSession:
         self._reader: asyncio.Task | None = None
         self._marker = ""
         self._count = 0
-        self._tail: _OutputTail | None = None
+        self._tail: Any = None  # _OutputTail (or a remote session's tail)
         self.running = False
 
     # -- lifecycle ------------------------------------------------------------
@@ -179,6 +182,26 @@ class ShellSession:
         path.write_text(text, encoding="utf-8")
         return path
 
+    async def put_file(self, name: str, text: str) -> str:
+        """``write_file`` on the host that runs the session; returns the path there."""
+        return str(self.write_file(name, text))
+
+    async def _command_line(self, command: str, receipt: Receipt | None) -> str:
+        """The bash that runs ``command`` (inside the receipt wrapper when there is one)."""
+        script = self.write_file(f"cmd_{self._count}.sh", command + "\n")
+        if receipt is None:
+            return f". {shlex.quote(str(script))}"
+        receipts, call_id, args_digest = receipt
+        try:
+            body = str(receipts.wrap(call_id, args_digest, script))
+        except ReceiptError as e:
+            raise ReceiptRefused(f"no receipt can be written for this call ({e.code})") from e
+        self._tail = _OutputTail(receipts.output_path(call_id))
+        return body
+
+    async def _pull(self) -> None:
+        """Hook: a remote session fetches its output file here (local files are read)."""
+
     async def run(
         self,
         command: str,
@@ -197,19 +220,11 @@ class ShellSession:
             self.dir = Path(tempfile.mkdtemp(prefix="a0-shell-"))
             await self.start()
         self._count += 1
-        script = self.write_file(f"cmd_{self._count}.sh", command + "\n")
-        token = f"__A0_DONE_{secrets.token_hex(8)}__"
-        self._marker = "\x1e" + token + ":"  # ASCII record separator: never typical output
         self._buf = ""
         self._close_tail()
-        body = f". {shlex.quote(str(script))}"
-        if receipt is not None:
-            receipts, call_id, args_digest = receipt
-            try:
-                body = receipts.wrap(call_id, args_digest, script)
-            except ReceiptError as e:
-                raise ReceiptRefused(f"no receipt can be written for this call ({e.code})") from e
-            self._tail = _OutputTail(receipts.output_path(call_id))
+        body = await self._command_line(command, receipt)
+        token = f"__A0_DONE_{secrets.token_hex(8)}__"
+        self._marker = "\x1e" + token + ":"  # ASCII record separator: never typical output
         line = f"{body}; printf '\\036%s:%d\\n' {token} \"$?\"\n"
         await self._write(line)
         self.running = True
@@ -241,6 +256,7 @@ class ShellSession:
         got_output = False
         pending = ""
         while True:
+            await self._pull()
             done = self._finished()
             if done is not None:
                 return CommandResult(pending + done[0], done[1], running=False)
@@ -268,7 +284,7 @@ class ShellSession:
             self._data.clear()
             if self._eof:
                 continue
-            interval = TAIL_INTERVAL if self._tail is not None else POLL_INTERVAL
+            interval = self.tail_interval if self._tail is not None else POLL_INTERVAL
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._data.wait(), min(deadline - now, interval))
             quiet = not self._data.is_set()
@@ -338,14 +354,39 @@ class ShellSessions:
         self.cwd = Path(cwd)
         self.sessions: dict[int, ShellSession] = {}
 
-    async def get(self, number: int) -> ShellSession:
+    async def get(
+        self,
+        number: int,
+        ssh: Any = None,
+        any_kind: bool = False,
+        remote: Callable[[Any, Path], ShellSession] | None = None,
+    ) -> ShellSession:
+        """Session ``number``: local, or on the SSH target ``ssh`` (an ``SshTarget``), made
+        by ``remote(ssh, cwd)`` (python/helpers/ssh_shell.py's ``SshShellSession``).
+
+        A session of the other kind (or for another target) is closed and replaced, as
+        upstream drops its sessions when SSH is switched; ``any_kind`` keeps whatever runs
+        (the input tool types into the session that exists)."""
         session = self.sessions.get(number)
+        if session is not None and not any_kind and getattr(session, "target", None) != ssh:
+            await session.close()
+            session = None
         if session is None or not session.alive:
             if session is not None:
                 await session.close()
-            session = ShellSession(self.cwd)
-            await session.start()
+            if ssh is None:
+                session = ShellSession(self.cwd)
+            elif remote is None:
+                raise ShellError("no SSH session type was given")
+            else:
+                session = remote(ssh, self.cwd)
             self.sessions[number] = session
+            try:
+                await session.start()
+            except BaseException:
+                self.sessions.pop(number, None)
+                await session.close()
+                raise
         return session
 
     async def reset(self, number: int) -> None:

@@ -7,6 +7,7 @@ import shutil
 import sys
 from typing import Any
 
+from python.helpers import files
 from python.helpers.history import truncate_text
 from python.helpers.shell import (
     CommandResult,
@@ -46,7 +47,11 @@ class CodeExecution(Tool):
             return Response(f"Session {number} was reset.", break_loop=False)
         if truthy(self.args.get("reset")) and runtime != "output":
             await shells.reset(number)
-        session = await shells.get(number)
+        session_or_refusal = await open_session(self.agent, number)
+        if isinstance(session_or_refusal, Response):
+            return session_or_refusal
+        session = session_or_refusal
+        notice = first_use_notice(session)
         timeouts = Timeouts.from_settings(self.agent.config.settings)
         try:
             if runtime == "output":
@@ -57,7 +62,7 @@ class CodeExecution(Tool):
                 result = await self._type_into_running(session, code, timeouts)
             else:
                 result = await session.run(
-                    self._command(session, runtime, code),
+                    await self._command(session, runtime, code),
                     timeouts,
                     self._on_poll,
                     receipt=self._receipt(),
@@ -67,7 +72,7 @@ class CodeExecution(Tool):
         except ShellError as e:
             return Response(self._busy_text(number, str(e)), break_loop=False)
         self.set_progress("")
-        return Response(self._result_text(result, number), break_loop=False)
+        return Response(notice + self._result_text(result, number), break_loop=False)
 
     async def _type_into_running(
         self, session: ShellSession, text: str, timeouts: Timeouts
@@ -94,14 +99,16 @@ class CodeExecution(Tool):
         call_id, args_digest = identity
         return (receipts, call_id, args_digest)
 
-    def _command(self, session: ShellSession, runtime: str, code: str) -> str:
+    async def _command(self, session: ShellSession, runtime: str, code: str) -> str:
         if runtime == "terminal":
             return code
         if runtime == "python":
-            path = session.write_file("code.py", code)
-            return f"{shlex.quote(sys.executable)} {shlex.quote(str(path))}"
-        path = session.write_file("code.js", code)
-        return f"{shlex.quote(shutil.which('node') or 'node')} {shlex.quote(str(path))}"
+            path = await session.put_file("code.py", code)
+            python = "python3" if session.remote else sys.executable
+            return f"{shlex.quote(python)} {shlex.quote(path)}"
+        path = await session.put_file("code.js", code)
+        node = "node" if session.remote else shutil.which("node") or "node"
+        return f"{shlex.quote(node)} {shlex.quote(path)}"
 
     async def _on_poll(self, output: str) -> None:
         self.set_progress(output)
@@ -139,3 +146,41 @@ class CodeExecution(Tool):
         if result.session_ended:
             return f"{output}\n[session {number}: the shell exited with code {result.exit_code}]"
         return f"{output}\n[exit code {result.exit_code}]"
+
+
+async def open_session(agent: Any, number: int, any_kind: bool = False) -> ShellSession | Response:
+    """Session ``number``, on the SSH host when ``code_exec_ssh_enabled`` is on; a refusal
+    (``Response``) when that host cannot be used: the command never runs elsewhere instead."""
+    from durability.adapters.ssh import SshError
+    from python.helpers.ssh_shell import SshShellSession, target_from_settings
+
+    target = target_from_settings(agent.config.settings, files.usr_dir())
+    shells = agent.context.shells
+    try:
+        return await shells.get(number, ssh=target, any_kind=any_kind, remote=SshShellSession)
+    except SshError as e:
+        return ssh_refusal(number, e)
+    except Exception as e:  # the link broke while the session started
+        if target is None:
+            raise
+        return ssh_refusal(number, e)
+
+
+def ssh_refusal(number: int, error: Exception) -> Response:
+    """The tool's answer when the SSH session cannot start: nothing ran anywhere."""
+    code = getattr(error, "code", "ssh_connect_failed")
+    if not isinstance(code, str) or not code.startswith("ssh_"):
+        code = "ssh_connect_failed"
+    return Response(
+        f"Session {number}: cannot run over SSH [{code}]: {error}. Nothing was run.",
+        break_loop=False,
+    )
+
+
+def first_use_notice(session: ShellSession) -> str:
+    """Once per session: the host key recorded at the first connection (trust on first use)."""
+    key = getattr(session, "first_use", None)
+    if not key or getattr(session, "first_use_shown", False):
+        return ""
+    session.first_use_shown = True  # type: ignore[attr-defined]
+    return f"[ssh: first connection to this host; key recorded in usr/ssh/known_hosts: {key}]\n"

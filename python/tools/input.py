@@ -11,7 +11,7 @@ from typing import Any
 
 from python.helpers.shell import ShellError, Timeouts
 from python.helpers.tool import Response, Tool
-from python.tools.code_execution_tool import CodeExecution
+from python.tools.code_execution_tool import CodeExecution, open_session
 
 
 class Input(Tool):
@@ -22,7 +22,9 @@ class Input(Tool):
         except (TypeError, ValueError):
             return Response("'session' must be a whole number, such as 0.", break_loop=False)
         timeouts = Timeouts.from_settings(self.agent.config.settings)
-        session = await self.agent.context.shells.get(number)
+        session = await open_session(self.agent, number, any_kind=True)
+        if isinstance(session, Response):  # the SSH host cannot be used: nothing is typed
+            return session
         try:
             if session.alive and session.running:
                 await session.send_input(text)

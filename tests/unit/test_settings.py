@@ -199,7 +199,7 @@ def test_public_view_never_shows_key_values(tmp_path):
     text = json.dumps(view)
     assert "sk-very-secret" not in text and "tok-123456" not in text
     assert view["api_keys"] == {"openai": True, "groq": False}
-    assert view["secrets"] == {"mcp_server_token": True}
+    assert view["secrets"] == {"mcp_server_token": True, "code_exec_ssh_pass": False}
     assert view["settings"]["chat_model_name"] == settings.DEFAULTS["chat_model_name"]
 
 

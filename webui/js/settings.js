@@ -33,6 +33,12 @@ const HELP = {
   code_exec_first_output_timeout: "Seconds to wait for a command's first output.",
   code_exec_between_output_timeout: "Seconds of silence before the tool returns what it has.",
   code_exec_max_timeout: "Seconds after which the tool returns whatever output there is.",
+  code_exec_ssh_enabled: "Run commands on another host over SSH instead of on this machine.",
+  code_exec_ssh_addr: "The SSH host's name or address.",
+  code_exec_ssh_port: "The SSH host's port.",
+  code_exec_ssh_user: "The user commands run as on the SSH host.",
+  code_exec_ssh_pass: "The SSH password (empty: log in with the key file); stored in usr/.env.",
+  code_exec_ssh_key_file: "Private key file for the SSH login (a path, relative to usr/ or absolute).",
   retention_runs: "The newest finished runs the journal keeps.",
   retention_days: "Finished runs older than this many days may be removed.",
   mcp_servers: 'MCP servers as JSON, Agent Zero\'s format: {"mcpServers": {"name": {"command", "args", "env"} or {"url", "headers", "type"}}} (docs/mcp.md).',
@@ -62,6 +68,9 @@ const LABELS = {
   rl_input: "Rate limit: input tokens per minute", rl_output: "Rate limit: output tokens per minute",
   mcp_server_token: "External API token", agent_profile: "Agent profile",
   mcp_servers: "MCP servers", searxng_url: "SearXNG URL",
+  code_exec_ssh_enabled: "Run commands over SSH", code_exec_ssh_addr: "SSH host",
+  code_exec_ssh_port: "SSH port", code_exec_ssh_user: "SSH user",
+  code_exec_ssh_pass: "SSH password", code_exec_ssh_key_file: "SSH key file",
 };
 
 function humanName(name) {
