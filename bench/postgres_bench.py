@@ -142,7 +142,7 @@ def concurrent_steps(journal: Journal, runs: int, seconds: float) -> dict[str, A
     }
 
 
-def _sweeper(dsn: str, namespace: str, worker: str, start: Any, out: Any) -> None:
+def _sweeper(dsn: str, namespace: str, worker: str, start: Any, out: Any, finish: Any) -> None:
     journal = Journal.open_postgres(dsn, namespace=namespace, worker_id=worker, pool_size=2)
     claimed: list[str] = []
     try:
@@ -153,9 +153,12 @@ def _sweeper(dsn: str, namespace: str, worker: str, start: Any, out: Any) -> Non
             if not won:
                 break
             claimed += [c.run_id for c in won]
+        out.put((worker, claimed, time.monotonic()))
+        # stay alive until every sweeper is done: a closed worker's liveness lock is free,
+        # so the others would rightly take its runs over again (docs/shared-workers.md)
+        finish.wait(600)
     finally:
         journal.close()
-    out.put((worker, claimed, time.monotonic()))
 
 
 def claims_per_second(dsn: str, namespace: str, workers: int, backlog: int) -> dict[str, Any]:
@@ -167,9 +170,10 @@ def claims_per_second(dsn: str, namespace: str, workers: int, backlog: int) -> d
     finally:
         admin.close()
     ctx = multiprocessing.get_context("spawn")
-    start, out = ctx.Event(), ctx.Queue()
+    start, finish, out = ctx.Event(), ctx.Event(), ctx.Queue()
     procs = [
-        ctx.Process(target=_sweeper, args=(dsn, ns, f"w{i}", start, out)) for i in range(workers)
+        ctx.Process(target=_sweeper, args=(dsn, ns, f"w{i}", start, out, finish))
+        for i in range(workers)
     ]
     for p in procs:
         p.start()
@@ -178,6 +182,7 @@ def claims_per_second(dsn: str, namespace: str, workers: int, backlog: int) -> d
     began = time.monotonic()
     start.set()
     results = [out.get(timeout=600) for _ in procs]
+    finish.set()
     for p in procs:
         p.join(timeout=60)
     ended = max(r[2] for r in results)

@@ -4,7 +4,7 @@ Each round starts two ``run_ui.py`` workers (A and B) on one PostgreSQL journal 
 default lease (30 s, heartbeat 10 s), starts a run on A whose shell command blocks, kills
 A with SIGKILL once the command runs, and measures the time until B's claim on the run is
 committed (polled every 10 ms in the database). B finds the run by its sweep (every second)
-as soon as A's liveness lock is free (durability/liveness.py). Reports the median, the
+as soon as A's liveness lock is free (durability/store/liveness.py). Reports the median, the
 p95 and the lease.
 
 The server is ``--dsn`` (or ``A0_BENCH_POSTGRES_DSN``), else a private cluster started for

@@ -34,8 +34,8 @@ from typing import TypeVar
 
 from durability import failpoints
 from durability.errors import DurabilityError, FencingLost, InvalidArgument
-from durability.liveness import LivenessLock
 from durability.store.base import Store, StoreTx
+from durability.store.liveness import LivenessLock
 from durability.store.rows import ClaimRow
 
 T = TypeVar("T")
@@ -105,7 +105,7 @@ class Cluster:
         self._lock = threading.Lock()
         #: Called with each claim this worker takes (the journal forgets cached state).
         self.on_claim: Callable[[Claim], None] | None = None
-        #: This worker's liveness lock (durability/liveness.py), when it holds one.
+        #: This worker's liveness lock (durability/store/liveness.py), when it holds one.
         self.liveness: LivenessLock | None = None
 
     @property
@@ -224,7 +224,7 @@ class Cluster:
 
     def sweep(self, limit: int = DEFAULT_SWEEP_LIMIT) -> list[Claim]:
         """Claim up to ``limit`` active runs whose lease expired, whose holder's liveness
-        lock is free (it died: durability/liveness.py) or that nobody claimed
+        lock is free (it died: durability/store/liveness.py) or that nobody claimed
         (``FOR NO KEY UPDATE SKIP LOCKED``: concurrent sweepers never wait on each other
         and never win the same run). Recover each through the start-up classification."""
         if limit <= 0:

@@ -31,10 +31,10 @@ from durability.journal._deferral import Deferrals
 from durability.journal._operation import JournalBase
 from durability.journal._operations import Operations
 from durability.journal._plan import Plan, operation_name
-from durability.liveness import LivenessLock
 from durability.masking import Masker
 from durability.store._group_commit import DEFAULT_DEFER_SECONDS
 from durability.store.base import Store, StoreTx
+from durability.store.liveness import LivenessLock
 
 T = TypeVar("T")
 
@@ -109,7 +109,7 @@ class Journal(Operations, JournalBase):
         With ``worker_id`` it is a shared worker's: it claims the runs it admits and fences
         every run write by its claim (durability/cluster.py), and (``liveness``) holds its
         liveness lock, so that its claims end when its process does
-        (durability/liveness.py); without, one process owns every run, like SQLite."""
+        (durability/store/liveness.py); without, one process owns every run, like SQLite."""
         from durability.store.postgres import PostgresStore
 
         store = PostgresStore(

@@ -1,5 +1,5 @@
 """Takeover in seconds (issue #24): a dead worker is known by its liveness lock
-(durability/liveness.py), not only by its lease. Real run_ui.py workers against one
+(durability/store/liveness.py), not only by its lease. Real run_ui.py workers against one
 PostgreSQL journal, with the default lease (30 s): a SIGKILLed worker's run is claimed by a
 live worker long before the lease; a frozen worker (SIGSTOP, its sessions still open) is
 not taken over; a worker whose session ended while its process lives is taken for dead,
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from durability.liveness import alive_key
+from durability.store.liveness import alive_key
 from tests.integration._helpers import wait_until
 from tests.postgres._workers import in_background, wait_status, workers
 from tests.support.model_server import model_server

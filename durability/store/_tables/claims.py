@@ -17,7 +17,7 @@ from durability.store.rows import ClaimRow
 NOW = "extract(epoch from clock_timestamp())::double precision"
 
 #: The claim ``c`` is held: by a worker, within its lease, and its holder's liveness lock
-#: (durability/liveness.py) is still held by some session, or the claim names none. The
+#: (durability/store/liveness.py) is still held by some session, or the claim names none. The
 #: lock's bigint key appears in pg_locks as (classid, objid) = (high, low) 32 bits,
 #: objsubid 1; keys are non-negative, so the sum below is the key.
 ALIVE = (
