@@ -324,22 +324,16 @@ class Cluster:
                 current_token=current,
                 **({} if lost is None else {"lost_token": lost}),
             )
-        if pinned is not None and held != pinned:
+        changed = pinned is not None and held != pinned
+        if changed or current != held:
             raise FencingLost(
-                "the worker's claim changed between two attempts of one write",
+                "the worker's claim changed between two attempts of one write"
+                if changed
+                else "the run was claimed by another worker",
                 run_id=rid,
                 worker_id=self.worker_id,
                 reason="superseded",
-                held_token=pinned,
-                current_token=current,
-            )
-        if current != held:
-            raise FencingLost(
-                "the run was claimed by another worker",
-                run_id=rid,
-                worker_id=self.worker_id,
-                reason="superseded",
-                held_token=held,
+                held_token=pinned if changed else held,
                 current_token=current,
             )
         return held

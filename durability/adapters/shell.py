@@ -37,6 +37,7 @@ from durability.canonical import digest, is_digest
 from durability.errors import DurabilityError
 from durability.records import Call
 from durability.status import Policy, ReceiptOutcome
+from durability.synced import fsync_path, write_synced
 
 SHELL_POLICY: str = Policy.SHELL
 
@@ -152,18 +153,9 @@ class ShellReceipts:
     def _write_durably(self, path: Path, value: Mapping[str, Any]) -> None:
         text = json.dumps(value, separators=(",", ":"))
         tmp = Path(f"{path}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, (text + "\n").encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_synced(tmp, (text + "\n").encode("utf-8"))
         os.replace(tmp, path)
-        dir_fd = os.open(self.folder, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        fsync_path(self.folder)
 
     # -- reading --------------------------------------------------------------
     def inspect(self, call_id: str, args_digest: str) -> ReceiptVerdict:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import shlex
 import tempfile
 import threading
@@ -37,6 +36,7 @@ from durability.adapters.shell import (
     explain_verdict,
 )
 from durability.errors import DurabilityError
+from durability.synced import write_synced
 
 logger = logging.getLogger("a0.ssh")
 
@@ -154,12 +154,7 @@ def _recorded(path: Path, pattern: str) -> bool:
 
 def _record(path: Path, line: str) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        os.write(fd, (line + "\n").encode("ascii"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_synced(path, (line + "\n").encode("ascii"), append=True)
 
 
 async def remote_folder(conn: Any, folder: str) -> str:
