@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
+
+N = TypeVar("N", int, float)
 
 
 def login() -> str:
@@ -44,20 +47,21 @@ def positive_int(text: str) -> int:
 
 
 def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    value = _parsed(text, int, "an integer")
     if value < 0:
         raise argparse.ArgumentTypeError("must be >= 0")
     return value
 
 
 def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    value = _parsed(text, float, "a number")
     if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError("must be a finite number >= 0")
     return value
+
+
+def _parsed(text: str, parse: Callable[[str], N], what: str) -> N:
+    try:
+        return parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None

@@ -93,17 +93,9 @@ def apply_decision(
 ) -> DecisionOutcome:
     run = load_run(tx, run_id)
     prior = tx.decisions.on_version(run_id, version)
-    if prior is not None:
-        if prior.decision == decision and (call_id is None or prior.call_id == call_id):
-            return DecisionOutcome(prior, run, applied=False)
-        raise StaleVersion(
-            "the run changed since this decision was made",
-            run_id=run_id,
-            version=version,
-            current_version=run.version,
-            status=run.status,
-        )
-    if version != run.version:
+    if prior is not None and prior.decision == decision and call_id in (None, prior.call_id):
+        return DecisionOutcome(prior, run, applied=False)  # the same decision again
+    if prior is not None or version != run.version:
         raise StaleVersion(
             "the run changed since this decision was made",
             run_id=run_id,

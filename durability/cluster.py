@@ -33,7 +33,8 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from durability import failpoints
-from durability.errors import DurabilityError, FencingLost, InvalidArgument
+from durability.errors import FencingLost, InvalidArgument
+from durability.heartbeat import Heartbeat
 from durability.store.base import Store, StoreTx
 from durability.store.liveness import LivenessLock
 from durability.store.rows import ClaimRow
@@ -323,22 +324,16 @@ class Cluster:
                 current_token=current,
                 **({} if lost is None else {"lost_token": lost}),
             )
-        if pinned is not None and held != pinned:
+        changed = pinned is not None and held != pinned
+        if changed or current != held:
             raise FencingLost(
-                "the worker's claim changed between two attempts of one write",
+                "the worker's claim changed between two attempts of one write"
+                if changed
+                else "the run was claimed by another worker",
                 run_id=rid,
                 worker_id=self.worker_id,
                 reason="superseded",
-                held_token=pinned,
-                current_token=current,
-            )
-        if current != held:
-            raise FencingLost(
-                "the run was claimed by another worker",
-                run_id=rid,
-                worker_id=self.worker_id,
-                reason="superseded",
-                held_token=held,
+                held_token=pinned if changed else held,
                 current_token=current,
             )
         return held
@@ -368,41 +363,3 @@ class Cluster:
         heartbeat = Heartbeat(self, interval, on_lost)
         heartbeat.start()
         return heartbeat
-
-
-class Heartbeat:
-    """A daemon thread renewing the worker's claims every ``interval`` seconds. A failed
-    renewal (database unreachable) is logged; the claims' ``live_until`` then passes and
-    the worker stops starting effects until a renewal succeeds again."""
-
-    def __init__(
-        self, cluster: Cluster, interval: float, on_lost: Callable[[list[str]], None] | None
-    ) -> None:
-        self.cluster = cluster
-        self.interval = interval
-        self.on_lost = on_lost
-        self.beats = 0
-        self.failures = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._loop, name=f"heartbeat:{cluster.worker_id}", daemon=True
-        )
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                renewal = self.cluster.renew()
-            except DurabilityError as exc:
-                self.failures += 1
-                logger.warning("heartbeat failed (%s): claims are not renewed", exc.code)
-                continue
-            self.beats += 1
-            if renewal.lost and self.on_lost is not None:
-                self.on_lost(renewal.lost)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=max(5.0, self.interval * 2))

@@ -32,6 +32,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from durability.synced import write_synced
+
 CRASH_AT_ENV = "A0_CRASH_AT"
 CRASH_MATCH_ENV = "A0_CRASH_MATCH"
 CRASH_MODE_ENV = "A0_CRASH_MODE"  # "kill" (default) or "freeze"
@@ -104,12 +106,7 @@ def _already_fired(path: Path, key: str) -> bool:
 
 def _mark_fired(path: Path, key: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        os.write(fd, (key + "\n").encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_synced(path, (key + "\n").encode("utf-8"), append=True)
 
 
 def _nth(count: str) -> int:

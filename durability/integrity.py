@@ -20,7 +20,7 @@ from typing import Any
 
 from durability.canonical import Undecodable, digest, fingerprint, load_json
 from durability.errors import CorruptCheckpoint, CorruptRecord, NotSerializable
-from durability.records import RESULT_STATES, Call, Event
+from durability.records import RESULT_STATES, Call, Event, fields_of
 from durability.status import CallState
 from durability.store.base import StoreTx
 from durability.store.rows import DocumentRow
@@ -74,16 +74,9 @@ def _value_reason(value: Any, recorded: str | None, compute: Any) -> str | None:
 
 
 def _call_ids(call: Call) -> dict[str, Any]:
-    return {
-        "run_id": call.run_id,
-        "call_id": call.id,
-        "agent_no": call.agent_no,
-        "seq": call.seq,
-        "attempt": call.attempt,
-        "kind": call.kind,
-        "name": call.name,
-        "state": call.state,
-    }
+    return fields_of(
+        call, "run_id", "call_id=id", "agent_no", "seq", "attempt", "kind", "name", "state"
+    )
 
 
 def args_damage(call: Call) -> Damage | None:

@@ -11,6 +11,17 @@ from durability.status import RESULT_STATES as RESULT_STATES
 from durability.status import TERMINAL_RUN_STATUSES as TERMINAL_RUN_STATUSES
 from durability.status import CallKind, CallState, DecisionKind, RunStatus
 
+
+def fields_of(record: Any, *names: str) -> dict[str, Any]:
+    """Some fields of a record as a dict, in the order named; ``"key=attribute"`` renames
+    (``fields_of(call, "call_id=id", "seq")`` is ``{"call_id": call.id, "seq": call.seq}``)."""
+    found: dict[str, Any] = {}
+    for name in names:
+        key, _, attribute = name.partition("=")
+        found[key] = getattr(record, attribute or key)
+    return found
+
+
 #: The values as plain strings (they name the choices in messages and CLI help).
 RUN_STATUSES = tuple(s.value for s in RunStatus)
 CALL_KINDS = tuple(k.value for k in CallKind)

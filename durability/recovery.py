@@ -23,7 +23,7 @@ from typing import Any
 from durability import integrity, replay
 from durability.errors import CorruptCheckpoint, CorruptRecord, DurabilityError
 from durability.journal import Journal
-from durability.records import Call, Run
+from durability.records import Call, Run, fields_of
 from durability.status import (
     ADAPTER_PREFIX,
     CallKind,
@@ -68,15 +68,7 @@ class RecoveryPlan:
 
 def _position(call: Call) -> dict[str, Any]:
     """Where the call sits, as a recovery hold records it."""
-    return {
-        "call_id": call.id,
-        "kind": call.kind,
-        "name": call.name,
-        "agent_no": call.agent_no,
-        "seq": call.seq,
-        "attempt": call.attempt,
-        "policy": call.policy,
-    }
+    return fields_of(call, "call_id=id", "kind", "name", "agent_no", "seq", "attempt", "policy")
 
 
 def error_detail(exc: BaseException, stage: str) -> dict[str, Any]:

@@ -22,8 +22,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
-import shlex
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -31,10 +29,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from durability.adapters._wrapper import CALL_ID as _CALL_ID
+from durability.adapters._wrapper import ReceiptError as ReceiptError
+from durability.adapters._wrapper import ReceiptExists, wrap_command
+from durability.adapters._wrapper import check_identity as _check_identity
 from durability.canonical import digest, is_digest
 from durability.errors import DurabilityError
 from durability.records import Call
 from durability.status import Policy, ReceiptOutcome
+from durability.synced import fsync_path, write_synced
 
 SHELL_POLICY: str = Policy.SHELL
 
@@ -55,26 +58,7 @@ REASONS = (
     "malformed_args",  # classify/explain only: the call's args have no canonical digest
 )
 
-_CALL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _MAX_MARKER_BYTES = 64 * 1024
-
-_START_FORMAT = '{"call_id":"%s","args_digest":"%s","started_at":%s,"shell_pid":%d}\\n'
-_EXIT_FORMAT = (
-    '{"call_id":"%s","args_digest":"%s","exit_code":%d,"output_sha256":"%s",'
-    '"output_bytes":%d,"output_file":"%s","finished_at":%s}\\n'
-)
-_START_FAILED = "[receipt: the start marker could not be written; the command was not run]"
-_EXIT_FAILED = "[receipt: the exit marker could not be written]"
-
-
-class ReceiptError(DurabilityError):
-    """A receipt cannot be written for this call (bad identity, or evidence already exists)."""
-
-    code = "invalid_receipt"
-
-
-class ReceiptExists(ReceiptError):
-    code = "receipt_exists"
 
 
 def call_args_digest(masked_args: Any) -> str:
@@ -169,18 +153,9 @@ class ShellReceipts:
     def _write_durably(self, path: Path, value: Mapping[str, Any]) -> None:
         text = json.dumps(value, separators=(",", ":"))
         tmp = Path(f"{path}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, (text + "\n").encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_synced(tmp, (text + "\n").encode("utf-8"))
         os.replace(tmp, path)
-        dir_fd = os.open(self.folder, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        fsync_path(self.folder)
 
     # -- reading --------------------------------------------------------------
     def inspect(self, call_id: str, args_digest: str) -> ReceiptVerdict:
@@ -242,39 +217,14 @@ class ShellReceipts:
         tool result the receipt stands for), ``"not_started"``, ``"unknown"`` or
         ``"rejected:<reason>"``.
         """
-        found = self.explain(call)
-        if found["classification"] == ReceiptOutcome.COMPLETED:
-            keys = ("message", "output", "exit_code")
-            return ReceiptOutcome.COMPLETED, {key: found[key] for key in keys}
-        return found["classification"]
+        return classification_of(self.explain(call))
 
     def explain(self, call: Any) -> dict[str, Any]:
         """The same classification as a dict with details (for hold details and the UI)."""
-        call_id, args = _call_fields(call)
-        if call_id is None:
-            return {"classification": "rejected:invalid_call_id", "reason": "invalid_call_id"}
-        try:
-            args_digest = call_args_digest(args)
-        except DurabilityError:
-            return {"classification": "rejected:malformed_args", "reason": "malformed_args"}
-        verdict = self.inspect(call_id, args_digest)
-        if verdict.status == COMPLETED:
-            return {
-                "classification": ReceiptOutcome.COMPLETED,
-                "exit_code": verdict.exit_code,
-                "output": verdict.output,
-                "message": completed_result_text(verdict.output or "", verdict.exit_code),
-                "detail": verdict.detail,
-            }
-        if verdict.status == NEVER_STARTED:
-            return {"classification": ReceiptOutcome.NOT_STARTED}
-        if verdict.status == UNKNOWN:
-            return {"classification": ReceiptOutcome.UNKNOWN, "detail": verdict.detail}
-        return {
-            "classification": f"rejected:{verdict.reason}",
-            "reason": verdict.reason,
-            "detail": verdict.detail,
-        }
+        identity = call_identity(call)
+        if isinstance(identity, dict):
+            return identity
+        return explain_verdict(self.inspect(*identity))
 
     def discard(self, call_id: str) -> None:
         """Remove one call's receipt files (after its result is committed, or by retention)."""
@@ -312,38 +262,49 @@ class ShellReceipts:
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
-def wrap_command(folder: str, call_id: str, args_digest: str, script_path: str) -> str:
-    """The receipt wrapper as one line of bash, for a receipts folder on whichever host
-    runs it (local sessions and SSH sessions use the same line)."""
-    _check_identity(call_id, args_digest)
-    q = shlex.quote
-    base = folder.rstrip("/") + "/" + call_id
-    out = q(f"{base}.out")
-    start, start_tmp = q(f"{base}.start"), q(f"{base}.start.tmp")
-    done, done_tmp = q(f"{base}.exit"), q(f"{base}.exit.tmp")
-    ids = f"{q(call_id)} {q(args_digest)}"
-    now = '"$(command -p date +%s.%N)"'
-    guard = "set +eu +o pipefail; umask 077"
-    write_start = (
-        f"( {guard}; : > {out}"
-        f' && command -p printf {q(_START_FORMAT)} {ids} {now} "$$" > {start_tmp}'
-        f" && command -p sync {start_tmp} && command -p mv -f {start_tmp} {start}"
-        f" && command -p sync {q(folder)} )"
-    )
-    write_exit = (
-        f'( rc=$?; {guard}; n=$(command -p stat -c %s {out} 2>/dev/null); n="${{n:-0}}"'
-        f'; h=$(command -p head -c "$n" {out} 2>/dev/null | command -p sha256sum)'
-        f'; h="${{h%% *}}"'
-        f' ; {{ command -p printf {q(_EXIT_FORMAT)} {ids} "$rc" "$h" "$n"'
-        f" {q(call_id + '.out')} {now} > {done_tmp}"
-        f" && command -p sync {done_tmp} && command -p mv -f {done_tmp} {done}"
-        f" && command -p sync {q(folder)}; }} || command -p printf '%s\\n' {q(_EXIT_FAILED)}"
-        f'; exit "$rc" )'
-    )
-    return (
-        f"if {write_start}; then . {q(script_path)} > {out} 2>&1; {write_exit}; "
-        f"else command -p printf '%s\\n' {q(_START_FAILED)}; (exit 125); fi"
-    )
+def call_identity(call: Any) -> tuple[str, str] | dict[str, Any]:
+    """A call's (call id, argument digest), or the explanation of why it has none."""
+    call_id, args = _call_fields(call)
+    if call_id is None:
+        return {"classification": "rejected:invalid_call_id", "reason": "invalid_call_id"}
+    try:
+        return call_id, call_args_digest(args)
+    except DurabilityError:
+        return {"classification": "rejected:malformed_args", "reason": "malformed_args"}
+
+
+def explain_verdict(
+    verdict: ReceiptVerdict, *, never_started_detail: bool = False
+) -> dict[str, Any]:
+    """A verdict in ``ShellReceipts.explain``'s shape (``<status>:<reason>`` when refused)."""
+    if verdict.status == COMPLETED:
+        return {
+            "classification": ReceiptOutcome.COMPLETED,
+            "exit_code": verdict.exit_code,
+            "output": verdict.output,
+            "message": completed_result_text(verdict.output or "", verdict.exit_code),
+            "detail": verdict.detail,
+        }
+    if verdict.status == NEVER_STARTED:
+        found: dict[str, Any] = {"classification": ReceiptOutcome.NOT_STARTED}
+        if never_started_detail:
+            found["detail"] = verdict.detail
+        return found
+    if verdict.status == UNKNOWN:
+        return {"classification": ReceiptOutcome.UNKNOWN, "detail": verdict.detail}
+    return {
+        "classification": f"{verdict.status}:{verdict.reason}",
+        "reason": verdict.reason,
+        "detail": verdict.detail,
+    }
+
+
+def classification_of(found: dict[str, Any]) -> Any:
+    """The recovery registry's classification of an ``explain`` result."""
+    if found["classification"] == ReceiptOutcome.COMPLETED:
+        keys = ("message", "output", "exit_code")
+        return ReceiptOutcome.COMPLETED, {key: found[key] for key in keys}
+    return found["classification"]
 
 
 def completed_result_text(output: str, exit_code: int | None) -> str:
@@ -368,13 +329,6 @@ _EXIT_FIELDS: dict[str, type | tuple[type, ...]] = {
     "output_file": str,
     "finished_at": (int, float),
 }
-
-
-def _check_identity(call_id: str, args_digest: str) -> None:
-    if not isinstance(call_id, str) or not _CALL_ID.match(call_id):
-        raise ReceiptError("call id must be 1-128 letters, digits, '_', '.' or '-'")
-    if not is_digest(args_digest):
-        raise ReceiptError("args digest must be a lowercase hex SHA-256")
 
 
 def _read_marker(path: Path, fields: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,7 +1,7 @@
 """SSH receipts: the same start, output and exit markers as local ones, on another host.
 
 An SSH session (python/helpers/ssh_shell.py) runs each journaled command inside the wrapper
-of ``durability.adapters.shell.wrap_command``, pointed at a private folder on the remote
+of ``durability.adapters._wrapper.wrap_command``, pointed at a private folder on the remote
 host (``~/.a0-durable/receipts``, mode 0700). ``SshReceipts`` reads a call's markers back
 over SSH and returns the verdicts of the local adapter (never started, completed with
 output, unknown, rejected) plus one of its own: ``host_unreachable`` when the host cannot be
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import shlex
 import tempfile
 import threading
@@ -26,18 +25,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from durability.adapters._wrapper import CALL_ID
 from durability.adapters.shell import (
-    _CALL_ID,
-    NEVER_STARTED,
     REJECTED,
     UNKNOWN,
     ReceiptVerdict,
     ShellReceipts,
-    _call_fields,
-    call_args_digest,
+    call_identity,
+    classification_of,
+    explain_verdict,
 )
 from durability.errors import DurabilityError
-from durability.status import ReceiptOutcome
+from durability.synced import write_synced
 
 logger = logging.getLogger("a0.ssh")
 
@@ -155,12 +154,7 @@ def _recorded(path: Path, pattern: str) -> bool:
 
 def _record(path: Path, line: str) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        os.write(fd, (line + "\n").encode("ascii"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_synced(path, (line + "\n").encode("ascii"), append=True)
 
 
 async def remote_folder(conn: Any, folder: str) -> str:
@@ -198,7 +192,7 @@ class SshReceipts:
                 return ReceiptVerdict(HOST_UNREACHABLE, call_id, reason=reason)
 
     async def _inspect(self, conn: Any, call_id: str, args_digest: str) -> ReceiptVerdict:
-        if not isinstance(call_id, str) or not _CALL_ID.match(call_id):
+        if not isinstance(call_id, str) or not CALL_ID.match(call_id):
             return ReceiptVerdict(REJECTED, str(call_id)[:128], reason="invalid_call_id")
         folder = await remote_folder(conn, self.target.receipts)
         with tempfile.TemporaryDirectory(prefix="a0-ssh-receipt-") as tmp:
@@ -227,15 +221,10 @@ class SshReceipts:
         )
 
     async def explain_async(self, call: Any) -> dict[str, Any]:
-        call_id, args = _call_fields(call)
-        if call_id is None:
-            return {"classification": "rejected:invalid_call_id", "reason": "invalid_call_id"}
-        try:
-            args_digest = call_args_digest(args)
-        except DurabilityError:
-            return {"classification": "rejected:malformed_args", "reason": "malformed_args"}
-        verdict = await self.inspect(call_id, args_digest)
-        return verdict_explained(verdict)
+        identity = call_identity(call)
+        if isinstance(identity, dict):
+            return identity
+        return explain_verdict(await self.inspect(*identity), never_started_detail=True)
 
     def explain(self, call: Any) -> dict[str, Any]:
         """Synchronous ``explain_async`` (recovery adapters are plain callables)."""
@@ -243,34 +232,8 @@ class SshReceipts:
 
     def classify(self, call: Any) -> str | tuple[str, dict[str, Any]]:
         """As ``ShellReceipts.classify``, plus ``"host_unreachable:<reason>"``."""
-        found = self.explain(call)
-        if found["classification"] == ReceiptOutcome.COMPLETED:
-            keys = ("message", "output", "exit_code")
-            return ReceiptOutcome.COMPLETED, {key: found[key] for key in keys}
-        return str(found["classification"])
-
-
-def verdict_explained(verdict: ReceiptVerdict) -> dict[str, Any]:
-    """A verdict in ``ShellReceipts.explain``'s shape (``host_unreachable:<reason>`` added)."""
-    from durability.adapters.shell import COMPLETED, completed_result_text
-
-    if verdict.status == COMPLETED:
-        return {
-            "classification": ReceiptOutcome.COMPLETED,
-            "exit_code": verdict.exit_code,
-            "output": verdict.output,
-            "message": completed_result_text(verdict.output or "", verdict.exit_code),
-            "detail": verdict.detail,
-        }
-    if verdict.status == NEVER_STARTED:
-        return {"classification": ReceiptOutcome.NOT_STARTED, "detail": verdict.detail}
-    if verdict.status == UNKNOWN:
-        return {"classification": ReceiptOutcome.UNKNOWN, "detail": verdict.detail}
-    return {
-        "classification": f"{verdict.status}:{verdict.reason}",
-        "reason": verdict.reason,
-        "detail": verdict.detail,
-    }
+        found = classification_of(self.explain(call))
+        return found if isinstance(found, tuple) else str(found)
 
 
 async def _fetch(conn: Any, path: str) -> bytes | None:

@@ -44,7 +44,82 @@ class CallOps:
     ) -> Plan[Call]:
         """Journal a call before its effect. Returns the recorded call at this position when
         there is one (check ``call.state``: a committed result is reused, never re-run)."""
-        return _record_intent(journal, run_id, agent_no, seq, kind, name, args, policy)
+        require_text("run_id", run_id)
+        require_int("agent_no", agent_no)
+        require_int("seq", seq)
+        if kind not in CALL_KINDS:
+            raise InvalidArgument(f"kind must be one of {', '.join(CALL_KINDS)}", field="kind")
+        require_text("name", name)
+        require_text("policy", policy, max_length=64)
+        masked_args = mask_only(journal.masker, args)
+        args_json = canonical_json(masked_args)  # refuses what cannot be stored
+        fp = fingerprint_from_json(kind, name, args_json, policy)
+        now = journal.clock()
+        fresh = Call(
+            id=new_id(),
+            run_id=run_id,
+            agent_no=agent_no,
+            seq=seq,
+            attempt=1,
+            kind=kind,
+            name=name,
+            args=masked_args,
+            policy=policy,
+            fingerprint=fp,
+            state=CallState.OPEN,
+            result=None,
+            result_digest=None,
+            created_at=now,
+            closed_at=None,
+        )
+
+        def op(tx: StoreTx) -> Call:
+            if tx.calls.insert_if_free(fresh, args_json):  # the common case: a new position
+                return fresh
+            run = load_run(tx, run_id)
+            require_active(run)
+            latest = tx.calls.latest_at(run_id, agent_no, seq)
+            if latest is not None and latest.fingerprint != fp:
+                detail = {
+                    "agent_no": agent_no,
+                    "seq": seq,
+                    "attempt": latest.attempt,
+                    "recorded": latest.fingerprint,
+                    "requested": fp,
+                }
+                bump(
+                    tx,
+                    run,
+                    now,
+                    status=RunStatus.NEEDS_ATTENTION,
+                    reason=HoldReason.REPLAY_DIVERGENCE,
+                    reason_detail=detail,
+                )
+                raise ReplayDivergence(
+                    f"the call at agent {agent_no}, sequence {seq} differs from the journal",
+                    run_id=run_id,
+                    **detail,
+                )
+            if latest is not None and latest.state not in (
+                CallState.SUPERSEDED,
+                CallState.NOT_COMPLETED,
+            ):
+                damage = integrity.result_damage(latest)
+                if damage is not None:  # a damaged result is never reused: hold the run
+                    held = {
+                        "status": RunStatus.NEEDS_ATTENTION,
+                        "reason": HoldReason.CORRUPT_RECORD,
+                    }
+                    bump(tx, run, now, **held, reason_detail=damage.to_dict())
+                    raise damage.error()
+                # the arguments handed back are the caller's, proven equal by the fingerprint
+                return dataclasses.replace(latest, args=masked_args)
+            call = dataclasses.replace(fresh, attempt=(latest.attempt + 1) if latest else 1)
+            tx.calls.insert(call)
+            bump(tx, run, now)
+            return call
+
+        return run_write(op, run_id=run_id, after=journal.deferrals.note_intent)
 
     @operation(prepare="result")
     def commit_result(
@@ -96,91 +171,6 @@ class CallOps:
     def open_intents(journal: JournalBase, run_id: str) -> Plan[list[Call]]:
         """Calls of the run whose intent is on disk without a result, oldest first."""
         return read(lambda tx: tx.calls.list(run_id, [CallState.OPEN]))
-
-
-def _record_intent(
-    journal: JournalBase,
-    run_id: str,
-    agent_no: int,
-    seq: int,
-    kind: str,
-    name: str,
-    args: Any,
-    policy: str,
-) -> Plan[Call]:
-    require_text("run_id", run_id)
-    require_int("agent_no", agent_no)
-    require_int("seq", seq)
-    if kind not in CALL_KINDS:
-        raise InvalidArgument(f"kind must be one of {', '.join(CALL_KINDS)}", field="kind")
-    require_text("name", name)
-    require_text("policy", policy, max_length=64)
-    masked_args = mask_only(journal.masker, args)
-    args_json = canonical_json(masked_args)  # refuses what cannot be stored
-    fp = fingerprint_from_json(kind, name, args_json, policy)
-    now = journal.clock()
-    fresh = Call(
-        id=new_id(),
-        run_id=run_id,
-        agent_no=agent_no,
-        seq=seq,
-        attempt=1,
-        kind=kind,
-        name=name,
-        args=masked_args,
-        policy=policy,
-        fingerprint=fp,
-        state=CallState.OPEN,
-        result=None,
-        result_digest=None,
-        created_at=now,
-        closed_at=None,
-    )
-
-    def op(tx: StoreTx) -> Call:
-        if tx.calls.insert_if_free(fresh, args_json):  # the common case: a new position
-            return fresh
-        run = load_run(tx, run_id)
-        require_active(run)
-        latest = tx.calls.latest_at(run_id, agent_no, seq)
-        if latest is not None and latest.fingerprint != fp:
-            detail = {
-                "agent_no": agent_no,
-                "seq": seq,
-                "attempt": latest.attempt,
-                "recorded": latest.fingerprint,
-                "requested": fp,
-            }
-            bump(
-                tx,
-                run,
-                now,
-                status=RunStatus.NEEDS_ATTENTION,
-                reason=HoldReason.REPLAY_DIVERGENCE,
-                reason_detail=detail,
-            )
-            raise ReplayDivergence(
-                f"the call at agent {agent_no}, sequence {seq} differs from the journal",
-                run_id=run_id,
-                **detail,
-            )
-        if latest is not None and latest.state not in (
-            CallState.SUPERSEDED,
-            CallState.NOT_COMPLETED,
-        ):
-            damage = integrity.result_damage(latest)
-            if damage is not None:  # a damaged result is never reused: hold the run
-                held = {"status": RunStatus.NEEDS_ATTENTION, "reason": HoldReason.CORRUPT_RECORD}
-                bump(tx, run, now, **held, reason_detail=damage.to_dict())
-                raise damage.error()
-            # the arguments handed back are the caller's, proven equal by the fingerprint
-            return dataclasses.replace(latest, args=masked_args)
-        call = dataclasses.replace(fresh, attempt=(latest.attempt + 1) if latest else 1)
-        tx.calls.insert(call)
-        bump(tx, run, now)
-        return call
-
-    return run_write(op, run_id=run_id, after=journal.deferrals.note_intent)
 
 
 def _commit_result(

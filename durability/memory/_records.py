@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from durability.canonical import Undecodable
+from durability.records import fields_of
 from durability.store.rows import MemoryRow
 
 
@@ -30,15 +31,9 @@ class Memory:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "id": self.id,
-            "subdir": self.subdir,
-            "area": self.area,
-            "text": self.text,
+            **fields_of(self, "id", "subdir", "area", "text"),
             "metadata": dict(self.metadata),
-            "model": self.model,
-            "timestamp": self.timestamp,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
+            **fields_of(self, "model", "timestamp", "created_at", "updated_at"),
         }
 
 

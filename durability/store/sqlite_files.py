@@ -11,6 +11,8 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+from durability.synced import fsync_path
+
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
@@ -121,20 +123,7 @@ def online_backup(source: Path, dest: Path) -> None:
     fsync_dir(dest.parent)
 
 
-def fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+fsync_file = fsync_dir = fsync_path  # a file's content; a folder's entries
 
 
 def checkpoint_wal(path: Path) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,20 +183,8 @@ def delete_runs_and_orphan_blobs(conn: sqlite3.Connection, run_ids: list[str]) -
     """
     candidates: set[str] = set()
     removed_runs = 0
-    for start in range(0, len(run_ids), 500):
-        chunk = run_ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        chunk = [
-            str(r[0])
-            for r in conn.execute(
-                f"SELECT id FROM runs WHERE id IN ({marks})"
-                " AND status IN ('completed', 'stopped', 'failed')",
-                chunk,
-            ).fetchall()
-        ]
-        if not chunk:
-            continue
-        marks = ",".join("?" * len(chunk))
+    finished = "status IN ('completed', 'stopped', 'failed')"
+    for chunk, marks in _ids_where(conn, "runs", run_ids, finished):
         candidates |= _reachable_from(conn, f"WHERE run_id IN ({marks})", chunk)
         cur = conn.execute(f"DELETE FROM runs WHERE id IN ({marks})", chunk)
         removed_runs += cur.rowcount
@@ -229,21 +217,8 @@ def delete_emptied_contexts(conn: sqlite3.Connection, context_ids: set[str]) -> 
     run, with their documents and conflicts (cascade) and their chat-level events. A chat
     whose every run was deleted is gone. Returns how many chats were deleted."""
     removed = 0
-    ids = sorted(context_ids)
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        empty = [
-            str(r[0])
-            for r in conn.execute(
-                f"SELECT id FROM contexts WHERE id IN ({marks})"
-                " AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.context_id = contexts.id)",
-                chunk,
-            ).fetchall()
-        ]
-        if not empty:
-            continue
-        marks = ",".join("?" * len(empty))
+    runless = "NOT EXISTS (SELECT 1 FROM runs WHERE runs.context_id = contexts.id)"
+    for empty, marks in _ids_where(conn, "contexts", sorted(context_ids), runless):
         conn.execute(f"DELETE FROM events WHERE context_id IN ({marks})", empty)
         removed += conn.execute(f"DELETE FROM contexts WHERE id IN ({marks})", empty).rowcount
     return removed
@@ -268,3 +243,16 @@ def checkpoint_metadata(conn: sqlite3.Connection, run_id: str) -> list[dict[str,
         }
         for r in rows
     ]
+
+
+def _ids_where(
+    conn: sqlite3.Connection, table: str, ids: list[str], condition: str
+) -> Iterator[tuple[list[str], str]]:
+    """Of these ids of ``table``, those whose row meets ``condition``, 500 at a time (each
+    non-empty batch with its ``?,?,...`` placeholders)."""
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        sql = f"SELECT id FROM {table} WHERE id IN ({','.join('?' * len(chunk))}) AND {condition}"
+        found = [str(r[0]) for r in conn.execute(sql, chunk).fetchall()]
+        if found:
+            yield found, ",".join("?" * len(found))

@@ -5,34 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from durability.documents import PLAN_KIND
-from python.api._chat import context_id_of
-from python.server.api import bad_request
+from durability.records import fields_of
+from python.api._chat import require_context
 from python.server.runtime import Runtime
 
 
 async def require_chat_id(runtime: Runtime, input: dict[str, Any]) -> str:
     """The ``context_id`` of an existing chat (400 when missing, 404 when unknown or purged)."""
-    ctx_id = context_id_of(input, "context_id", "context", "ctxid")
-    if not ctx_id:
-        raise bad_request("'context_id' is required")
-    await runtime.chats.chat(ctx_id)
-    return ctx_id
+    return (await require_context(runtime, input, "context_id", "context", "ctxid")).id
 
 
 def conflict_row(conflict: Any) -> dict[str, Any]:
-    return {
-        "id": conflict.id,
-        "context_id": conflict.context_id,
-        "kind": conflict.kind,
-        "expected_revision": conflict.expected_revision,
-        "actual_revision": conflict.actual_revision,
-        "proposed": conflict.proposed,
-        "actor": conflict.actor,
-        "created_at": conflict.created_at,
-        "resolved_at": conflict.resolved_at,
-        "resolution": conflict.resolution,
-        "resolved_by": conflict.resolved_by,
-    }
+    return fields_of(
+        conflict,
+        *("id", "context_id", "kind", "expected_revision", "actual_revision", "proposed"),
+        *("actor", "created_at", "resolved_at", "resolution", "resolved_by"),
+    )
 
 
 async def plan_conflicts(journal: Any, ctx_id: str) -> list[dict[str, Any]]:

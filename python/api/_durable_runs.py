@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from durability import integrity
-from durability.records import RESULT_STATES, RUN_STATUSES, TERMINAL_RUN_STATUSES
+from durability.records import RESULT_STATES, RUN_STATUSES, TERMINAL_RUN_STATUSES, fields_of
 from durability.status import CallState
 from python.server.api import bad_request, get_str
 
@@ -45,12 +45,7 @@ def _preview(value: Any) -> str:
 def call_row(call: Any) -> dict[str, Any]:
     """One journaled call as the API shows it (arguments are stored masked)."""
     return {
-        "call_id": call.id,
-        "seq": call.seq,
-        "agent_no": call.agent_no,
-        "attempt": call.attempt,
-        "kind": call.kind,
-        "name": call.name,
+        **fields_of(call, "call_id=id", "seq", "agent_no", "attempt", "kind", "name"),
         "status": call.state,
         "committed": call.state in RESULT_STATES,
         "replay_policy": call.policy,

@@ -5,13 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from python.api._chat import require_context
-from python.server.api import ApiHandler, get_int
+from python.server.api import ExternalApiHandler, get_int
 
 
-class ApiLogGet(ApiHandler):
-    requires_auth = False
-    requires_csrf = False
-    requires_api_key = True
+class ApiLogGet(ExternalApiHandler):
     methods = ("GET", "POST")
 
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:

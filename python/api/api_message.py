@@ -12,14 +12,10 @@ from typing import Any
 from agent import UserMessage
 from python.api._chat import log_user_message, save_base64_files, wait_answer
 from python.durable.admission import outcome
-from python.server.api import ApiHandler, bad_request, get_number, get_str
+from python.server.api import ExternalApiHandler, bad_request, get_number, get_str
 
 
-class ApiMessage(ApiHandler):
-    requires_auth = False
-    requires_csrf = False
-    requires_api_key = True
-
+class ApiMessage(ExternalApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
         text = get_str(input, "message")
         ctx_id = get_str(input, "context_id")

@@ -5,14 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from python.api._chat import require_context
-from python.server.api import ApiHandler
+from python.server.api import ExternalApiHandler
 
 
-class ApiResetChat(ApiHandler):
-    requires_auth = False
-    requires_csrf = False
-    requires_api_key = True
-
+class ApiResetChat(ExternalApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
         ctx = await require_context(self.runtime, input, "context_id")
         ctx.reset()  # stops the run first

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from durability import integrity
 from durability.status import CallKind, CallState
 from python.durable import seams
+from python.helpers.reply_stream import reply_heading
 from python.helpers.tool_request import first_object_end, partial_object
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -151,13 +152,7 @@ def _model_items(agent: Agent, call: Call) -> list[dict[str, Any]]:
 
 def _agent_heading(agent: Agent, parsed: dict[str, Any]) -> str:
     """As python/extensions/response_stream/_10_log_from_stream.py names the reply."""
-    headline = parsed.get("headline")
-    if isinstance(headline, str) and headline.strip():
-        return f"{agent.agent_name}: {headline.strip()}"
-    tool = parsed.get("tool_name")
-    if isinstance(tool, str) and tool:
-        return f"{agent.agent_name}: Using {tool}"
-    return f"{agent.agent_name}: Reasoning"
+    return reply_heading(agent.agent_name, parsed, "Reasoning")
 
 
 def _tool_items(agent: Agent, call: Call) -> list[dict[str, Any]]:

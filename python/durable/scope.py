@@ -34,15 +34,12 @@ from durability.verdicts import Evidence, Why, judge
 from python.durable import checkpoint
 from python.durable.notices import HELD, warn, warn_held
 from python.durable.run import ClaimLost, DurableHold, DurableRun
-from python.durable.seams import CallSeams, position
+from python.durable.seams import CallSeams, SeamHost, position
 from python.helpers.errors import HandledException
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent import Agent, AgentContext
-    from durability import Journal
-    from durability.adapters.shell import ShellReceipts
+    from agent import Agent
     from durability.records import Run
-    from python.durable.ports import Chats
 
 logger = logging.getLogger("a0.durable")
 FAILED, COMPLETED = RunStatus.FAILED, RunStatus.COMPLETED
@@ -55,7 +52,7 @@ def current_scope() -> RunScope | None:
     return _CURRENT.get()
 
 
-class Host(Protocol):
+class Host(SeamHost, Protocol):
     """What a run scope uses of its chat's session (``DurableSession``): the seams' part,
     and the run the chat works on, which only ``RunScope.drive`` sets."""
 
@@ -63,14 +60,6 @@ class Host(Protocol):
     last_run_id: str | None
     journaled: bool
 
-    @property
-    def context(self) -> AgentContext: ...
-    @property
-    def chats(self) -> Chats: ...
-    @property
-    def journal(self) -> Journal: ...
-    @property
-    def receipts(self) -> ShellReceipts | None: ...
     async def stopped(self, run_id: str) -> None: ...
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 from durability import failpoints, paths
 from durability.canonical import canonical_json, digest
 from durability.errors import CorruptRecord, InvalidTransition, ReplayDivergence
+from durability.records import fields_of
 from durability.status import CallKind, CallState, Permit, Policy
 from durability.verdicts import Action, Evidence, Verdict, judge
 from python.durable import checkpoint, results
@@ -60,13 +61,7 @@ def fire(boundary: str, name: str) -> None:
 
 def position(call: Call) -> dict[str, Any]:
     """Where a call sits in its run (the detail of a hold names it)."""
-    return {
-        "call_id": call.id,
-        "agent_no": call.agent_no,
-        "seq": call.seq,
-        "kind": call.kind,
-        "name": call.name,
-    }
+    return fields_of(call, "call_id=id", "agent_no", "seq", "kind", "name")
 
 
 async def _replay_reply(

@@ -90,22 +90,30 @@ class _Reader:
         finally:
             self.depth -= 1
 
-    def obj(self) -> dict:
-        self.pos += 1  # "{"
-        result: dict = {}
+    def next_item(self, closer: str, skipped: str) -> bool:
+        """Move to the next item of an object or list, over blanks and ``skipped``
+        characters; False when the container ends (``closer`` consumed, or the text ended:
+        then the value is incomplete)."""
         while True:
             self.skip_blank()
             if self.at_end():
                 self.complete = False
-                return result
+                return False
             char = self.text[self.pos]
-            if char == "}":
+            if char == closer:
                 self.pos += 1
+                return False
+            if char not in skipped:
+                return True
+            self.pos += 1
+
+    def obj(self) -> dict:
+        self.pos += 1  # "{"
+        result: dict = {}
+        while True:
+            if not self.next_item("}", ",;"):
                 return result
-            if char in ",;":
-                self.pos += 1
-                continue
-            if char == "{" and not result:
+            if self.text[self.pos] == "{" and not result:
                 return self.double_braced()
             key = self.key()
             if key is _END:
@@ -155,20 +163,8 @@ class _Reader:
         self.pos += 1  # "["
         result: list = []
         while True:
-            self.skip_blank()
-            if self.at_end():
-                self.complete = False
+            if not self.next_item("]", ",}"):  # "}" in a list: a stray closer, skipped
                 return result
-            char = self.text[self.pos]
-            if char == "]":
-                self.pos += 1
-                return result
-            if char == ",":
-                self.pos += 1
-                continue
-            if char == "}":  # a stray closer: skip it
-                self.pos += 1
-                continue
             value = self.value()
             if value is _END:
                 return result

@@ -24,6 +24,20 @@ class HandledException(Exception):
     """Already logged for the user; ends the chain."""
 
 
+class CodedError(Exception):
+    """A failure of one part (an extension, a prompt) with a stable ``code``; not a domain
+    refusal: the HTTP edge does not map it."""
+
+    code: str  # set by each subclass
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message}
+
+
 # ---- refusals -------------------------------------------------------------------------
 # The glue's and the tools' refusals: the same shape as the journal's family
 # (durability.errors.DurabilityError): a stable ``code``, a message and structured fields,

@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from python.helpers import files
+from python.helpers.errors import CodedError
 from python.helpers.extension import Extension
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,17 +30,10 @@ __all__ = ["Extension", "ExtensionError", "call_extensions", "call_extensions_sy
 _POINT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
 
 
-class ExtensionError(Exception):
+class ExtensionError(CodedError):
     """An extension file that cannot be loaded or run at its point; ``code`` is stable."""
 
     code = "extension_error"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message}
 
 
 _modules: dict[Path, tuple[int, list[type[Extension]]]] = {}

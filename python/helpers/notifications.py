@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,19 +47,7 @@ class Notification:
     group: str = ""
 
     def output(self) -> dict[str, Any]:
-        return {
-            "no": self.no,
-            "id": self.id,
-            "type": self.type,
-            "priority": self.priority,
-            "title": self.title,
-            "message": self.message,
-            "detail": self.detail,
-            "timestamp": self.timestamp,
-            "display_time": self.display_time,
-            "read": self.read,
-            "group": self.group,
-        }
+        return asdict(self)
 
 
 def check_type(value: Any) -> str:

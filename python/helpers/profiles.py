@@ -9,7 +9,7 @@ Folders whose name starts with ``_`` (upstream's ``_example``) are not profiles.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +28,7 @@ class Profile:
     context: str = ""
 
     def to_dict(self) -> dict[str, str]:
-        return {
-            "name": self.name,
-            "title": self.title,
-            "description": self.description,
-            "context": self.context,
-        }
+        return asdict(self)
 
 
 def profile_roots() -> list[Path]:

@@ -24,6 +24,7 @@ from typing import Any
 import simpleeval
 
 from python.helpers import files
+from python.helpers.errors import CodedError
 
 _TAG = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -44,17 +45,10 @@ TOOL_PROMPT_PREFIX = "agent.system.tool."
 IF_FUNCTIONS = {"len": len, "int": int, "float": float, "str": str, "bool": bool}
 
 
-class PromptError(Exception):
+class PromptError(CodedError):
     """A prompt that cannot be rendered; ``code`` is stable."""
 
     code = "prompt_error"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message}
 
 
 class PromptNotFound(PromptError):

@@ -12,13 +12,25 @@ is one, and ``finish`` releases what is still held back once the reply is comple
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from python.helpers.tool_request import first_object_end, partial_object
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent import Agent
     from python.helpers.models import ModelResult
+
+
+def reply_heading(agent_name: str, parsed: dict[str, Any], idle: str) -> str:
+    """The heading of a reply's log item: its headline, else the tool it uses, else
+    ``idle`` (``Generating`` while it streams, ``Reasoning`` when restored)."""
+    headline = parsed.get("headline")
+    if isinstance(headline, str) and headline.strip():
+        return f"{agent_name}: {headline.strip()}"
+    tool = parsed.get("tool_name")
+    if isinstance(tool, str) and tool:
+        return f"{agent_name}: Using {tool}"
+    return f"{agent_name}: {idle}"
 
 
 def _chunk(before: str, now: str) -> str:

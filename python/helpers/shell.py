@@ -154,6 +154,10 @@ class ShellSession:
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(Exception):
                 await proc.wait()
+        await self._closed()
+
+    async def _closed(self) -> None:
+        """The end of every ``close``: stop the reader, forget the output, drop the folder."""
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(BaseException):
@@ -163,10 +167,14 @@ class ShellSession:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     async def _read_loop(self, proc: asyncio.subprocess.Process) -> None:
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         assert proc.stdout is not None
+        await self._pump(proc.stdout.read)
+
+    async def _pump(self, read: Callable[[int], Awaitable[bytes]]) -> None:
+        """Decode the shell's stdout into the buffer until it ends (b"")."""
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         while True:
-            chunk = await proc.stdout.read(READ_CHUNK)
+            chunk = await read(READ_CHUNK)
             if not chunk:
                 self._buf += decoder.decode(b"", final=True)
                 self._eof = True

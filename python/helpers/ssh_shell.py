@@ -2,7 +2,7 @@
 
 ``SshShellSession`` is a ``ShellSession`` whose bash runs on the remote host: the same
 sentinel tells when a command ends, and a journaled command runs inside the same receipt
-wrapper (``durability.adapters.shell.wrap_command``), writing its markers and output into
+wrapper (``durability.adapters._wrapper.wrap_command``), writing its markers and output into
 a private folder on the remote host (``~/.a0-durable/receipts``, 0700). Before the command
 is sent, a ``<call_id>.remote`` pointer is written durably into the local receipts folder,
 so a crash never reads as "never started" here (docs/receipts.md, "SSH receipts").
@@ -15,18 +15,17 @@ import codecs
 import contextlib
 import re
 import shlex
-import shutil
 from pathlib import Path
 from typing import Any
 
-from durability.adapters.shell import ReceiptError, wrap_command
+from durability.adapters._wrapper import ReceiptError, wrap_command
 from durability.adapters.ssh import (
     SshError,
     SshTarget,
     connect,
     remote_folder,
 )
-from python.helpers.shell import READ_CHUNK, Receipt, ReceiptRefused, ShellError, ShellSession
+from python.helpers.shell import Receipt, ReceiptRefused, ShellError, ShellSession
 
 KNOWN_HOSTS = "ssh/known_hosts"  # under usr/
 
@@ -121,19 +120,14 @@ class SshShellSession(ShellSession):
         self._reader = asyncio.create_task(self._read_remote(proc))
 
     async def _read_remote(self, proc: Any) -> None:
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        while True:
+        async def read(size: int) -> bytes:
             try:
-                chunk = await proc.stdout.read(READ_CHUNK)
+                chunk: bytes = await proc.stdout.read(size)
             except Exception:  # the link broke: like the end of the shell
-                chunk = b""
-            if not chunk:
-                self._buf += decoder.decode(b"", final=True)
-                self._eof = True
-                self._data.set()
-                return
-            self._buf += decoder.decode(chunk)
-            self._data.set()
+                return b""
+            return chunk
+
+        await self._pump(read)
 
     async def close(self) -> None:
         """Kill the remote shell's process group, remove its folder, close the link."""
@@ -149,13 +143,7 @@ class SshShellSession(ShellSession):
                 if proc is not None:
                     proc.close()
                 conn.close()
-        if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(BaseException):
-                await self._reader
-        self.running = False
-        self._close_tail()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        await self._closed()
 
     async def put_file(self, name: str, text: str) -> str:
         if self.conn is None:

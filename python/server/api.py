@@ -73,6 +73,14 @@ class ApiHandler:
         raise NotImplementedError
 
 
+class ExternalApiHandler(ApiHandler):
+    """An endpoint of the external API: the X-API-KEY header only (no session, no CSRF)."""
+
+    requires_auth = False
+    requires_csrf = False
+    requires_api_key = True
+
+
 async def read_input(request: Request) -> dict[str, Any]:
     """JSON object body, form fields (files under their field name as lists), or query args.
 

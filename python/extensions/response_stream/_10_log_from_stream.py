@@ -5,18 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from python.helpers.extensions import Extension
+from python.helpers.reply_stream import reply_heading
 
 KEY = "log_item_generating"
 
 
 def _heading(agent: Any, parsed: dict) -> str:
-    headline = parsed.get("headline")
-    if isinstance(headline, str) and headline.strip():
-        return f"{agent.agent_name}: {headline.strip()}"
-    tool = parsed.get("tool_name")
-    if isinstance(tool, str) and tool:
-        return f"{agent.agent_name}: Using {tool}"
-    return f"{agent.agent_name}: Generating"
+    return reply_heading(agent.agent_name, parsed, "Generating")
 
 
 class LogFromStream(Extension):
