@@ -24,8 +24,9 @@ __all__ = ["model_server", "workers"]  # the fixtures
 #: The default lease, and a heartbeat as rare as allowed (half the lease), so that the old
 #: owner's result write, not its heartbeat, is what meets the fence.
 DEFAULT_LEASE = {"A0_DURABILITY_LEASE_SECONDS": "30", "A0_DURABILITY_HEARTBEAT_SECONDS": "15"}
-#: Generous: the bench measures the figure (bench/takeover_bench.py); the lease is 30 s.
-TAKEOVER_DEADLINE = 10.0
+#: Generous (a loaded CI machine): the bench measures the figure (bench/takeover_bench.py);
+#: still well before the 30 s lease, which is what the takeover must beat.
+TAKEOVER_DEADLINE = 20.0
 
 
 def _shell_until(workers, model_server, gate) -> None:
