@@ -103,7 +103,7 @@ class Journal(Operations, JournalBase):
         connect_timeout: float = 10.0,
         worker_id: str | None = None,
         lease_seconds: float = 30.0,
-        liveness: bool = True,
+        liveness: bool = False,
     ) -> Journal:
         """Open (creating the schema ``namespace``, migrating) the journal on PostgreSQL.
         With ``worker_id`` it is a shared worker's: it claims the runs it admits and fences

@@ -133,6 +133,7 @@ def _open_shared(
         pool_size=shared.pool_size,
         worker_id=shared.worker_id,
         lease_seconds=shared.lease_seconds,
+        liveness=shared.liveness,
     )
     policy = ReplayPolicy()
     policy.preload()
