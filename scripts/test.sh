@@ -15,6 +15,8 @@ apt_need=()
 command -v docker-compose >/dev/null 2>&1 || /usr/bin/docker compose version >/dev/null 2>&1 \
   || apt_need+=(docker-compose)
 command -v ip >/dev/null 2>&1 || apt_need+=(iproute2)
+# The SSH execution tests run a private sshd (tests/support/sshd.py).
+{ [ -x /usr/sbin/sshd ] && command -v ssh-keygen >/dev/null 2>&1; } || apt_need+=(openssh-server)
 # The PostgreSQL tests start private clusters from these binaries (tests/support/postgres.py).
 [ -n "${A0_TEST_POSTGRES_DSN:-}" ] || [ -x /usr/lib/postgresql/15/bin/initdb ] || apt_need+=(postgresql)
 apt_install "${apt_need[@]}"

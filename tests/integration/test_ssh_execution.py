@@ -30,7 +30,11 @@ from tests.support import sshd as sshd_support
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(not sshd_support.available(), reason="needs root and openssh-server"),
+    # in CI a missing prerequisite fails (scripts/test.sh installs openssh-server)
+    pytest.mark.skipif(
+        not sshd_support.available() and not os.environ.get("CI"),
+        reason="needs root and openssh-server",
+    ),
 ]
 
 QUICK = Timeouts(first_output=60, between_output=60, total=120)
