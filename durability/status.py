@@ -97,6 +97,7 @@ class Permit(StrEnum):
 
     REPLAY = "replay"  # a safe-replay tool whose pin still matches
     RUN = "run"  # proven never started: its first real execution
+    WATCH = "watch"  # its process still runs: wait for its exit marker (adoption)
 
 
 class ReceiptOutcome(StrEnum):
@@ -106,6 +107,7 @@ class ReceiptOutcome(StrEnum):
     NOT_STARTED = "not_started"
     UNKNOWN = "unknown"
     REJECTED = "rejected"
+    HOST_UNREACHABLE = "host_unreachable"  # the host holding the receipt did not answer
 
 
 class PlanAction(StrEnum):

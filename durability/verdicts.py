@@ -26,12 +26,13 @@ order they apply:
 | open, the loop asks: a fresh intent (not open before the resume) | ``run`` |
 | open model call found at a resume | ``hold`` uncertain_call |
 | open child workflow (pinned) | ``child`` |
-| open, the loop asks: recovery permitted it | ``replay`` / ``run`` |
+| open, the loop asks: recovery permitted it | ``replay`` / ``run`` / ``watch`` |
 | open, the loop asks: recovery did not | ``hold`` uncertain_call (not_proven) |
 | open at recovery, safe_replay and its pin matches | ``replay`` (else ``hold``, pin_mismatch) |
 | open at recovery, an adapter proves it completed | ``receipt`` (commit its recorded output) |
 | ... proves it never started | ``run`` |
 | ... its process is still alive | ``watch`` |
+| ... its host cannot be asked (SSH) | ``hold`` uncertain_call (host_unreachable) |
 | ... rejected, unknown, no adapter | ``hold`` uncertain_call |
 | open at recovery, ``journal_atomic`` | ``run`` (no result means no effect) |
 | anything else | ``hold`` uncertain_call |
@@ -90,6 +91,10 @@ class Why(StrEnum):
     RECEIPT_UNKNOWN = "receipt_unknown"
     NO_REPLAY_POLICY = "no_replay_policy"
     RUN_ENDED_WITH_OPEN_CALL = "run_ended_with_open_call"
+    HOST_UNREACHABLE = "host_unreachable"  # the SSH host holding the receipt did not answer
+    PROCESS_ENDED = "process_ended"  # watched: its process died without an exit marker
+    WATCH_TIMED_OUT = "watch_timed_out"  # watched: the tool's maximum time passed
+    LOCAL_RECEIPT_ELSEWHERE = "local_receipt_elsewhere"  # another worker's folder holds it
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,8 @@ class AdapterVerdict:
 
     outcome: str  # a ReceiptOutcome
     output: Any = None  # the recorded output, for completed
-    reason: str | None = None  # for rejected
+    reason: str | None = None  # for rejected and host_unreachable
+    detail: Mapping[str, Any] | None = None  # what the receipt shows (pid alive, host, ...)
 
 
 def to_verdict(value: Any) -> AdapterVerdict:
@@ -107,6 +113,9 @@ def to_verdict(value: Any) -> AdapterVerdict:
         return value
     if isinstance(value, tuple) and len(value) == 2 and value[0] == ReceiptOutcome.COMPLETED:
         return AdapterVerdict(ReceiptOutcome.COMPLETED, output=value[1])
+    if isinstance(value, str) and value.startswith(ReceiptOutcome.HOST_UNREACHABLE):
+        reason = value.partition(":")[2] or None
+        return AdapterVerdict(ReceiptOutcome.HOST_UNREACHABLE, reason=reason)
     if isinstance(value, str):
         simple = (ReceiptOutcome.COMPLETED, ReceiptOutcome.NOT_STARTED, ReceiptOutcome.UNKNOWN)
         if value in simple:
@@ -242,7 +251,12 @@ def _receipt(ev: Evidence) -> Verdict:
     if receipt.outcome == ReceiptOutcome.NOT_STARTED:
         return Verdict(Action.RUN)
     if receipt.outcome == ReceiptOutcome.REJECTED:
+        if receipt.reason == Why.LOCAL_RECEIPT_ELSEWHERE:
+            return _uncertain(Why.LOCAL_RECEIPT_ELSEWHERE, **dict(receipt.detail or {}))
         return _uncertain(Why.RECEIPT_REJECTED, receipt_reason=receipt.reason)
+    if receipt.outcome == ReceiptOutcome.HOST_UNREACHABLE:
+        found = {"receipt_reason": receipt.reason, **dict(receipt.detail or {})}
+        return _uncertain(Why.HOST_UNREACHABLE, **found)
     if ev.process_alive:
         return Verdict(Action.WATCH)
     return _uncertain(Why.RECEIPT_UNKNOWN)
@@ -261,4 +275,6 @@ def _asked_by_loop(call: Call, ev: Evidence) -> Verdict:
         return Verdict(Action.REPLAY)
     if ev.permit == Permit.RUN:
         return Verdict(Action.RUN)
+    if ev.permit == Permit.WATCH:
+        return Verdict(Action.WATCH)
     return _uncertain(Why.NOT_PROVEN)

@@ -85,6 +85,9 @@ class ShellReceipts:
     """A private folder (0700) of receipt files (0600), one set per call id."""
 
     def __init__(self, folder: Path) -> None:
+        #: Called after a ``.remote`` pointer is written (call id, where): the server records
+        #: the location in the journal too (durability/adapters/evidence.py).
+        self.on_remote: Callable[[str, Mapping[str, Any]], None] | None = None
         self.folder = Path(folder)
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.folder, 0o700)
@@ -143,6 +146,8 @@ class ShellReceipts:
             self.remote_path(call_id),
             {"call_id": call_id, "args_digest": args_digest, **dict(where)},
         )
+        if self.on_remote is not None:
+            self.on_remote(call_id, where)
 
     def remote_pointer(self, call_id: str) -> dict[str, Any] | None:
         """The ``.remote`` pointer of a call (None when the call ran here or not at all)."""

@@ -12,6 +12,7 @@ import asyncio
 import os
 from typing import Any
 
+from durability.adapters.evidence import ShellEvidence
 from durability.adapters.shell import SHELL_POLICY, ShellReceipts
 from durability.masking import Masker
 from durability.records import Call
@@ -74,18 +75,24 @@ def receipt_evidence(receipts: Any, call: Any, masker: Any) -> dict[str, Any]:
         "shell_pid": detail.get("shell_pid"),
         "shell_alive": detail.get("shell_alive"),
         "rejected_reason": found.get("reason"),
+        "host": detail.get("host"),  # set when the command ran over SSH
     }
     if classification == ReceiptOutcome.COMPLETED:
         output = str(found.get("output") or "")
         evidence["output_bytes"] = len(output.encode("utf-8"))
-    else:
+    elif detail.get("host") is None:
         output, evidence["output_bytes"] = _read_tail(receipts.output_path(call.id))
+    else:  # the output so far stays on the host
+        output, evidence["output_bytes"] = "", 0
     evidence["output_tail"] = masker.mask_text(_tail(output)) if output else ""
     return evidence
 
 
 async def add_evidence(
-    row: dict[str, Any], calls: list[Call], receipts: ShellReceipts | None, masker: Masker
+    row: dict[str, Any],
+    calls: list[Call],
+    receipts: ShellReceipts | ShellEvidence | None,
+    masker: Masker,
 ) -> dict[str, Any]:
     """``row`` (a detail row) with ``command``, ``outcome`` and ``receipt`` on each call."""
     for call, out in zip(calls, row["calls"], strict=True):

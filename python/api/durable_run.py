@@ -16,5 +16,7 @@ class DurableRun(ApiHandler):
         runtime = self.runtime
         detail = await runtime.journal.aio.read_run(require_run_id(input))
         row = detail_row(detail)
-        row = await add_evidence(row, detail.calls, runtime.chats.receipts, runtime.journal.masker)
+        chats = runtime.chats
+        evidence = chats.evidence or chats.receipts  # local, or over SSH where the call ran
+        row = await add_evidence(row, detail.calls, evidence, runtime.journal.masker)
         return {"run": add_chat_name(row, runtime)}

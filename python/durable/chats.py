@@ -31,6 +31,7 @@ from python.helpers.errors import ChatNotFound
 
 if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
+    from durability.adapters.evidence import ShellEvidence
     from durability.adapters.shell import ShellReceipts
 
 logger = logging.getLogger("a0.durable")
@@ -61,6 +62,10 @@ class DurableChats:
     ) -> None:
         self.journal = journal
         self.receipts = receipts
+        #: What proves a shell call's outcome here, local or over SSH (set at start-up:
+        #: python/durable/startup.py); the periodic re-check of held runs (recheck.py).
+        self.evidence: ShellEvidence | None = None
+        self.rechecker: asyncio.Task[None] | None = None
         if policy is None:
             policy = ReplayPolicy()
             policy.preload()
@@ -317,6 +322,9 @@ class DurableChats:
         writes, then close the journal: no acknowledged write is lost on a clean stop."""
         await self.scheduler.stop()  # first: a firing it admits now is stopped below too
         self.begin_shutdown()
+        if self.rechecker is not None:
+            self.rechecker.cancel()
+            await asyncio.gather(self.rechecker, return_exceptions=True)
         if self._rebuilder is not None:  # it stops before its next chat
             await asyncio.wait([self._rebuilder], timeout=timeout)
         pending = self.tasks()

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from agent import Agent, AgentConfig, AgentContext, AgentContextType, UserMessage
     from durability import Journal
+    from durability.adapters.evidence import ShellEvidence
     from durability.adapters.shell import ShellReceipts
     from durability.records import Call
     from python.durable.admission import Submission
@@ -76,6 +77,8 @@ class Chats(Protocol):
     def journal(self) -> Journal: ...
     @property
     def receipts(self) -> ShellReceipts | None: ...
+    @property
+    def evidence(self) -> ShellEvidence | None: ...
     @property
     def policy(self) -> ReplayPolicy: ...
     @property

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from agent import UserMessage
 from durability import recovery
 from durability.errors import DurabilityError, FencingLost
-from durability.status import TERMINAL_RUN_STATUSES, HoldReason, PlanAction, RunStatus
+from durability.status import TERMINAL_RUN_STATUSES, HoldReason, PlanAction, Policy, RunStatus
 from python.durable import takeover
 from python.durable.chats import MAX_PARALLEL_RESUMES
 from python.durable.session import DurableSession, session_of
@@ -342,14 +342,19 @@ class SharedWorker:
 
     async def _recover(self, claim: Claim) -> None:
         """Classify a taken-over run as start-up recovery does, then resume or hold it.
-        Shell receipts are the previous worker's files: none is used here, so an open
-        shell call is held."""
+        Local shell receipts are the previous worker's files: none is used here, so an open
+        local shell call is held; a command that ran over SSH has its location in the
+        journal, and its remote receipt is read from here (durability/adapters/evidence.py)."""
         journal = self.chats.journal
         try:
             run = await journal.aio.get_run(claim.run_id)
             is_safe = self.chats.policy.shipped_is_safe
+            evidence = self.chats.evidence
+            adapters: dict[str, recovery.Adapter] = {}
+            if evidence is not None:
+                adapters[Policy.SHELL] = evidence.classify
             plan = await asyncio.to_thread(
-                recovery.classify_run, journal, run, adapters={}, is_safe=is_safe
+                recovery.classify_run, journal, run, adapters=adapters, is_safe=is_safe
             )
             plan = await asyncio.to_thread(recovery.apply_plan, journal, plan)
         except FencingLost:

@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from durability import Journal
+from durability.adapters.evidence import (
+    ShellEvidence,
+    TargetFor,
+    journal_locator,
+    location_recorder,
+)
 from durability.adapters.shell import SHELL_POLICY, ShellReceipts
+from durability.adapters.ssh import REMOTE_RECEIPTS, SshTarget
 from durability.config import DEFAULT_DEFER_SECONDS, DEFER_MS, journal_defer_seconds
 from durability.errors import ConfigurationError, DurabilityError
 from durability.masking import Masker
@@ -27,6 +34,7 @@ from durability.status import CallState, PlanAction
 from python.durable.chats import ConfigFactory, DurableChats
 from python.durable.policy import ReplayPolicy
 from python.durable.rebuild import restore_contexts
+from python.durable.recheck import DEFAULT_INTERVAL, recheck_forever
 from python.durable.resume import recover
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -76,6 +84,59 @@ def receipt_needed(journal: Journal) -> Callable[[str], bool]:
     return needed
 
 
+def ssh_target_for(usr: Path) -> TargetFor:
+    """How this worker reads a receipt on an SSH host: the location the call recorded, with
+    the login of the current settings (its password only for the same host, port and user)."""
+
+    def target_for(ssh: Mapping[str, Any]) -> SshTarget | None:
+        from python.helpers import settings as settings_mod
+        from python.helpers.ssh_shell import target_from_settings
+
+        current = {**settings_mod.load(usr), "code_exec_ssh_enabled": True}
+        configured = target_from_settings(current, usr)
+        try:
+            host, port, user = str(ssh["host"]), int(ssh["port"]), str(ssh["user"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        if configured is None:
+            return None
+        same = (configured.host, configured.port, configured.user) == (host, port, user)
+        return SshTarget(
+            host=host,
+            port=port,
+            user=user,
+            password=configured.password if same else "",
+            key_file=configured.key_file,
+            known_hosts=configured.known_hosts,
+            receipts=str(ssh.get("folder") or REMOTE_RECEIPTS),
+        )
+
+    return target_for
+
+
+def attach_evidence(chats: DurableChats, usr: Path, *, owner: bool = True) -> ShellEvidence | None:
+    """Make the chats' evidence adapter; every SSH command's location goes into the journal."""
+    receipts = chats.receipts
+    if receipts is None:
+        return None
+    receipts.on_remote = location_recorder(chats.journal)
+    chats.evidence = ShellEvidence(
+        receipts, target_for=ssh_target_for(usr), locate=journal_locator(chats.journal), owner=owner
+    )
+    return chats.evidence
+
+
+def start_recheck(chats: DurableChats, settings: Mapping[str, Any]) -> None:
+    """The periodic re-check of held runs (python/durable/recheck.py)."""
+    try:
+        interval = float(settings.get("recovery_recheck_seconds", DEFAULT_INTERVAL))
+    except (TypeError, ValueError):
+        interval = DEFAULT_INTERVAL
+    if interval > 0:
+        work = recheck_forever(chats, interval)
+        chats.rechecker = asyncio.get_running_loop().create_task(work, name="recovery-recheck")
+
+
 def _open(usr: Path, masker: Masker, config: ConfigFactory) -> DurableChats:
     try:  # how long results and checkpoints wait for the run's next write to ride on
         defer = journal_defer_seconds()
@@ -100,7 +161,8 @@ async def open_chats(
     # the background once the server answers (DurableChats.load, rebuild_later)
     contexts = await asyncio.to_thread(restore_contexts, chats, idle_later=True)
     receipts = chats.receipts
-    adapters = {SHELL_POLICY: receipts.classify} if receipts is not None else {}
+    evidence = attach_evidence(chats, usr)
+    adapters = {SHELL_POLICY: evidence.classify} if evidence is not None else {}
     try:  # each run is held on its own failure; this guards what all runs share
         plans = await recover(chats, adapters=adapters)
     except DurabilityError as exc:
@@ -111,6 +173,7 @@ async def open_chats(
         plans = []
     if receipts is not None:
         await asyncio.to_thread(_prune, receipts, chats.journal)
+    start_recheck(chats, settings)
     held = [p for p in plans if p.action in (PlanAction.HOLD, PlanAction.SKIP)]
     resumed = len(plans) - len(held)
     logger.info(
@@ -151,6 +214,10 @@ async def open_shared_chats(
     (python/durable/shared.py) takes those whose lease expired through the same
     classification as start-up recovery."""
     chats = await asyncio.to_thread(_open_shared, usr, shared, masker, config)
+    attach_evidence(chats, usr, owner=False)  # local receipts are this worker's alone
+    from python.helpers import settings as settings_mod
+
+    start_recheck(chats, await asyncio.to_thread(settings_mod.load, usr))
     contexts = await asyncio.to_thread(restore_contexts, chats, idle_later=True)
     logger.info(
         "shared journal open (namespace %s, worker %s): %d chats, %d idle ones later",

@@ -70,6 +70,8 @@ DEFAULTS: dict[str, Any] = {
     "code_exec_ssh_user": "root",
     "code_exec_ssh_pass": "",
     "code_exec_ssh_key_file": "",
+    # seconds between two checks of held runs whose receipt may now prove the outcome
+    "recovery_recheck_seconds": 30,
     "retention_runs": DEFAULT_RETENTION_RUNS,
     "retention_days": DEFAULT_RETENTION_DAYS,
     "searxng_url": "http://127.0.0.1:55510",
@@ -86,6 +88,7 @@ _POSITIVE = {
     "code_exec_between_output_timeout",
     "code_exec_max_timeout",
     "code_exec_ssh_port",
+    "recovery_recheck_seconds",
     "mcp_client_init_timeout",
     "mcp_client_tool_timeout",
 }

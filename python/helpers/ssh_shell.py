@@ -170,7 +170,8 @@ class SshShellSession(ShellSession):
             if exists.exit_status == 0:
                 raise ReceiptError("a receipt for this call already exists on the host")
             where = {"ssh": self.target.describe() | {"folder": self.receipts_folder}}
-            receipts.mark_remote(call_id, args_digest, where)
+            # the local pointer and the journal's record (a blocking write): off the loop
+            await asyncio.to_thread(receipts.mark_remote, call_id, args_digest, where)
             body = wrap_command(self.receipts_folder, call_id, args_digest, script)
         except ReceiptError as e:
             raise ReceiptRefused(f"no receipt can be written for this call ({e.code})") from e

@@ -188,15 +188,32 @@ export async function loadRuns(clearNotice = true) {
   }
 }
 
+// Refresh asks the held runs' evidence again first: a receipt that now proves the outcome
+// re-classifies its run (it continues by itself), and the panel says what changed.
+export async function recheckRuns() {
+  let changes = [];
+  try {
+    ({ changes } = await callApi("durable_recheck", {}));
+  } catch (error) {
+    notice(errorText(error));
+    return loadRuns(false);
+  }
+  await loadRuns();
+  const changed = (changes || []).filter((c) => c.changed);
+  if (changed.length) {
+    notice(changed.map((c) => `Run ${c.run_id}: ${c.text}`).join(" "));
+  }
+}
+
 export function openRecovery() {
   $("recovery-dialog").showModal();
-  loadRuns();
+  recheckRuns();
 }
 
 export function initRecovery() {
   $("recovery-open").addEventListener("click", openRecovery);
   $("held-open").addEventListener("click", openRecovery);
-  $("recovery-refresh").addEventListener("click", () => loadRuns());
+  $("recovery-refresh").addEventListener("click", () => recheckRuns());
   $("recovery-close").addEventListener("click", () => $("recovery-dialog").close());
 }
 

@@ -39,6 +39,7 @@ const HELP = {
   code_exec_ssh_user: "The user commands run as on the SSH host.",
   code_exec_ssh_pass: "The SSH password (empty: log in with the key file); stored in usr/.env.",
   code_exec_ssh_key_file: "Private key file for the SSH login (a path, relative to usr/ or absolute).",
+  recovery_recheck_seconds: "Seconds between two checks of held runs whose receipt may now prove the outcome.",
   retention_runs: "The newest finished runs the journal keeps.",
   retention_days: "Finished runs older than this many days may be removed.",
   mcp_servers: 'MCP servers as JSON, Agent Zero\'s format: {"mcpServers": {"name": {"command", "args", "env"} or {"url", "headers", "type"}}} (docs/mcp.md).',
