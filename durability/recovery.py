@@ -11,6 +11,7 @@ chats and resumes the runs it is told to.
 | ``skip`` (already held) | ``skip``: never re-queued, its version does not change |
 | ``hold`` (run or call) | ``hold`` with the verdict's reason and detail |
 | ``resume``; open calls ``child``, ``replay``, ``run``, ``receipt`` | ``resume`` + permits |
+| an open call ``watch`` (its shell still runs) | ``resume`` + permit ``watch`` (the loop waits) |
 | classifying the run raised (any exception) | ``hold`` (recovery_error); the others go on |
 """
 
@@ -120,13 +121,16 @@ def _call_evidence(
     call: Call, adapters: Mapping[str, Adapter], is_safe: Callable[[str], bool]
 ) -> Evidence:
     """An open call's evidence: its pin (safe_replay) or its receipt (an adapter policy)."""
-    pinned, receipt = False, None
+    pinned, receipt, alive = False, None, False
     if call.kind == CallKind.TOOL and call.policy == Policy.SAFE_REPLAY:
         pinned = is_safe(call.name)
     elif call.kind == CallKind.TOOL and call.policy.startswith(ADAPTER_PREFIX):
         adapter = adapters.get(call.policy)
         receipt = None if adapter is None else _ask_adapter(adapter, call)
-    return Evidence(recovering=True, known=True, pinned=pinned, receipt=receipt)
+        alive = receipt is not None and bool((receipt.detail or {}).get("shell_alive"))
+    return Evidence(
+        recovering=True, known=True, pinned=pinned, receipt=receipt, process_alive=alive
+    )
 
 
 def _run_evidence(journal: Journal, run: Run, max_attempts: int) -> tuple[Evidence, list[Call]]:
@@ -180,9 +184,8 @@ def classify_run(
             plan.receipts[call.id] = call_evidence.receipt.output
         elif verdict.action in (Action.REPLAY, Action.RUN):
             plan.permits[call.id] = Permit(verdict.action)
-        elif verdict.action is Action.WATCH:  # watching is not built yet: held as unknown
-            detail = {**_position(call), "why": Why.RECEIPT_UNKNOWN}
-            return RecoveryPlan(run, PlanAction.HOLD, HoldReason.UNCERTAIN_CALL, detail)
+        elif verdict.action is Action.WATCH:  # the loop waits for its exit marker
+            plan.permits[call.id] = Permit.WATCH
         elif verdict.action is Action.HOLD:
             if verdict.why is Why.RECEIPT_REJECTED:
                 reason = call_evidence.receipt.reason if call_evidence.receipt else None

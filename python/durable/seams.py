@@ -28,13 +28,14 @@ from durability.errors import CorruptRecord, InvalidTransition, ReplayDivergence
 from durability.records import fields_of
 from durability.status import CallKind, CallState, Permit, Policy
 from durability.verdicts import Action, Evidence, Verdict, judge
-from python.durable import checkpoint, results
+from python.durable import adoption, checkpoint, results
 from python.durable.policy import SUBORDINATE_TOOL
 from python.durable.run import DurableHold, DurableRun
 from python.helpers import files
 from python.helpers.errors import InterventionException, RepairableException
 from python.helpers.log import LogItem
 from python.helpers.models import ModelError, ModelResult
+from python.helpers.shell import Timeouts
 from python.helpers.tool import Response, Tool
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MODEL_CALL_NAME = "model"
 PERMITTED = (Permit.REPLAY, Permit.RUN)  # recovery permits that let an open call run again
+WATCHED = Permit.WATCH  # its shell still runs: the loop waits for its receipt (adoption.py)
 
 
 class RecordedToolError(Exception):
@@ -114,7 +116,8 @@ def _mark_tool_item(run: DurableRun, tool: Tool, call: Call, child: bool) -> Non
     if call.state in (CallState.COMPLETED, CallState.FAILED, CallState.ABANDONED):
         restored = "journal"
     elif call.state == CallState.OPEN and call.id in run.known_calls and not child:
-        restored = "" if run.permits.get(call.id) in PERMITTED else "uncertain"
+        permit = run.permits.get(call.id)
+        restored = "" if permit in PERMITTED or permit == WATCHED else "uncertain"
     tool.log_marks = {"call_id": call.id, "restored": restored}
     if isinstance(tool.log, LogItem):
         tool.log.mark(**tool.log_marks)
@@ -339,6 +342,14 @@ class CallSeams:
         reused = await self._reuse(agent, tool, call)
         if reused is not None:
             return reused
+        if judge(call, self.evidence(call)).action is Action.WATCH:  # it outlived a restart
+            limit = Timeouts.from_settings(agent.config.settings).total
+            found = await adoption.watch(self.chats.evidence, call, limit, tool)
+            if isinstance(found, Verdict):
+                await self._hold(found, call)
+            await journal.aio.commit_result(call.id, found)
+            await self._forget_receipt(call)
+            return recorded_response(agent, found)
         tool.call_identity = (call.id, digest(call.args))  # receipts name the call by it
         await self.chats.ownership.gate(call)
         try:
