@@ -25,7 +25,7 @@ order they apply:
 | committed result | ``reuse`` |
 | open, the loop asks: a fresh intent (not open before the resume) | ``run`` |
 | open model call found at a resume | ``hold`` uncertain_call |
-| an embedding request (model call, ``safe_replay``): committed / failed / open | ``reuse`` / ``fail`` / ``replay`` |
+| embedding (``safe_replay`` model call) done / failed / open | ``reuse``/``fail``/``replay`` |
 | open child workflow (pinned) | ``child`` |
 | open, the loop asks: recovery permitted it | ``replay`` / ``run`` |
 | open, the loop asks: recovery did not | ``hold`` uncertain_call (not_proven) |
