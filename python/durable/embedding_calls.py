@@ -6,7 +6,8 @@ a text again changes nothing, so an intent found open after a crash is asked aga
 (durability/verdicts.py), never held. ``args`` names the model and the texts by digest (the
 texts themselves are not journaled); the committed result is a summary, the vectors stay in
 the embedding cache (durability/memory/, table ``embedding_cache``), so a reused result
-costs no request while the cache holds them.
+costs no request while the cache holds them. Like a safe-replay tool's, the result may ride
+on the run's next write (the journal defers it): lost with a crash, the request is replayed.
 """
 
 from __future__ import annotations
@@ -57,5 +58,5 @@ class EmbeddingSeam(CallSeams):
                 raise
             fire("after_effect", EMBEDDING_CALL_NAME)
             await self.journal.aio.commit_result(call.id, summary)
-            fire("after_result", EMBEDDING_CALL_NAME)
+            await self.fire_after_deferred("after_result", EMBEDDING_CALL_NAME)
             return summary
