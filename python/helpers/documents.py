@@ -36,10 +36,29 @@ DEFAULT_MAX_BYTES = 20 * 1024 * 1024
 DEFAULT_TIMEOUT = 30
 EXTRA_HINT = "pip install -r requirements-documents.txt (docs/documents.md)"
 
-_TEXT_SUFFIXES = {
-    ".txt", ".md", ".markdown", ".csv", ".tsv", ".json", ".jsonl", ".log", ".yaml", ".yml",
-    ".xml", ".rst", ".ini", ".toml", ".py", ".js", ".ts", ".sh", ".sql",
-}  # fmt: skip
+_TEXT_SUFFIXES = set(
+    [
+        ".txt",
+        ".md",
+        ".markdown",
+        ".csv",
+        ".tsv",
+        ".json",
+        ".jsonl",
+        ".log",
+        ".yaml",
+        ".yml",
+        ".xml",
+        ".rst",
+        ".ini",
+        ".toml",
+        ".py",
+        ".js",
+        ".ts",
+        ".sh",
+        ".sql",
+    ]
+)
 _OFFICE_SUFFIXES = {".docx", ".pptx", ".xlsx"}
 _HTML_TYPES = {"text/html", "application/xhtml+xml"}
 _OFFICE_TYPES = {

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 
@@ -60,7 +61,7 @@ def test_split_text_windows_overlap_and_cover_the_text():
     pieces = split_text(text)
     assert all(len(p) <= 1000 for p in pieces) and len(pieces) > 10
     assert pieces[0].startswith("word0 ") and pieces[-1].endswith("word1999")
-    for left, right in zip(pieces, pieces[1:], strict=False):
+    for left, right in itertools.pairwise(pieces):
         assert right.split()[0] in left  # each window starts inside the previous one
     assert split_text("short") == ["short"] and split_text("  ") == []
 
@@ -73,9 +74,21 @@ def test_relevance_is_upstreams_scale():
 
 @pytest.mark.parametrize(
     "address",
-    ["127.0.0.1", "10.1.2.3", "192.168.0.1", "172.16.0.9", "169.254.169.254", "::1",
-     "fe80::1", "fd00::1", "100.64.0.1", "0.0.0.0", "::ffff:127.0.0.1", "224.0.0.1"],
-)  # fmt: skip
+    [
+        "127.0.0.1",
+        "10.1.2.3",
+        "192.168.0.1",
+        "172.16.0.9",
+        "169.254.169.254",
+        "::1",
+        "fe80::1",
+        "fd00::1",
+        "100.64.0.1",
+        "0.0.0.0",
+        "::ffff:127.0.0.1",
+        "224.0.0.1",
+    ],
+)
 def test_addresses_that_are_not_public(address):
     assert url_fetch.is_public(address) is False
 
