@@ -11,8 +11,9 @@ idempotent by construction); then run
     .venv/bin/python -m durability.replay <name>
 and paste the printed line into SAFE_REPLAY below, in the same commit as the review.
 
-Only durable_plan, response, search_engine and the call_subordinate child-workflow record
-may ever be listed (INTENDED_SAFE_TOOLS). A tool whose file does not exist yet is not pinned.
+Only durable_plan, response, search_engine, document_query and the call_subordinate
+child-workflow record may ever be listed (INTENDED_SAFE_TOOLS). A tool whose file does not
+exist yet is not pinned.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ INTENDED_SAFE_TOOLS: tuple[str, ...] = (
     "response",
     "call_subordinate",
     "search_engine",
+    "document_query",
 )
 
 #: tool name -> SHA-256 (hex) of python/tools/<name>.py as reviewed.
@@ -48,6 +50,11 @@ SAFE_REPLAY: dict[str, str] = {
     # answer; it changes nothing anywhere, so asking again after a crash is harmless (the
     # answer may differ, which is what asking again means)
     "search_engine": "17d67a167504c5aec36bd1ab0e8de38038fb367c0fc48705c5b95cf13c422ee4",
+    # document_query (#20): reads a file in the work folder or uploads, or GETs a URL
+    # (no cookies, no credentials, public addresses only unless the setting allows), then
+    # asks models; each model and embedding request is its own journaled call, so a replay
+    # reuses the committed ones. Nothing is written anywhere: running it again is harmless
+    "document_query": "643b750004728b3a872ddc6864d89b250c2f1a875e765fc2ee40eb273b16ffdf",
 }
 
 

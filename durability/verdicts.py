@@ -25,6 +25,7 @@ order they apply:
 | committed result | ``reuse`` |
 | open, the loop asks: a fresh intent (not open before the resume) | ``run`` |
 | open model call found at a resume | ``hold`` uncertain_call |
+| embedding (``safe_replay`` model call) done / failed / open | ``reuse``/``fail``/``replay`` |
 | open child workflow (pinned) | ``child`` |
 | open, the loop asks: recovery permitted it | ``replay`` / ``run`` / ``watch`` |
 | open, the loop asks: recovery did not | ``hold`` uncertain_call (not_proven) |
@@ -200,9 +201,17 @@ def _is_child(call: Call) -> bool:
     return call.kind == CallKind.SUBORDINATE and call.policy == Policy.CHILD
 
 
+def _is_embedding(call: Call) -> bool:
+    """An embedding request (python/durable/seams.py ``embedding_call``): the engine records
+    it as a model call with the ``safe_replay`` policy; asking again changes nothing."""
+    return call.kind == CallKind.MODEL and call.policy == Policy.SAFE_REPLAY
+
+
 def _failed(call: Call, ev: Evidence) -> Verdict:
     result = call.result if isinstance(call.result, dict) else {}
     if call.kind != CallKind.MODEL or result.get("error") == "repairable" or ev.utility:
+        return Verdict(Action.FAIL)
+    if _is_embedding(call):
         return Verdict(Action.FAIL)
     if ev.grant is None:
         return Verdict(Action.ASK_GRANT)
@@ -221,6 +230,8 @@ def _committed(call: Call, ev: Evidence) -> Verdict:
     result = call.result if isinstance(call.result, dict) else {}
     if result.get("interrupted"):
         return Verdict(divergence.action, divergence.reason, Why.INTERRUPTED, at_call=True)
+    if _is_embedding(call):
+        return Verdict(Action.REUSE)
     if call.kind == CallKind.MODEL and not isinstance(result.get("response"), str):
         return Verdict(Action.NEXT)  # confirmed by a person: no reply to reuse
     return Verdict(Action.REUSE)
@@ -231,6 +242,8 @@ def _open(call: Call, ev: Evidence) -> Verdict:
         return _asked_by_loop(call, ev)
     if call.kind == CallKind.SUBORDINATE:
         return Verdict(Action.CHILD) if _is_child(call) else _uncertain(Why.CHILD_NOT_PINNED)
+    if _is_embedding(call):
+        return Verdict(Action.REPLAY)
     if call.kind == CallKind.MODEL:
         return _uncertain(Why.MODEL_CALL_OUTCOME_UNKNOWN)
     if call.policy == Policy.SAFE_REPLAY:
@@ -265,7 +278,7 @@ def _receipt(ev: Evidence) -> Verdict:
 def _asked_by_loop(call: Call, ev: Evidence) -> Verdict:
     """The loop asks for a call the journal holds open: a fresh intent runs; one open
     before the resume runs only as recovery permitted it."""
-    if call.kind == CallKind.MODEL:
+    if call.kind == CallKind.MODEL and not _is_embedding(call):
         return _uncertain(Why.MODEL_CALL) if ev.known else Verdict(Action.RUN)
     if _is_child(call):
         return Verdict(Action.CHILD)

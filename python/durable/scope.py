@@ -32,9 +32,10 @@ from durability.errors import (
 from durability.status import HoldReason, RunStatus
 from durability.verdicts import Evidence, Why, judge
 from python.durable import checkpoint
+from python.durable.embedding_calls import EmbeddingSeam
 from python.durable.notices import HELD, warn, warn_held
 from python.durable.run import ClaimLost, DurableHold, DurableRun
-from python.durable.seams import CallSeams, SeamHost, position
+from python.durable.seams import SeamHost, position
 from python.helpers.errors import HandledException
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,7 +64,7 @@ class Host(SeamHost, Protocol):
     async def stopped(self, run_id: str) -> None: ...
 
 
-class RunScope(CallSeams):
+class RunScope(EmbeddingSeam):
     """One run of one chat: its state, the seams, and the steps that drive it to its end."""
 
     session: Host

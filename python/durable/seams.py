@@ -77,7 +77,7 @@ async def _replay_reply(
     return reply
 
 
-def _recorded_failure(call: Call) -> Exception:
+def recorded_failure(call: Call) -> Exception:
     """A committed model failure, raised again as the first time."""
     result = call.result if isinstance(call.result, dict) else {}
     if result.get("error") == "repairable":  # the loop went on after it: so again
@@ -271,7 +271,7 @@ class CallSeams:
                 self._mark_model_items(agent, start, call.id, "journal")
                 return reply
             if verdict.action is Action.FAIL:
-                raise _recorded_failure(call)
+                raise recorded_failure(call)
             if verdict.action is Action.RETRY:
                 run.seq[agent.number] = seq  # same position, attempt + 1
             if verdict.action is not Action.RUN:

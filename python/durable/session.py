@@ -362,6 +362,12 @@ class DurableSession:
                 agent, messages, kind, effect, on_reasoning=on_reasoning, on_response=on_response
             )
 
+    async def embedding_call(
+        self, agent: Agent, args: dict[str, Any], effect: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> dict[str, Any]:
+        with self._fenced():
+            return await self.scope().embedding_call(agent, args, effect)
+
     async def tool_call(
         self, agent: Agent, tool: Tool, effect: Callable[[], Awaitable[Response]]
     ) -> Response:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent import Agent, AgentContext, UserMessage
@@ -59,6 +59,10 @@ class ChatSession(Protocol):
         on_reasoning: StreamCallback | None = None,
         on_response: StreamCallback | None = None,
     ) -> ModelResult: ...
+
+    async def embedding_call(
+        self, agent: Agent, args: dict[str, Any], effect: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> dict[str, Any]: ...  # one embedding request, journaled (a pure read: replayed)
 
     async def tool_call(
         self, agent: Agent, tool: Tool, effect: Callable[[], Awaitable[Response]]

@@ -78,6 +78,11 @@ DEFAULTS: dict[str, Any] = {
     "mcp_servers": '{"mcpServers": {}}',
     "mcp_client_init_timeout": 10,
     "mcp_client_tool_timeout": 120,
+    # document_query (docs/documents.md): URL fetches reach public addresses only unless
+    # this is on; size and time limits of one document
+    "document_query_allow_private_addresses": False,
+    "document_query_max_bytes": 20 * 1024 * 1024,
+    "document_query_timeout": 30,
 }
 
 # Lower bound per numeric setting (inclusive unless listed in _POSITIVE); ctx_history is a share.
@@ -91,6 +96,8 @@ _POSITIVE = {
     "recovery_recheck_seconds",
     "mcp_client_init_timeout",
     "mcp_client_tool_timeout",
+    "document_query_max_bytes",
+    "document_query_timeout",
 }
 _SHARES = {"chat_model_ctx_history", "util_model_ctx_history"}
 

@@ -16,6 +16,7 @@ const GROUPS = [
   ["mcp_", "External API and MCP"],
   ["code_exec_", "Code execution"],
   ["searxng_", "Web search"],
+  ["document_query_", "Documents (document_query)"],
   ["retention_", "Journal retention"],
 ];
 const HELP = {
@@ -46,6 +47,9 @@ const HELP = {
   mcp_client_init_timeout: "Seconds an MCP server may take to start and list its tools.",
   mcp_client_tool_timeout: "Seconds one MCP tool call may take.",
   searxng_url: "The SearXNG instance the search_engine tool asks (JSON format enabled).",
+  document_query_allow_private_addresses: "Let document_query fetch URLs on loopback, link-local and private addresses (off: public addresses only).",
+  document_query_max_bytes: "Largest document document_query reads or downloads, in bytes.",
+  document_query_timeout: "Seconds one URL download may take.",
 };
 
 let view = null; // the last settings view from the server
