@@ -19,6 +19,9 @@ from durability.memory._api import Memories, MemoryWrite
 from durability.memory._vectors import encode
 from durability.store.base import StoreTx
 
+#: (memory id, the text its new vector was made from, the vector: numbers or stored bytes)
+Moved = tuple[str, str, Sequence[float] | bytes]
+
 
 class EmbeddingModels:
     def __init__(self, memories: Memories, *, clock: Callable[[], float] = time.time) -> None:
@@ -49,13 +52,11 @@ class EmbeddingModels:
         """(id, subdir, text) of ``model``'s memories, in id order after ``after``."""
         return self._store.read(lambda tx: tx.memory_models.texts(model, after, limit))
 
-    def swap_write(
-        self, old_model: str, new_model: str, vectors: Sequence[tuple[str, str, Sequence[float]]]
-    ) -> MemoryWrite:
+    def swap_write(self, old_model: str, new_model: str, vectors: Sequence[Moved]) -> MemoryWrite:
         """Each (id, text it was embedded from, new vector) moves to ``new_model``."""
         rows = []
-        for memory_id, text, vector in vectors:
-            data = encode(vector)
+        for memory_id, text, vector in vectors:  # stored bytes (the cache's) or numbers
+            data = vector if isinstance(vector, bytes) else encode(vector)
             rows.append((memory_id, text, len(data) // 4, data))
 
         def op(tx: StoreTx) -> int:
@@ -63,7 +64,5 @@ class EmbeddingModels:
 
         return op
 
-    def swap(
-        self, old_model: str, new_model: str, vectors: Sequence[tuple[str, str, Sequence[float]]]
-    ) -> int:
+    def swap(self, old_model: str, new_model: str, vectors: Sequence[Moved]) -> int:
         return int(self._store.write(self.swap_write(old_model, new_model, vectors)))
