@@ -93,14 +93,12 @@ class Reembed:
             "started_at": time.time(),
             "error": "",
         }
-        try:
-            for old in old_models:
-                for _ in range(ROUNDS):
-                    if not await self._move(old, new):
-                        break
-            self._status.update(state="done", finished_at=time.time())
-        finally:
-            self.search_model, self.search_config = "", None
+        for old in old_models:  # a failure leaves search on the old vectors (status: failed)
+            for _ in range(ROUNDS):
+                if not await self._move(old, new):
+                    break
+        self.search_model, self.search_config = "", None
+        self._status.update(state="done", search_model=new.model_id, finished_at=time.time())
 
     async def _move(self, old: str, new: Any) -> int:
         """Embed then swap every memory of ``old``; how many moved (0: none were left)."""

@@ -163,3 +163,65 @@ def test_bad_uploads_and_actions_are_refused_with_codes(running_ui):
             404,
             "memory_not_found",
         )
+
+
+def test_a_new_embedding_model_re_embeds_in_the_background(tmp_path: Path, model_server):
+    usr = tmp_path / "usr"
+    (usr / "knowledge" / "custom" / "main").mkdir(parents=True)
+    (usr / "knowledge" / "custom" / "main" / "pets.md").write_text("The cat is named Tiberius.")
+    (usr / "knowledge" / "custom" / "main" / "car.md").write_text("The car is a blue estate.")
+    (usr / "settings.json").write_text('{"embed_model_name": "embed-a"}')
+    env = embed_env(model_server)
+    del env["A0_SET_embed_model_name"]  # the name comes from settings.json (settings_set)
+    server = UiServer(usr, env=env)
+
+    def search(client: httpx.Client) -> list[str]:
+        response = client.post(
+            "/api/memory_dashboard",
+            json={"action": "search", "search": "cat named Tiberius", "threshold": 0.8},
+        )
+        assert response.status_code == 200, response.text
+        return [m["source_file"] for m in response.json()["memories"]]
+
+    try:
+        server.start(timeout=SLOW_START)
+        imported(server, 1)
+        assert status(server)["embedding_model"] == "other/embed-a"
+        model_server.fail_embeddings(400, "scripted refusal")  # the new model fails once
+        with server.ui_client() as client:
+            response = client.post(
+                "/api/settings_set",
+                json={"embed_model_name": "embed-b", "embed_model_kwargs": {"dimensions": 48}},
+            )
+            assert response.status_code == 200, response.text
+            failed = wait_until(
+                lambda: (s := status(server))["reembed"].get("state") == "failed" and s,
+                timeout=60,
+                what="the re-embed to fail",
+            )
+            # until the re-embed is done, search embeds with the old model and finds the
+            # old vectors; the status says so
+            assert failed["embedding_model"] == "other/embed-b"
+            assert failed["search_model"] == "other/embed-a"
+            assert "scripted refusal" in failed["reembed"]["error"]
+            assert search(client) == ["pets.md"]
+            assert model_server.embedding_requests[-1]["model"] == "embed-a"
+        assert server.stop() == 0
+
+        # after a restart the re-embed runs again and finishes
+        server.start(timeout=SLOW_START)
+        done = wait_until(
+            lambda: (s := status(server))["reembed"].get("state") == "done" and s,
+            timeout=90,
+            what="the re-embed to finish",
+        )
+        assert done["search_model"] == "other/embed-b"
+        assert done["reembed"]["moved"] == 2
+        with server.ui_client() as client:
+            assert search(client) == ["pets.md"]
+            assert model_server.embedding_requests[-1]["model"] == "embed-b"
+            models = {m["model"] for m in listing(client)}
+        assert models == {"other/embed-b"}
+        assert len(model_server.embedding_requests[-1]["input"]) == 1
+    finally:
+        server.kill()
