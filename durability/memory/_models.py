@@ -60,7 +60,11 @@ class EmbeddingModels:
             rows.append((memory_id, text, len(data) // 4, data))
 
         def op(tx: StoreTx) -> int:
-            return tx.memory_models.set_vectors(old_model, new_model, rows)
+            changed = tx.memory_models.set_vectors(old_model, new_model, rows)
+            sync = getattr(tx.memories, "sync_embeddings", None)  # pgvector's own column
+            if sync is not None and changed:
+                sync([memory_id for memory_id, _, _, _ in rows])
+            return changed
 
         return op
 
