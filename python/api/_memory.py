@@ -14,7 +14,7 @@ MAX_LIMIT = 10_000
 def memory_view(memory: Memory, score: float | None = None) -> dict[str, Any]:
     """Upstream's dashboard shape, plus ``subdir``, ``model`` and the search ``score``."""
     meta = dict(memory.metadata)
-    view = {
+    view: dict[str, Any] = {
         "id": memory.id,
         "area": memory.area,
         "timestamp": memory.timestamp,

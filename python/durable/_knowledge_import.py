@@ -21,14 +21,14 @@ from python.helpers import knowledge as folders
 from python.helpers.models import ModelError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from python.durable.memory_service import MemoryService
+    from python.durable._memory_host import MemoryHost
 
 logger = logging.getLogger("a0.memory")
 MAX_ERRORS = 50
 
 
 class KnowledgeImport:
-    def __init__(self, service: MemoryService) -> None:
+    def __init__(self, service: MemoryHost) -> None:
         self.service = service
         self._lock = asyncio.Lock()
         self._status: dict[str, Any] = {"state": "idle", "runs": 0}

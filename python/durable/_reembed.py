@@ -20,7 +20,7 @@ from python.helpers.embeddings import text_digest
 from python.helpers.models import ModelConfig
 
 if TYPE_CHECKING:  # pragma: no cover
-    from python.durable.memory_service import MemoryService
+    from python.durable._memory_host import MemoryHost
 
 logger = logging.getLogger("a0.memory")
 BATCH = 256
@@ -28,7 +28,7 @@ ROUNDS = 5  # memories saved with the old model while a swap was built: a few mo
 
 
 class Reembed:
-    def __init__(self, service: MemoryService) -> None:
+    def __init__(self, service: MemoryHost) -> None:
         self.service = service
         self._status: dict[str, Any] = {"state": "idle"}
         self._task: asyncio.Task[Any] | None = None
@@ -126,7 +126,9 @@ class Reembed:
         digests = [text_digest(text) for _, text in rows]
         for start in range(0, len(digests), 1000):
             wanted = digests[start : start + 1000]
-            got = store.read(lambda tx, w=wanted: tx.embedding_cache.get(model, w))
+            got: dict[str, tuple[int, bytes]] = store.read(
+                lambda tx, w=wanted: tx.embedding_cache.get(model, w)  # type: ignore[misc]
+            )
             found.update((d, data) for d, (_, data) in got.items())
         return [
             (memory_id, text, found[digest])

@@ -65,7 +65,8 @@ def test_changed_and_removed_files_with_a_real_server(tmp_path: Path, model_serv
     (custom / "solutions" / "fix.txt").write_text("Restart the router to fix the wifi.")
     (usr / "knowledge" / "default" / "people.csv").write_text("name,city\nAda,London\nLin,Oslo\n")
     (custom / "page.html").write_text(
-        "<html><head><script>var hidden = 1;</script></head><body><p>Visible words</p></body></html>"
+        "<html><head><script>var hidden = 1;</script></head>"
+        "<body><p>Visible words</p></body></html>"
     )
     server = UiServer(usr, env=embed_env(model_server))
     try:
