@@ -9,12 +9,17 @@ from durability.memory._api import (
     new_memory_id,
 )
 from durability.memory._filter import compile_filter
+from durability.memory._knowledge import Chunk, Knowledge
+from durability.memory._models import EmbeddingModels
 from durability.memory._records import Memory
 from durability.memory._vectors import decode, encode, relevance
 
 __all__ = [
     "AREAS",
     "DEFAULT_AREA",
+    "Chunk",
+    "EmbeddingModels",
+    "Knowledge",
     "Memories",
     "Memory",
     "MemoryWrite",

@@ -36,7 +36,7 @@ class Query:
 
 def search_in(tx: StoreTx, backend: str, problem: str, query: Query) -> list[tuple[Memory, float]]:
     """The memories matching ``query``, best first, with their relevance."""
-    if backend == "sqlite-vec":
+    if backend in ("sqlite-vec", "pgvector"):  # ranked in SQL
         # without a filter the limit is the database's; with one, rows stream in rank order
         limit = query.limit if query.accept is None else None
         ranked = tx.memories.nearest(

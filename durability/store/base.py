@@ -26,6 +26,7 @@ from durability.store._tables.claims import ClaimTable
 from durability.store._tables.decisions import DecisionTable, GrantTable
 from durability.store._tables.documents import ConflictTable, DocumentTable
 from durability.store._tables.events import EventTable
+from durability.store._tables.knowledge import KnowledgeFileTable, MemoryModelTable
 from durability.store._tables.memories import EmbeddingCacheTable, MemoryTable
 from durability.store._tables.resources import ResourceTable
 from durability.store._tables.runs import ContextTable, InputTable, RunTable
@@ -116,6 +117,14 @@ class StoreTx:
     @cached_property
     def embedding_cache(self) -> EmbeddingCacheTable:
         return EmbeddingCacheTable(self.sql)
+
+    @cached_property
+    def knowledge_files(self) -> KnowledgeFileTable:
+        return KnowledgeFileTable(self.sql)
+
+    @cached_property
+    def memory_models(self) -> MemoryModelTable:
+        return MemoryModelTable(self.sql)
 
     @cached_property
     def claims(self) -> ClaimTable:

@@ -115,6 +115,9 @@ class _Retry(Exception):
 
 class PostgresStore(Store):
     engine = "postgres"
+    #: the pgvector extension's available version, and its schema when it ranks memories
+    pgvector: str = ""
+    pgvector_schema: str = ""
 
     def __init__(
         self,
@@ -165,13 +168,21 @@ class PostgresStore(Store):
             raise self.translate(exc) from None
 
     def _choose_memory_search(self, conn: psycopg.Connection[Any]) -> None:
-        """Memory search on this server: exact on the worker (numpy). pgvector is detected
-        and reported (``pgvector``: its available version, empty without it); ranking in
-        the server with it comes with the memory tools (docs/memory.md)."""
+        """Memory search on this server: pgvector in SQL when the server has the extension
+        (durability/store/postgres_vectors.py), else exact on the worker (numpy);
+        ``pgvector`` is the extension's available version (empty without it)."""
+        from durability.store import postgres_vectors
+
         row = conn.execute(
             "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
         ).fetchone()
         self.pgvector = str(row[0]) if row and row[0] else ""
+        self.pgvector_schema, problem = "", ""
+        if self.pgvector:
+            self.pgvector_schema, problem = postgres_vectors.prepare(conn)
+        if self.pgvector_schema:
+            self.memory_search_backend, self.memory_search_problem = "pgvector", ""
+            return
         try:
             import numpy  # noqa: F401
         except ImportError:
@@ -180,7 +191,7 @@ class PostgresStore(Store):
                 "numpy is not installed (pip install -r requirements-postgres.txt)"
             )
         else:
-            self.memory_search_backend, self.memory_search_problem = "exact", ""
+            self.memory_search_backend, self.memory_search_problem = "exact", problem
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.dsn.masked!r}, namespace={self.namespace!r})"
@@ -350,11 +361,19 @@ class PostgresStore(Store):
 
     def write(self, fn: Callable[[StoreTx], T]) -> T:
         return self.run(
-            "write", lambda conn: fn(PostgresTx(conn, locking=True)), name=operation_name(fn)
+            "write", lambda conn: fn(self._tx(conn, locking=True)), name=operation_name(fn)
         )
 
     def read(self, fn: Callable[[StoreTx], T]) -> T:
-        return self.run("read", lambda conn: fn(PostgresTx(conn)))
+        return self.run("read", lambda conn: fn(self._tx(conn)))
+
+    def _tx(self, conn: Any, *, locking: bool = False) -> PostgresTx:
+        tx = PostgresTx(conn, locking=locking)
+        if self.pgvector_schema:  # memories also written to, and ranked by, pgvector
+            from durability.store.postgres_vectors import memories_table
+
+            tx.Memories = memories_table(self.pgvector_schema)
+        return tx
 
     def integrity_check(self, full: bool = False) -> list[str]:
         """Problems found: a schema from another version; with ``full``, every checkpoint's

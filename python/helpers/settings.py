@@ -58,6 +58,8 @@ DEFAULTS: dict[str, Any] = {
     "embed_model_kwargs": {},
     "embed_model_rl_requests": 0,
     "embed_model_rl_input": 0,
+    # knowledge: usr/knowledge/<agent_knowledge_subdir>/ and usr/knowledge/default/
+    "agent_knowledge_subdir": "custom",
     "agent_profile": "agent0",
     "mcp_server_token": "",
     "code_exec_first_output_timeout": 30,

@@ -29,6 +29,7 @@ from python.server.auth import AuthConfig
 if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
     from durability.config import SharedConfig
+    from python.durable.memory_service import MemoryService
     from python.durable.shared import SharedWorker
 
 logger = logging.getLogger("a0.runtime")
@@ -63,6 +64,8 @@ class Runtime:
         self.shared: SharedWorker | None = None
         #: The toasts and their history, in memory (python/helpers/notifications.py).
         self.notifications = notifications.fresh_manager()
+        #: Memory and knowledge (python/durable/memory_service.py); opened by ``start``.
+        self._memory: MemoryService | None = None
 
     # the durable chats -------------------------------------------------------------------
     @property
@@ -75,6 +78,13 @@ class Runtime:
     @property
     def journal(self) -> Journal:
         return self.chats.journal
+
+    @property
+    def memory(self) -> MemoryService:
+        """The process's memory service (opened by ``start``)."""
+        if self._memory is None:
+            raise RuntimeError("the runtime has not started: no memory is open")
+        return self._memory
 
     # settings -----------------------------------------------------------------------
     @property
@@ -96,6 +106,8 @@ class Runtime:
                 if agent.config is not ctx.config:
                     agent.config.settings.update(self.settings)
                 agent.forget_models()  # cached model clients were built from the old settings
+        if self._memory is not None:
+            self._memory.settings_changed()  # a new embedding model re-embeds in the background
 
     def agent_config(self) -> AgentConfig:
         """A fresh AgentConfig for a new chat, from the current settings."""
@@ -189,6 +201,9 @@ class Runtime:
         # After recovery: recovered runs come first. On shared workers every worker fires;
         # a slot's input id (sched:<task>:<slot>) lets the journal take it once.
         self._chats.scheduler.start()
+        from python.durable.memory_service import MemoryService
+
+        self._memory = MemoryService(self._chats.journal, self.usr, lambda: self.settings)
         self._sweeper = asyncio.create_task(self._sweep_api_chats(), name="api-chat-sweeper")
 
     def serving(self) -> None:
@@ -196,6 +211,8 @@ class Runtime:
         the background (a request naming one rebuilds it first)."""
         if self._chats is not None and not self._stopping:
             self._chats.rebuild_later()
+        if self._memory is not None and not self._stopping:
+            self._memory.start()  # knowledge import and re-embedding, in the background
 
     async def _start_shared(self, masker: Any, shared: SharedConfig) -> DurableChats:
         """Open the shared journal as this worker's and start claiming and sweeping."""
@@ -251,6 +268,9 @@ class Runtime:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
+        if self._memory is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._memory.close(), timeout=timeout)
         if self._chats is not None:  # the chats' tasks end, then a shared worker's claims
             try:  # are given up
                 await self._chats.ownership.release(timeout)

@@ -6,6 +6,7 @@ import { openSettings, initSettings } from "./settings.js";
 import { initRecovery, showHeld } from "./recovery.js";
 import { initFiles } from "./files.js";
 import { initPlan } from "./plan.js";
+import { initMemory } from "./memory.js";
 import { initTasks } from "./tasks.js";
 import { applyNotifications, initNotifications, notificationsFrom, notifyError } from "./notifications.js";
 import { confirmAction } from "./confirm.js";
@@ -239,6 +240,7 @@ function init() {
   initFiles(() => state.context);
   initPlan(() => state.context);
   initTasks(selectChat);
+  initMemory();
   window.addEventListener("hashchange", followHash);
   followHash();
   schedulePoll(0);

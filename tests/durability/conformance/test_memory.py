@@ -39,7 +39,8 @@ def save(memories: Memories, text: str, area: str = "main", subdir: str = "defau
 
 
 def test_backend_is_chosen_at_open_and_reported(memories, backend):
-    expected = "sqlite-vec" if backend.name == "sqlite" else "exact"
+    pgvector = bool(getattr(memories.journal.store, "pgvector_schema", ""))
+    expected = "sqlite-vec" if backend.name == "sqlite" else "pgvector" if pgvector else "exact"
     assert (memories.search_backend, memories.search_problem) == (expected, "")
 
 

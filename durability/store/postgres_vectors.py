@@ -1,0 +1,134 @@
+"""pgvector on a PostgreSQL journal: memory ranking in the server when it has the extension.
+
+Chosen when the store opens (``prepare``): if the server offers the ``vector`` extension,
+it is created (when the role may), the ``memories`` table gets an ``embedding vector``
+column beside its float32 ``vector`` bytes, rows without it are filled, and every write of
+a vector through ``PgvectorMemories`` fills it too. Ranking is then exact cosine in SQL
+(``<=>``: no approximate index, since memories of different models have different
+dimensions). Without the extension (Debian 12 ships none), or when it cannot be created,
+the store searches exactly on the worker with numpy, and says why in
+``memory_search_problem``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cache
+from typing import Any
+
+from psycopg import sql as pgsql
+
+from durability.store._tables.memories import MemoryTable, area_clause
+from durability.store.rows import MemoryRow
+
+_BATCH = 256
+
+
+def vector_text(data: bytes) -> str:
+    """float32 little-endian bytes as pgvector's text input ``[x,y,...]``."""
+    from array import array
+
+    values = array("f")
+    values.frombytes(bytes(data))
+    return "[" + ",".join(repr(v) for v in values.tolist()) + "]"
+
+
+def prepare(conn: Any) -> tuple[str, str]:
+    """(the extension's schema, "") when pgvector ranks memories here; ("", why) when not."""
+    import psycopg
+
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return "", f"pgvector is available but could not be created: {first}"
+    row = conn.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
+        " WHERE e.extname = 'vector'"
+    ).fetchone()
+    if not row:
+        return "", "pgvector is not installed in this database"
+    schema = str(row[0])
+    vector = pgsql.SQL("{}.vector").format(pgsql.Identifier(schema))
+    conn.execute(
+        pgsql.SQL("ALTER TABLE memories ADD COLUMN IF NOT EXISTS embedding {}").format(vector)
+    )
+    while True:  # rows stored before pgvector (or by a worker without it) get their column
+        rows = conn.execute(
+            "SELECT id, vector FROM memories WHERE embedding IS NULL LIMIT %s", (_BATCH,)
+        ).fetchall()
+        if not rows:
+            break
+        for memory_id, data in rows:
+            conn.execute(
+                pgsql.SQL("UPDATE memories SET embedding = %s::{} WHERE id = %s").format(vector),
+                (vector_text(data), memory_id),
+            )
+    return schema, ""
+
+
+@cache
+def memories_table(schema: str) -> type[MemoryTable]:
+    """The memories table of a transaction on a store where pgvector ranks in ``schema``."""
+    quoted = '"' + schema.replace('"', '""') + '"'
+
+    class PgvectorMemories(MemoryTable):
+        def _embed(self, memory_id: str, data: bytes) -> None:
+            self.sql.run(
+                f"UPDATE memories SET embedding = ?::{quoted}.vector WHERE id = ?",
+                (vector_text(data), memory_id),
+            )
+
+        def insert(self, row: MemoryRow, vector: bytes) -> None:
+            super().insert(row, vector)
+            self._embed(row.id, vector)
+
+        def update(
+            self, subdir: str, memory_id: str, changes: Mapping[str, Any], vector: bytes | None
+        ) -> bool:
+            changed = super().update(subdir, memory_id, changes, vector)
+            if changed and vector is not None:
+                self._embed(memory_id, vector)
+            return changed
+
+        def sync_embeddings(self, ids: Sequence[str]) -> None:
+            """Vectors changed by another table's statement (a re-embed's swap): the column
+            follows the stored bytes."""
+            for batch in self.sql.batches(ids):
+                where, args = self.sql.among("id", batch)
+                found = self.sql.run(f"SELECT id, vector FROM memories WHERE {where}", args)
+                for memory_id, data in found.fetchall():
+                    self._embed(str(memory_id), bytes(data))
+
+        def nearest(
+            self,
+            subdir: str,
+            model: str,
+            query: bytes,
+            dim: int,
+            areas: Sequence[str] | None,
+            min_cosine: float,
+            limit: int | None,
+        ) -> Iterator[tuple[MemoryRow, float]]:
+            clause, args = area_clause(areas)
+            distance = f"(embedding OPERATOR({quoted}.<=>) ?::{quoted}.vector)"
+            tail = " LIMIT ?" if limit is not None else ""
+            statement = (
+                f"SELECT id, 1.0 - {distance} AS score FROM memories"
+                f" WHERE subdir = ? AND model = ? AND dim = ?{clause}"
+                f" AND embedding IS NOT NULL AND 1.0 - {distance} >= ?"
+                f" ORDER BY score DESC, id{tail}"
+            )
+            text = vector_text(query)
+            values: list[Any] = [text, subdir, model, dim, *args, text, min_cosine]
+            if limit is not None:
+                values.append(limit)
+            ranked = [(str(i), float(s)) for i, s in self.sql.run(statement, values).fetchall()]
+            for start in range(0, len(ranked), _BATCH):
+                chunk = ranked[start : start + _BATCH]
+                rows = {row.id: row for row in self.get(subdir, [i for i, _ in chunk])}
+                for memory_id, score in chunk:
+                    if memory_id in rows:
+                        yield rows[memory_id], score
+
+    return PgvectorMemories
