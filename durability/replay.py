@@ -11,8 +11,8 @@ idempotent by construction); then run
     .venv/bin/python -m durability.replay <name>
 and paste the printed line into SAFE_REPLAY below, in the same commit as the review.
 
-Only durable_plan, response, search_engine and the call_subordinate child-workflow record
-may ever be listed (INTENDED_SAFE_TOOLS). A tool whose file does not exist yet is not pinned.
+Only durable_plan, response, search_engine, vision_load and the call_subordinate
+child-workflow record may ever be listed (INTENDED_SAFE_TOOLS). A tool whose file does not exist yet is not pinned.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ INTENDED_SAFE_TOOLS: tuple[str, ...] = (
     "response",
     "call_subordinate",
     "search_engine",
+    "vision_load",
 )
 
 #: tool name -> SHA-256 (hex) of python/tools/<name>.py as reviewed.
@@ -48,6 +49,10 @@ SAFE_REPLAY: dict[str, str] = {
     # answer; it changes nothing anywhere, so asking again after a crash is harmless (the
     # answer may differ, which is what asking again means)
     "search_engine": "17d67a167504c5aec36bd1ab0e8de38038fb367c0fc48705c5b95cf13c422ee4",
+    # vision_load (#20): reads local image files and stores each prepared JPEG as a journal
+    # blob under its SHA-256 (the same bytes under the same name: writing it again changes
+    # nothing); no other effect, so an interrupted call simply runs again
+    "vision_load": "09f4f596e6f7d61e0760f3ff44d8f819dc4ede71bcb0914faba158f22181559b",
 }
 
 

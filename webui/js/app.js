@@ -9,6 +9,7 @@ import { initPlan } from "./plan.js";
 import { initTasks } from "./tasks.js";
 import { applyNotifications, initNotifications, notificationsFrom, notifyError } from "./notifications.js";
 import { confirmAction } from "./confirm.js";
+import * as attachments from "./attachments.js";
 
 const state = {
   context: localStorage.getItem("a0.context") || null,
@@ -178,7 +179,7 @@ function followHash() {
 async function sendMessage(event) {
   event.preventDefault();
   const input = $("send-input");
-  const files = $("attach-input").files;
+  const files = attachments.files();
   const text = input.value.trim();
   if (!text && !files.length) return;
   let payload = { text, context: state.context || "" };
@@ -186,13 +187,12 @@ async function sendMessage(event) {
     payload = new FormData();
     payload.append("text", text);
     payload.append("context", state.context || "");
-    for (const file of files) payload.append("attachments", file);
+    for (const file of files) payload.append("attachments", file, file.name);
   }
   await act(async () => {
     const result = await callApi("message_async", payload);
     input.value = "";
-    $("attach-input").value = "";
-    $("attach-count").textContent = "";
+    attachments.clear();
     if (result.context !== state.context) selectChat(result.context);
   });
 }
@@ -229,10 +229,7 @@ function init() {
   $("nudge-chat").addEventListener("click", () => act(() => callApi("nudge", { ctxid: state.context })));
   $("stop-chat").addEventListener("click", () => act(() => callApi("chat_stop", { context: state.context })));
   $("settings-open").addEventListener("click", openSettings);
-  $("attach-input").addEventListener("change", () => {
-    const count = $("attach-input").files.length;
-    $("attach-count").textContent = count ? `${count} file${count > 1 ? "s" : ""}` : "";
-  });
+  attachments.init();
   initSettings(notifyError);
   initNotifications();
   initRecovery();
