@@ -154,7 +154,7 @@ async def to_wire(messages: list[dict], vision: bool, read: BlobReader | None) -
     wire = []
     for message in messages:
         content = message.get("content")
-        if not image_count(content):
+        if not isinstance(content, list) or not image_count(content):
             wire.append(message)
             continue
         parts: list[dict[str, Any]] = []

@@ -21,13 +21,14 @@ FIRE = """([kind, name, type, b64]) => {
   const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
   const data = new DataTransfer();
   data.items.add(new File([bytes], name, { type }));
+  const flags = { bubbles: true, cancelable: true };
   if (kind === "paste") {
-    const event = new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true });
+    const event = new ClipboardEvent("paste", { clipboardData: data, ...flags });
     document.getElementById("send-input").dispatchEvent(event);
   } else {
     const form = document.getElementById("send-form");
-    form.dispatchEvent(new DragEvent("dragover", { dataTransfer: data, bubbles: true, cancelable: true }));
-    form.dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
+    form.dispatchEvent(new DragEvent("dragover", { dataTransfer: data, ...flags }));
+    form.dispatchEvent(new DragEvent("drop", { dataTransfer: data, ...flags }));
   }
 }"""
 
