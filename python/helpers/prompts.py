@@ -305,7 +305,8 @@ def tools_prompt(agent: Any) -> str:
     """The rendered tools section of ``agent``'s system prompt (agent.system.tools.md with
     every tool prompt); fw.tool_not_found.md gets it as ``tools_prompt`` too."""
     names = tool_prompt_files(agent.config.prompts_dirs)
-    if not agent.config.settings.get("chat_model_vision", True):  # as upstream: no vision,
+    settings = getattr(agent.config, "settings", None) or {}
+    if not settings.get("chat_model_vision", True):  # as upstream: no vision,
         names = [n for n in names if tool_prompt_key(n) != VISION_TOOL]  # no vision_load
     parts = [agent.read_prompt(name) for name in names]
     return str(agent.read_prompt("agent.system.tools.md", tools="\n\n".join(parts)))
