@@ -33,7 +33,7 @@ from python.helpers.chat_context import (
 from python.helpers.chat_session import SessionFactory, StreamCallback
 from python.helpers.errors import HandledException, InterventionException, RepairableException
 from python.helpers.extensions import call_extensions, call_extensions_sync
-from python.helpers.history import History, Message
+from python.helpers.history import History, Message, content_text
 from python.helpers.models import ChatModel, ModelResult
 from python.helpers.reply_stream import ReplyStream
 from python.helpers.tool import Response, Tool, find_tool_class, tool_names
@@ -199,11 +199,14 @@ class Agent:
         ld.extras_temporary = {}
         if extras:
             text = self.read_prompt("agent.context.extras.md", extras=_json(extras))
-            if messages[-1]["role"] == "user":
-                messages[-1] = {"role": "user", "content": messages[-1]["content"] + "\n\n" + text}
+            last = messages[-1]["content"]
+            if messages[-1]["role"] == "user" and isinstance(last, str):
+                messages[-1] = {"role": "user", "content": last + "\n\n" + text}
+            elif messages[-1]["role"] == "user":  # a message with images: one more text part
+                messages[-1] = {"role": "user", "content": [*last, {"type": "text", "text": text}]}
             else:
                 messages.append({"role": "user", "content": text})
-        full = "\n\n".join(m["content"] for m in messages)
+        full = "\n\n".join(content_text(m["content"]) for m in messages)
         self.data["ctx_window"] = {"text": full, "tokens": len(full) // 4}
         return messages
 
@@ -236,7 +239,9 @@ class Agent:
         sent = self.mask_value(messages)
 
         async def effect() -> ModelResult:
-            return await model.call(sent, on_reasoning=on_reasoning, on_response=on_response)
+            return await model.call(
+                sent, on_reasoning=on_reasoning, on_response=on_response, read_blob=self.read_blob
+            )
 
         result = await self.context.session.model_call(
             self, sent, kind, effect, on_reasoning=on_reasoning, on_response=on_response
@@ -256,6 +261,14 @@ class Agent:
     def forget_models(self) -> None:
         """Drop the cached model clients (new settings reach the next call)."""
         self._models.clear()
+
+    async def store_blob(self, data: bytes) -> str:
+        """Keep bytes (a prepared image) in the chat's journal once; returns their SHA-256."""
+        return str(await self.context.session.journal.aio.put_blob(data))
+
+    async def read_blob(self, blob: str) -> bytes:
+        """Bytes the chat's journal keeps under ``blob`` (an image part's blob)."""
+        return bytes(await self.context.session.journal.aio.get_blob(blob))
 
     async def call_utility_model(self, system: str, message: str) -> str:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": message}]
@@ -330,7 +343,7 @@ class Agent:
         raise InterventionException(msg.message)
 
     # -- history --------------------------------------------------------------
-    def hist_add_message(self, ai: bool, content: str | dict) -> Message:
+    def hist_add_message(self, ai: bool, content: str | dict | list) -> Message:
         data: dict[str, Any] = {"content": content, "ai": ai}
         call_extensions_sync("hist_add_before", self, content_data=data)
         return self.history.add(ai, self.mask_value(data["content"]))  # memory holds no secret
@@ -344,6 +357,10 @@ class Agent:
             attachments=", ".join(msg.attachments),
             system_message="\n".join(msg.system_message),
         )
+        if msg.images:  # attachments prepared for a vision model: text, then the images
+            parts = [{"type": "text", "text": content}, *(dict(p) for p in msg.images)]
+            self.last_user_message = self.hist_add_message(False, parts)
+            return self.last_user_message
         self.last_user_message = self.hist_add_message(False, content)
         return self.last_user_message
 

@@ -11,7 +11,8 @@ idempotent by construction); then run
     .venv/bin/python -m durability.replay <name>
 and paste the printed line into SAFE_REPLAY below, in the same commit as the review.
 
-Only durable_plan, response, search_engine, document_query and the call_subordinate
+Only durable_plan, response, search_engine, document_query, vision_load and the
+call_subordinate
 child-workflow record may ever be listed (INTENDED_SAFE_TOOLS). A tool whose file does not
 exist yet is not pinned.
 """
@@ -32,6 +33,7 @@ INTENDED_SAFE_TOOLS: tuple[str, ...] = (
     "call_subordinate",
     "search_engine",
     "document_query",
+    "vision_load",
 )
 
 #: tool name -> SHA-256 (hex) of python/tools/<name>.py as reviewed.
@@ -55,6 +57,10 @@ SAFE_REPLAY: dict[str, str] = {
     # asks models; each model and embedding request is its own journaled call, so a replay
     # reuses the committed ones. Nothing is written anywhere: running it again is harmless
     "document_query": "643b750004728b3a872ddc6864d89b250c2f1a875e765fc2ee40eb273b16ffdf",
+    # vision_load (#20): reads local image files and stores each prepared JPEG as a journal
+    # blob under its SHA-256 (the same bytes under the same name: writing it again changes
+    # nothing); no other effect, so an interrupted call simply runs again
+    "vision_load": "09f4f596e6f7d61e0760f3ff44d8f819dc4ede71bcb0914faba158f22181559b",
 }
 
 

@@ -16,6 +16,7 @@ from starlette.datastructures import UploadFile
 
 from agent import AgentContext, UserMessage
 from python.durable.admission import Submission
+from python.helpers import images
 from python.helpers.errors import ChatStopped
 from python.server.api import ApiError, bad_request, get_list, get_str
 from python.server.runtime import Runtime
@@ -95,12 +96,43 @@ async def save_base64_files(runtime: Runtime, input: dict[str, Any]) -> list[str
     return paths
 
 
+def _prepare_file(path: str) -> images.PreparedImage:
+    return images.prepare(Path(path).read_bytes(), Path(path).name)
+
+
+async def image_parts(runtime: Runtime, attachments: list[str]) -> list[dict[str, Any]]:
+    """With ``chat_model_vision`` on, each attachment named as a png, jpeg, webp or gif is
+    prepared for the model (python/helpers/images.py) and stored once in the journal; its
+    image part goes into history with the message. Not an image after all: ImageInvalid
+    (``image_invalid``), and the message is not taken."""
+    if not runtime.settings.get("chat_model_vision", True):
+        return []
+    parts = []
+    for path in attachments:
+        if not images.is_image_name(path):
+            continue
+        prepared = await asyncio.to_thread(_prepare_file, path)
+        blob = await runtime.journal.aio.put_blob(prepared.data)
+        name = Path(path).name
+        parts.append(images.image_part(blob, name, prepared.width, prepared.height))
+    return parts
+
+
 def log_user_message(
-    ctx: AgentContext, text: str, attachments: list[str], message_id: str | None
+    ctx: AgentContext,
+    text: str,
+    attachments: list[str],
+    message_id: str | None,
+    image_list: list[dict[str, Any]] | None = None,
 ) -> None:
-    """Show the user's message in the chat log (as upstream's message endpoints do)."""
-    kvps = {"attachments": [Path(p).name for p in attachments]} if attachments else None
-    ctx.log.log(type="user", heading="User message", content=text, kvps=kvps, id=message_id)
+    """Show the user's message in the chat log (as upstream's message endpoints do); its
+    images by blob (the UI shows them through ``image_get``)."""
+    kvps: dict[str, Any] = {}
+    if attachments:
+        kvps["attachments"] = [Path(p).name for p in attachments]
+    if image_list:
+        kvps["images"] = [{"blob": p["blob"], "name": p["name"]} for p in image_list]
+    ctx.log.log(type="user", heading="User message", content=text, kvps=kvps or None, id=message_id)
 
 
 async def admit_user_message(
@@ -117,11 +149,12 @@ async def admit_user_message(
     if not text.strip() and not attachments:
         raise bad_request("'text' is required")
     message = UserMessage(text, attachments, id=message_id)
+    message.images = await image_parts(runtime, attachments)
     ctx, admitted = await runtime.admit_message(
         ctx_id, message, follow_input=bool(client_message_id)
     )
     if ctx is not None and admitted.kind != "duplicate":
-        log_user_message(ctx, message.message, attachments, message_id)
+        log_user_message(ctx, message.message, attachments, message_id, message.images)
     return ctx, message, admitted
 
 

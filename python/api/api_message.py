@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 from agent import UserMessage
-from python.api._chat import log_user_message, save_base64_files, wait_answer
+from python.api._chat import image_parts, log_user_message, save_base64_files, wait_answer
 from python.durable.admission import outcome
 from python.server.api import ExternalApiHandler, bad_request, get_number, get_str
 
@@ -26,6 +26,7 @@ class ApiMessage(ExternalApiHandler):
             raise bad_request("'message' is required")
         input_id = client_input_id or uuid.uuid4().hex
         message = UserMessage(text, attachments, id=input_id)
+        message.images = await image_parts(self.runtime, attachments)
         # A retry whose first answer was lost does not know its chat: the journal does.
         ctx, admitted = await self.runtime.admit_message(
             ctx_id, message, follow_input=bool(client_input_id)
@@ -33,7 +34,7 @@ class ApiMessage(ExternalApiHandler):
         if ctx is not None:
             self.runtime.set_api_lifetime(ctx.id, lifetime)
             if admitted.kind != "duplicate":
-                log_user_message(ctx, message.message, attachments, input_id)
+                log_user_message(ctx, message.message, attachments, input_id, message.images)
         answer = await wait_answer(admitted.task)
         status, response = await outcome(self.runtime.journal, admitted, answer)
         return {

@@ -51,6 +51,9 @@ class Content:
     digest: str
 
 
+IMAGES_KEY = "images"
+
+
 def _file_digest(path: str) -> str | None:
     try:
         return digest_bytes(Path(path).read_bytes())
@@ -59,17 +62,24 @@ def _file_digest(path: str) -> str | None:
 
 
 def input_payload(msg: UserMessage) -> dict[str, Any]:
-    """What identifies a message's content: text, attachments (name + digest), system text."""
-    return {
+    """What identifies a message's content: text, attachments (name + digest), system text;
+    and, when the attachments gave any, their image parts (journal blobs, #20)."""
+    payload: dict[str, Any] = {
         "message": msg.message,
         "attachments": [{"name": Path(a).name, "digest": _file_digest(a)} for a in msg.attachments],
         "system_message": list(msg.system_message),
     }
+    if msg.images:
+        payload[IMAGES_KEY] = [dict(p) for p in msg.images]
+    return payload
 
 
 def input_digest(journal: Journal, payload: dict[str, Any]) -> str:
-    """SHA-256 of the masked canonical JSON of the payload."""
-    return digest(journal.masker.mask(payload))
+    """SHA-256 of the masked canonical JSON of the payload. The image parts are left out:
+    they are derived from the attachments (whose digests are in), so a retry sent after
+    ``chat_model_vision`` changed is the same input, not a conflict."""
+    identity = {k: v for k, v in payload.items() if k != IMAGES_KEY}
+    return digest(journal.masker.mask(identity))
 
 
 def mask_message(context: AgentContext, msg: UserMessage) -> UserMessage:

@@ -130,6 +130,7 @@ class RunScope(EmbeddingSeam):
         system = [str(s) for s in message.get("system_message") or []]
         text = str(message.get("message") or "")
         msg = UserMessage(text, system_message=system, id=run.input_id)
+        msg.images = [p for p in message.get("images") or [] if isinstance(p, dict)]
         agent = context.agent0
         agent.hist_add_user_message(msg)
         checkpoint.set_resume_base(context, self.state, agent, phase="start")

@@ -39,6 +39,8 @@ class UserMessage:
     attachments: list[str] = field(default_factory=list)
     system_message: list[str] = field(default_factory=list)
     id: str | None = None
+    #: image parts of the attachments (python/helpers/images.py), set at admission
+    images: list[dict[str, Any]] = field(default_factory=list)
 
 
 class ChatMasker:

@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from python.helpers import images
+
 CHARS_PER_TOKEN = 4
 COMPRESS_TARGET = 0.8  # compress to this share of the limit
 TOPICS_PER_BULK = 3
@@ -31,6 +33,8 @@ def content_text(content: str | dict | list) -> str:
     """The text a message content contributes to the prompt."""
     if isinstance(content, str):
         return content
+    if images.is_parts(content):  # text and images (python/helpers/images.py)
+        return images.parts_text(content)  # type: ignore[arg-type]
     return json.dumps(content, ensure_ascii=False)
 
 
@@ -60,7 +64,15 @@ class Message:
         return content_text(self.content)
 
     def tokens(self) -> int:
-        return approx_tokens(self.text())
+        return approx_tokens(self.text()) + images.TOKENS_PER_IMAGE * images.image_count(
+            self.content
+        )
+
+    def prompt_content(self) -> str | list[dict[str, Any]]:
+        """What the model gets: the text, or the parts when the message holds images."""
+        if images.image_count(self.content):
+            return list(self.content)  # type: ignore[arg-type]
+        return self.text()
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "ai": self.ai, "content": self.content}
@@ -77,10 +89,10 @@ class Topic:
     messages: list[Message] = field(default_factory=list)
     summary: str = ""
 
-    def output(self) -> list[tuple[bool, str]]:
+    def output(self) -> list[tuple[bool, str | list[dict[str, Any]]]]:
         if self.summary:
             return [(False, self.summary)]
-        return [(m.ai, m.text()) for m in self.messages]
+        return [(m.ai, m.prompt_content()) for m in self.messages]
 
     def tokens(self) -> int:
         if self.summary:
@@ -155,22 +167,29 @@ class History:
         return None
 
     # -- output ---------------------------------------------------------------
-    def output(self) -> list[dict[str, str]]:
-        """OpenAI chat messages; consecutive same-role parts are merged into one."""
-        parts: list[tuple[bool, str]] = [(False, b.summary) for b in self.bulks]
+    def output(self) -> list[dict[str, Any]]:
+        """OpenAI chat messages; consecutive same-role parts are merged into one. A message
+        with images has a list of parts as content (python/helpers/images.py), else text."""
+        parts: list[tuple[bool, str | list[dict[str, Any]]]] = [
+            (False, b.summary) for b in self.bulks
+        ]
         for topic in [*self.topics, self.current]:
             parts.extend(topic.output())
-        merged: list[dict[str, str]] = []
-        for ai, text in parts:
+        merged: list[dict[str, Any]] = []
+        for ai, content in parts:
             role = "assistant" if ai else "user"
             if merged and merged[-1]["role"] == role:
-                merged[-1]["content"] += "\n\n" + text
+                before = merged[-1]["content"]
+                if isinstance(before, str) and isinstance(content, str):
+                    merged[-1]["content"] = before + "\n\n" + content
+                else:
+                    merged[-1]["content"] = images.as_parts(before) + images.as_parts(content)
             else:
-                merged.append({"role": role, "content": text})
+                merged.append({"role": role, "content": content})
         return merged
 
     def output_text(self) -> str:
-        return "\n\n".join(f"{m['role']}: {m['content']}" for m in self.output())
+        return "\n\n".join(f"{m['role']}: {content_text(m['content'])}" for m in self.output())
 
     def tokens(self) -> int:
         return (

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource, SSEError
 
-from python.helpers import files, yaml_files
+from python.helpers import files, images, yaml_files
 from python.helpers.rate_limiter import RateLimiter, approx_tokens
 
 PROVIDERS_FILE = "conf/model_providers.yaml"
@@ -61,6 +61,7 @@ class ModelConfig:
     rl_requests: int = 0
     rl_input: int = 0
     rl_output: int = 0
+    vision: bool = False  # image parts are sent (chat_model_vision), else dropped
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], prefix: str) -> ModelConfig:
@@ -79,6 +80,7 @@ class ModelConfig:
             rl_requests=int(get("rl_requests", 0)),
             rl_input=int(get("rl_input", 0)),
             rl_output=int(get("rl_output", 0)),
+            vision=bool(get("vision", False)),
         )
 
 
@@ -142,6 +144,8 @@ def _message_tokens(messages: list[dict]) -> int:
             for part in content:
                 if isinstance(part, dict) and isinstance(part.get("text"), str):
                     total += approx_tokens(part["text"])
+                elif isinstance(part, dict) and part.get("type") in ("image_url", "image"):
+                    total += images.TOKENS_PER_IMAGE
     return total
 
 
@@ -255,9 +259,13 @@ class ChatModel(ModelClient):
         *,
         on_reasoning: StreamCallback | None = None,
         on_response: StreamCallback | None = None,
+        read_blob: images.BlobReader | None = None,
     ) -> ModelResult:
-        """Stream one completion; callbacks get ``(delta, full_so_far)``."""
+        """Stream one completion; callbacks get ``(delta, full_so_far)``. Image parts
+        (python/helpers/images.py) are sent as ``image_url`` parts read with ``read_blob``
+        when the model has vision, else dropped (text only)."""
         base, key = self._endpoint()
+        messages = await images.to_wire(messages, self.config.vision, read_blob)
         limiter = limiter_for(self.config)
         kwargs = {k: v for k, v in self.config.kwargs.items() if k not in _RESERVED_KWARGS}
         attempt = 0

@@ -40,6 +40,7 @@ TOOL_PROMPT_ALIASES: dict[str, str] = {
     "code_exe": "code_execution_tool",
 }
 TOOL_PROMPT_PREFIX = "agent.system.tool."
+VISION_TOOL = "vision_load"  # its prompt is offered only with chat_model_vision on
 #: Functions an ``{{if}}`` expression may call (no clock or random: prompts stay
 #: deterministic, or a resumed run would diverge from its journal).
 IF_FUNCTIONS = {"len": len, "int": int, "float": float, "str": str, "bool": bool}
@@ -303,5 +304,9 @@ def _as_text(value: Any) -> str:
 def tools_prompt(agent: Any) -> str:
     """The rendered tools section of ``agent``'s system prompt (agent.system.tools.md with
     every tool prompt); fw.tool_not_found.md gets it as ``tools_prompt`` too."""
-    parts = [agent.read_prompt(name) for name in tool_prompt_files(agent.config.prompts_dirs)]
+    names = tool_prompt_files(agent.config.prompts_dirs)
+    settings = getattr(agent.config, "settings", None) or {}
+    if not settings.get("chat_model_vision", True):  # as upstream: no vision,
+        names = [n for n in names if tool_prompt_key(n) != VISION_TOOL]  # no vision_load
+    parts = [agent.read_prompt(name) for name in names]
     return str(agent.read_prompt("agent.system.tools.md", tools="\n\n".join(parts)))

@@ -49,6 +49,8 @@ def _model_defaults(prefix: str, name: str) -> dict[str, Any]:
 
 DEFAULTS: dict[str, Any] = {
     **_model_defaults("chat_model", "gpt-4.1-mini"),
+    # images go to the chat model (attachments, vision_load); upstream's default (#20)
+    "chat_model_vision": True,
     **_model_defaults("util_model", "gpt-4.1-nano"),
     # the embedding model (memory and knowledge; python/helpers/embeddings.py): upstream's
     # defaults, reached over an OpenAI-compatible /embeddings endpoint

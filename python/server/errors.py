@@ -58,6 +58,7 @@ STATUS: dict[str, int] = {
     "context_exists": 409,
     "chat_stopped": 409,
     "task_busy": 409,
+    "image_invalid": 400,
     "shutting_down": 503,
     # the journal (durability.errors, docs/durability.md)
     "durability_error": 500,

@@ -10,6 +10,7 @@ import { initMemory } from "./memory.js";
 import { initTasks } from "./tasks.js";
 import { applyNotifications, initNotifications, notificationsFrom, notifyError } from "./notifications.js";
 import { confirmAction } from "./confirm.js";
+import * as attachments from "./attachments.js";
 
 const state = {
   context: localStorage.getItem("a0.context") || null,
@@ -179,7 +180,7 @@ function followHash() {
 async function sendMessage(event) {
   event.preventDefault();
   const input = $("send-input");
-  const files = $("attach-input").files;
+  const files = attachments.files();
   const text = input.value.trim();
   if (!text && !files.length) return;
   let payload = { text, context: state.context || "" };
@@ -187,13 +188,12 @@ async function sendMessage(event) {
     payload = new FormData();
     payload.append("text", text);
     payload.append("context", state.context || "");
-    for (const file of files) payload.append("attachments", file);
+    for (const file of files) payload.append("attachments", file, file.name);
   }
   await act(async () => {
     const result = await callApi("message_async", payload);
     input.value = "";
-    $("attach-input").value = "";
-    $("attach-count").textContent = "";
+    attachments.clear();
     if (result.context !== state.context) selectChat(result.context);
   });
 }
@@ -230,10 +230,7 @@ function init() {
   $("nudge-chat").addEventListener("click", () => act(() => callApi("nudge", { ctxid: state.context })));
   $("stop-chat").addEventListener("click", () => act(() => callApi("chat_stop", { context: state.context })));
   $("settings-open").addEventListener("click", openSettings);
-  $("attach-input").addEventListener("change", () => {
-    const count = $("attach-input").files.length;
-    $("attach-count").textContent = count ? `${count} file${count > 1 ? "s" : ""}` : "";
-  });
+  attachments.init();
   initSettings(notifyError);
   initNotifications();
   initRecovery();

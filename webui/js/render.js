@@ -3,6 +3,7 @@
 // Items rebuilt from the journal after a restart carry a badge (restored / uncertain).
 
 import { renderMarkdown, renderText } from "./markdown.js";
+import { callApiRaw } from "./api.js";
 
 const HEADINGS = {
   user: "You", agent: "Thinking", response: "Answer", tool: "Tool", code_exe: "Code",
@@ -21,6 +22,7 @@ function renderKvps(container, kvps) {
   if (kvps && typeof kvps === "object") {
     for (const [key, value] of Object.entries(kvps)) {
       if (value === null || value === undefined || value === "") continue;
+      if (key === "images" && Array.isArray(value)) continue; // shown as pictures
       const row = document.createElement("div");
       row.className = "kvp";
       const name = document.createElement("span");
@@ -35,6 +37,36 @@ function renderKvps(container, kvps) {
   }
   container.replaceChildren(...rows);
   container.hidden = rows.length === 0;
+}
+
+// images a message or vision_load showed the model: journal blobs, read once per page
+const imageUrls = new Map(); // blob digest -> Promise<object URL>
+
+function imageUrl(blob) {
+  if (!imageUrls.has(blob)) {
+    const url = callApiRaw("image_get", { blob })
+      .then((response) => response.blob())
+      .then((data) => URL.createObjectURL(data));
+    url.catch(() => imageUrls.delete(blob)); // a failed read is tried again next time
+    imageUrls.set(blob, url);
+  }
+  return imageUrls.get(blob);
+}
+
+function renderImages(container, images) {
+  const list = Array.isArray(images) ? images.filter((i) => i && typeof i.blob === "string") : [];
+  const key = list.map((i) => i.blob).join(",");
+  container.hidden = list.length === 0;
+  if (container.dataset.key === key) return;
+  container.dataset.key = key;
+  container.replaceChildren(...list.map((image) => {
+    const img = document.createElement("img");
+    img.alt = image.name || "image";
+    img.title = image.name || "";
+    img.setAttribute("data-testid", "chat-image");
+    imageUrl(image.blob).then((url) => { img.src = url; }, () => { img.alt = `${img.alt} (not available)`; });
+    return img;
+  }));
 }
 
 // items rebuilt from the journal after a restart (this fork): how the UI marks them
@@ -79,6 +111,7 @@ export function renderItem(node, item) {
   let heading = node.querySelector(".heading");
   let content = node.querySelector(".content");
   let kvps = node.querySelector(".kvps");
+  let pictures = node.querySelector(".images");
   if (!heading) {
     heading = document.createElement("div");
     heading.className = "heading";
@@ -86,7 +119,9 @@ export function renderItem(node, item) {
     content.className = "content";
     kvps = document.createElement("div");
     kvps.className = "kvps";
-    node.append(heading, content, kvps);
+    pictures = document.createElement("div");
+    pictures.className = "images";
+    node.append(heading, content, pictures, kvps);
   }
   const agent = item.agentno ? ` (A${item.agentno})` : "";
   heading.textContent = (item.heading || HEADINGS[type] || type) + agent;
@@ -95,5 +130,6 @@ export function renderItem(node, item) {
   else renderText(content, item.content);
   content.hidden = !item.content;
   renderKvps(kvps, item.kvps);
+  renderImages(pictures, item.kvps?.images);
   renderRestored(node, heading, item);
 }
