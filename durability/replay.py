@@ -12,9 +12,8 @@ idempotent by construction); then run
 and paste the printed line into SAFE_REPLAY below, in the same commit as the review.
 
 Only durable_plan, response, search_engine, document_query, vision_load and the
-call_subordinate
-child-workflow record may ever be listed (INTENDED_SAFE_TOOLS). A tool whose file does not
-exist yet is not pinned.
+call_subordinate child-workflow record may ever be listed (INTENDED_SAFE_TOOLS). A tool
+whose file does not exist yet is not pinned.
 """
 
 from __future__ import annotations
