@@ -58,7 +58,6 @@ def one_round(server: Any, tmp: Path) -> dict[str, Any]:
     workers = Workers(tmp, model, server, namespace)
     workers.env["A0_DURABILITY_LEASE_SECONDS"] = LEASE
     workers.env["A0_DURABILITY_HEARTBEAT_SECONDS"] = HEARTBEAT
-    workers.env["A0_DURABILITY_LIVENESS"] = "1"  # opt-in (docs/shared-workers.md)
     gate = tmp / "gate"
     code = f"echo shell >> {workers.effects}; while [ ! -e {gate} ]; do sleep 0.05; done"
     model.tool("code_execution_tool", {"runtime": "terminal", "session": 0, "code": code})

@@ -227,12 +227,18 @@ class Cluster:
         """Claim up to ``limit`` active runs whose lease expired, whose holder's liveness
         lock is free (it died: durability/store/liveness.py) or that nobody claimed
         (``FOR NO KEY UPDATE SKIP LOCKED``: concurrent sweepers never wait on each other
-        and never win the same run). Recover each through the start-up classification."""
+        and never win the same run). Runs in this worker's own book are left to their
+        renewal: a worker whose liveness lock was lost never takes its own runs back under
+        a new token. Recover each through the start-up classification."""
         if limit <= 0:
             return []
         sent = self._monotonic()
+        with self._lock:
+            mine = list(self._book)
         rows = self.store.write(
-            lambda tx: tx.claims.sweep(self.worker_id, self.lease_seconds, limit, self.alive_key)
+            lambda tx: tx.claims.sweep(
+                self.worker_id, self.lease_seconds, limit, self.alive_key, mine
+            )
         )
         return [self._adopt(row, sent) for row in rows]
 

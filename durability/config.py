@@ -80,8 +80,8 @@ class SharedConfig:
     resource_max_bytes: int
     pool_size: int
     #: hold a liveness lock so a dead worker is taken over at once (A0_DURABILITY_LIVENESS;
-    #: off by default until its tests are steady on a loaded machine: docs/shared-workers.md)
-    liveness: bool = False
+    #: on by default; "false" leaves the lease alone to bound claims: docs/shared-workers.md)
+    liveness: bool = True
 
 
 def default_worker_id() -> str:
@@ -167,5 +167,6 @@ def shared_config(environ: Mapping[str, str] | None = None) -> SharedConfig | No
         heartbeat_seconds=heartbeat,
         resource_max_bytes=max_bytes,
         pool_size=pool,
-        liveness=env.get("A0_DURABILITY_LIVENESS", "").strip().lower() in ("1", "true", "yes"),
+        liveness=env.get("A0_DURABILITY_LIVENESS", "true").strip().lower()
+        not in ("0", "false", "no", "off"),
     )

@@ -147,11 +147,14 @@ class Workers:
     def shell_calls(self, run_id: str) -> list[Call]:
         return [c for c in self.journal.list_calls(run_id) if c.name == "code_execution_tool"]
 
-    def backends(self, index: int, busy_only: bool = False) -> list[int]:
-        """PostgreSQL backend pids of worker ``index``'s sessions (busy: not idle)."""
+    def backends(self, index: int, busy_only: bool = False, liveness: bool = True) -> list[int]:
+        """PostgreSQL backend pids of worker ``index``'s sessions (busy: not idle;
+        ``liveness=False``: not the session holding its liveness lock)."""
         query = "SELECT pid FROM pg_stat_activity WHERE client_addr = %s::inet"
         if busy_only:
             query += " AND state IS DISTINCT FROM 'idle'"
+        if not liveness:
+            query += " AND application_name NOT LIKE 'a0-alive:%%'"
         with self.postgres.connect() as conn:
             rows = conn.execute(query, (self.servers[index].node.address,)).fetchall()
         return [int(r[0]) for r in rows]
@@ -207,9 +210,19 @@ class Workers:
         assert found is not None, "the run was never claimed"
         return found.worker_id, found.token, found.expires_at
 
-    def terminate_backends(self, index: int) -> list[int]:
-        """pg_terminate_backend on every session of worker ``index``."""
-        pids = self.backends(index)
+    def claimed_at(self, run_id: str) -> float:
+        """When the run's current claim was taken (the database's clock)."""
+        with self.postgres.connect() as conn:
+            row = conn.execute(
+                f'SELECT claimed_at FROM "{SCHEMA}".claims WHERE run_id = %s', (run_id,)
+            ).fetchone()
+        assert row is not None, "the run was never claimed"
+        return float(row[0])
+
+    def terminate_backends(self, index: int, liveness: bool = True) -> list[int]:
+        """pg_terminate_backend on every session of worker ``index`` (``liveness=False``:
+        but the one holding its liveness lock)."""
+        pids = self.backends(index, liveness=liveness)
         with self.postgres.connect() as conn:
             for pid in pids:
                 conn.execute("SELECT pg_terminate_backend(%s)", (pid,))

@@ -138,7 +138,11 @@ def test_b_link_down_until_the_lease_expires_late_writes_are_fenced(workers):
     w0 = workers.servers[0]
     w0.node.link_down()
     try:
+        # w0's sessions (its liveness lock's too) live on in the server: the lease rule holds
+        _, _, lease_end = workers.lease_end(run_id)
         holder = taken_over(workers, run_id, "w0")
+        claimed_at = workers.claimed_at(run_id)
+        assert claimed_at >= lease_end, "w0 was taken over before its lease ran out"
         before = journal_state(workers, run_id)
         expected = refused_write(workers, run_id)
         workers.gate.touch()  # the shell on w0 ends: w0 now has a result to commit
@@ -165,9 +169,10 @@ def lease_renewed_after(workers: Workers, run_id: str, token: int, moment: float
 def test_c_sessions_terminated_mid_call_the_worker_reconnects_or_is_fenced(workers):
     run_id = start_shell_call(workers, "c")
     _, token, _ = workers.lease_end(run_id)
-    # 1. w0's sessions are terminated once: it renews on new sessions within its lease and
-    #    keeps the run; a lost session alone authorises nothing (no takeover, no new effect)
-    killed = workers.terminate_backends(0)
+    # 1. w0's journal sessions are terminated once (its liveness lock's session lives on):
+    #    it renews on new sessions within its lease and keeps the run; a lost journal
+    #    session alone authorises nothing (no takeover, no new effect)
+    killed = workers.terminate_backends(0, liveness=False)
     assert killed, "w0 has sessions to terminate"
     moment = workers.db_now()
     wait_for(
@@ -177,7 +182,9 @@ def test_c_sessions_terminated_mid_call_the_worker_reconnects_or_is_fenced(worke
     )
     assert set(workers.backends(0)).isdisjoint(killed)
     assert [w for w, _ in workers.claim_history(run_id)] == ["w0"]
-    # 2. w0's sessions are terminated and its logins refused until its lease expired
+    # 2. w0's sessions are all terminated, its liveness lock's too, and its logins refused:
+    #    taken for dead, the run is taken over (without waiting for the lease); the guess
+    #    is safe, w0's late write is refused
     workers.set_login(0, False)
     try:
         # terminated until none is left (one authenticated just before NOLOGIN goes too)

@@ -23,11 +23,7 @@ __all__ = ["model_server", "workers"]  # the fixtures
 
 #: The default lease, and a heartbeat as rare as allowed (half the lease), so that the old
 #: owner's result write, not its heartbeat, is what meets the fence.
-DEFAULT_LEASE = {
-    "A0_DURABILITY_LEASE_SECONDS": "30",
-    "A0_DURABILITY_HEARTBEAT_SECONDS": "15",
-    "A0_DURABILITY_LIVENESS": "1",  # opt-in (docs/shared-workers.md)
-}
+DEFAULT_LEASE = {"A0_DURABILITY_LEASE_SECONDS": "30", "A0_DURABILITY_HEARTBEAT_SECONDS": "15"}
 #: Generous (a loaded CI machine): the bench measures the figure (bench/takeover_bench.py);
 #: still well before the 30 s lease, which is what the takeover must beat.
 TAKEOVER_DEADLINE = 20.0
@@ -74,11 +70,7 @@ def test_a_frozen_worker_keeps_its_run_until_its_lease(workers, model_server):
     B never claims the run. Thawed, A finishes the run itself."""
     gate = workers.tmp / "gate"
     _shell_until(workers, model_server, gate)
-    lease = {
-        "A0_DURABILITY_LEASE_SECONDS": "12",
-        "A0_DURABILITY_HEARTBEAT_SECONDS": "2",
-        "A0_DURABILITY_LIVENESS": "1",
-    }
+    lease = {"A0_DURABILITY_LEASE_SECONDS": "12", "A0_DURABILITY_HEARTBEAT_SECONDS": "2"}
     a = workers.start("worker-a", **lease)
     b = workers.start("worker-b", **lease)
     in_background(lambda: a.api_message("run it", input_id="f1"))
@@ -102,3 +94,54 @@ def test_a_frozen_worker_keeps_its_run_until_its_lease(workers, model_server):
     assert workers.claimers(run_id) == ["worker-a"]
     assert workers.side_effects() == ["shell"]
     assert "took run" not in b.output()
+
+
+def test_a_worker_whose_session_ended_is_taken_for_dead_and_the_guess_is_safe(
+    workers, model_server
+):
+    """A's liveness session is terminated by the server while A lives, mid shell command
+    (A is kept from locking again: failpoint cluster.liveness_lost, freeze). B takes the
+    run over at once and holds the open shell call; when the command ends, A's result
+    write under its old token is refused by the fence, nothing of it commits, and A starts
+    nothing more."""
+    gate = workers.tmp / "gate"
+    _shell_until(workers, model_server, gate)
+    keep_unlocked = {
+        "A0_CRASH_AT": "cluster.liveness_lost",
+        "A0_CRASH_MODE": "freeze",
+        "A0_CRASH_FREEZE_SECONDS": "300",
+    }
+    a = workers.start("worker-a", **DEFAULT_LEASE, **keep_unlocked)
+    b = workers.start("worker-b", **DEFAULT_LEASE)
+    in_background(lambda: a.api_message("run it", input_id="w1"))
+    wait_until(lambda: workers.side_effects() == ["shell"], timeout=60, what="the command")
+    [(run_id, _context_id, _)] = workers.runs()
+    [(old_token,)] = workers.sql("SELECT token FROM claims WHERE run_id = %s", run_id)
+    ended = workers.sql(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+        "a0-alive:worker-a",
+    )
+    assert ended == [(True,)]
+    wait_until(
+        lambda: workers.claimers(run_id) == ["worker-a", "worker-b"],
+        timeout=TAKEOVER_DEADLINE,
+        what="worker B to take the run of a worker whose session ended",
+    )
+    held = wait_status(b, run_id, "needs_attention")
+    assert held["reason"] == "uncertain_call", held
+    [(new_token,)] = workers.sql("SELECT token FROM claims WHERE run_id = %s", run_id)
+    before = workers.sql("SELECT id, state FROM calls WHERE run_id = %s ORDER BY id", run_id)
+    gate.touch()  # the command ends: A has a result to write under its old token
+    refused = f"fenced write refused (superseded): worker worker-a's commit_result for run {run_id}"
+    wait_until(lambda: refused in a.output(), timeout=30, what="A's late write to be refused")
+    assert f"under token {old_token}; the run's token is {new_token}" in a.output()
+    stopped = f"run {run_id} stopped on this worker: claim lost (write refused: superseded)"
+    wait_until(lambda: stopped in a.output(), timeout=30, what="A to stop the run")
+    after = workers.sql("SELECT id, state FROM calls WHERE run_id = %s ORDER BY id", run_id)
+    assert after == before  # nothing of A's write committed: the shell call is still open
+    assert ("open" in {state for _, state in after}) and model_server.calls == 1
+    assert workers.side_effects() == ["shell"]
+    [(holder,)] = workers.sql("SELECT worker_id FROM claims WHERE run_id = %s", run_id)
+    assert holder == "worker-b"
+    assert workers.postgres.password not in a.output()
+    a.kill()  # its liveness watcher is frozen: no graceful stop

@@ -122,16 +122,25 @@ class ClaimTable(Table):
         return self._write(run_id, str(row[0]), worker_id, lease, alive_key)
 
     def sweep(
-        self, worker_id: str, lease: float, limit: int, alive_key: int | None = None
+        self,
+        worker_id: str,
+        lease: float,
+        limit: int,
+        alive_key: int | None = None,
+        mine: list[str] | None = None,
     ) -> list[ClaimRow]:
         """Claim up to ``limit`` active runs that nobody holds (oldest change first): never
         claimed, released, expired, or whose holder's liveness lock is free; rows another
-        worker is locking at this moment are skipped, not waited for."""
+        worker is locking at this moment are skipped, not waited for. ``mine``: runs the
+        sweeper holds claims on (by its own book); never swept by it, even when its lock
+        was lost: a worker taken for dead must not take its own runs back under a new
+        token (its peers take them, and its late writes are refused)."""
         rows = self.sql.run(
             "SELECT id, context_id FROM runs r WHERE status = 'active' AND NOT EXISTS"
             f" (SELECT 1 FROM claims c WHERE c.run_id = r.id AND {held('c')})"
+            " AND NOT (r.id = ANY(%s))"
             " ORDER BY updated_at LIMIT %s FOR NO KEY UPDATE SKIP LOCKED",
-            (limit,),
+            (list(mine or ()), limit),
         ).fetchall()
         won = []
         for run_id, context_id in rows:
