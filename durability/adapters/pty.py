@@ -160,6 +160,26 @@ def delivered_message(number: Any, detail: dict[str, Any]) -> str:
     )
 
 
+def explain_delivery(found: Delivery, number: int) -> dict[str, Any]:
+    """A delivery verdict in ``ShellReceipts.explain``'s shape (recovery, the panel)."""
+    detail = {"session": number, **found.detail}
+    if found.status == DELIVERED:
+        message = delivered_message(number, detail)
+        return {
+            "classification": ReceiptOutcome.COMPLETED,
+            "message": message,
+            "output": message,
+            "exit_code": None,
+            "detail": {"delivered": True, **detail},
+        }
+    if found.status == NOT_DELIVERED:
+        return {"classification": ReceiptOutcome.NOT_STARTED, "detail": detail}
+    if found.status == DELIVERY_UNKNOWN:
+        reason = DELIVERY_UNKNOWN
+        return {"classification": f"unknown:{reason}", "reason": reason, "detail": detail}
+    return {"classification": f"rejected:{found.reason}", "reason": found.reason, "detail": detail}
+
+
 def session_number(args: Any) -> int:
     """The session an ``input`` call named (the tool's own reading of its arguments)."""
     inner = args.get("args") if isinstance(args, dict) else None
@@ -210,4 +230,3 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-__all__ = ["DELIVERED", "ReceiptOutcome", "TerminalInbox", "terminal_dir"]
