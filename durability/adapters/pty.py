@@ -206,9 +206,32 @@ def prune_terminals(receipts_folder: Path, needed: Any) -> int:
             if not needed(call_id):
                 inbox.discard(call_id)
                 removed += 1
+        if not (folder / "relay.json").exists():  # no terminal left: nothing runs there
+            with contextlib.suppress(OSError):
+                (folder / "command.json").unlink()
         with contextlib.suppress(OSError):
             folder.rmdir()  # only when empty (no relay, no evidence)
     return removed
+
+
+def running_commands(receipts_folder: Path) -> set[str]:
+    """Call ids of the commands that terminals still run (``command.json`` of a relay whose
+    process is there): their receipts stay, a server that adopts the terminal reads them."""
+    found = set()
+    for folder in (Path(receipts_folder) / PTY_FOLDER).glob("*"):
+        relay, command = _read_json(folder / "relay.json"), _read_json(folder / "command.json")
+        pid = (relay or {}).get("pid")
+        if command is None or not isinstance(pid, int) or pid <= 0:
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        except PermissionError:
+            pass
+        if isinstance(command.get("call_id"), str):
+            found.add(command["call_id"])
+    return found
 
 
 def _payload_digest(header: dict[str, Any]) -> str | None:

@@ -329,6 +329,8 @@ class CallSeams:
         receipts = self.session.receipts
         if receipts is None or call.policy not in (Policy.SHELL, Policy.PTY):
             return
+        if receipts.start_path(call.id).exists() and not receipts.exit_path(call.id).exists():
+            return  # its command still runs (a result "still running"): its output file stays
         await asyncio.to_thread(receipts.discard, call.id)
         if call.policy == Policy.PTY:  # and its delivery receipt, in its terminal's inbox
             folder = terminal_dir(receipts.folder, self.context.id, session_number(call.args))

@@ -22,7 +22,7 @@ from durability.adapters.evidence import (
     journal_locator,
     location_recorder,
 )
-from durability.adapters.pty import PTY_POLICY, prune_terminals
+from durability.adapters.pty import PTY_POLICY, prune_terminals, running_commands
 from durability.adapters.shell import SHELL_POLICY, ShellReceipts
 from durability.adapters.ssh import REMOTE_RECEIPTS, SshTarget
 from durability.config import DEFAULT_DEFER_SECONDS, DEFER_MS, journal_defer_seconds
@@ -239,8 +239,9 @@ async def open_shared_chats(
 
 def _prune(receipts: ShellReceipts, journal: Journal) -> None:
     try:
-        pruned = receipts.prune(receipt_needed(journal))
-        pruned += prune_terminals(receipts.folder, receipt_needed(journal))
+        needed, running = receipt_needed(journal), running_commands(receipts.folder)
+        pruned = receipts.prune(lambda call_id: call_id in running or needed(call_id))
+        pruned += prune_terminals(receipts.folder, needed)
     except Exception as exc:
         logger.warning("receipts not pruned: %s", type(exc).__name__)
         return
