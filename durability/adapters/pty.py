@@ -7,10 +7,10 @@ delivery:
 
 | file | written by | means |
 | --- | --- | --- |
-| ``<call_id>.input`` | the server: temporary file, fsync, rename, fsync the folder | handed over, not claimed |
-| ``<call_id>.taken`` | the relay renames ``.input`` to it | claimed: the bytes may have been written |
-| ``<call_id>.delivered`` | the relay, after writing the bytes, durably | delivered (sequence number, SHA-256) |
-| ``<call_id>.void`` | recovery renames an unclaimed ``.input`` to it | never delivered, and never will be |
+| ``<id>.input`` | the server (tmp file, fsync, rename, fsync dir) | handed over, unclaimed |
+| ``<id>.taken`` | the relay renames ``.input`` to it | claimed: bytes may be written |
+| ``<id>.delivered`` | the relay, after the bytes, durably | delivered (seq, SHA-256) |
+| ``<id>.void`` | recovery renames an unclaimed ``.input`` | never delivered, never will be |
 
 ``inspect`` reads them back: ``delivered`` (a marker naming the call, its argument digest and
 the digest of the bytes handed over) proves delivery; nothing handed over, or an unclaimed
@@ -251,5 +251,3 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     return value if isinstance(value, dict) else None
-
-

@@ -34,6 +34,7 @@ import signal
 import sys
 import termios
 import time
+from collections.abc import Mapping
 
 POLL_SECONDS = 0.05  # how often the inbox is looked at
 READ_CHUNK = 65536
@@ -48,7 +49,7 @@ def _fsync(path: str) -> None:
         os.close(fd)
 
 
-def write_durably(folder: str, name: str, value: dict) -> None:
+def write_durably(folder: str, name: str, value: Mapping[str, object]) -> None:
     """``folder/name`` as one JSON line: temporary file, fsync, rename, fsync the folder."""
     path = os.path.join(folder, name)
     tmp = path + ".tmp"
@@ -229,8 +230,8 @@ class Relay:
             if sha != header["sha256"]:
                 raise ValueError("digest mismatch")
         except (OSError, ValueError, KeyError, TypeError):
-            marker = {"call_id": call_id, "refused": "malformed_handover"}
-            write_durably(self.inbox, f"{call_id}.refused", marker)
+            refused = {"call_id": call_id, "refused": "malformed_handover"}
+            write_durably(self.inbox, f"{call_id}.refused", refused)
             return
         view = memoryview(data)
         while view:
@@ -239,7 +240,7 @@ class Relay:
             except BlockingIOError:
                 time.sleep(0.01)
         self.seq += 1
-        marker = {
+        marker: dict[str, object] = {
             "call_id": call_id,
             "args_digest": header.get("args_digest"),
             "seq": self.seq,

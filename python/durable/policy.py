@@ -23,8 +23,8 @@ from pathlib import Path
 
 from durability import replay
 from durability.adapters.shell import SHELL_POLICY
-from durability.status import Policy
 from durability.recovery import CHILD_POLICY, HOLD_POLICY, SAFE_REPLAY_POLICY
+from durability.status import Policy
 from python.helpers.tool import Tool
 
 SUBORDINATE_TOOL = "call_subordinate"

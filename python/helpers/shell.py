@@ -148,6 +148,13 @@ class ShellSession:
             return self.running and terminal.pid_alive((self.relay or {}).get("pid"))
         return self.proc is not None and self.proc.returncode is None and not self._eof
 
+    @property
+    def shell_pid(self) -> int | None:
+        """The pid of the session's bash (on a terminal: the relay's child)."""
+        if self.relay is not None and isinstance(self.relay.get("shell_pid"), int):
+            return int(self.relay["shell_pid"])
+        return self.proc.pid if self.proc is not None else None
+
     async def start(self) -> None:
         self.cwd.mkdir(parents=True, exist_ok=True)
         self._buf, self._eof, self.running = "", False, False

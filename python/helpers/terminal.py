@@ -63,7 +63,7 @@ def find_relay(inbox: Path) -> dict[str, Any] | None:
     if info is None:
         return None
     pid = info.get("pid")
-    if pid_alive(pid) and _is_relay(pid):
+    if isinstance(pid, int) and pid_alive(pid) and _is_relay(pid):
         return info
     with contextlib.suppress(OSError):  # a relay that died: its record goes
         (inbox / pty_relay.RELAY_FILE).unlink()

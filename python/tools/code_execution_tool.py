@@ -176,7 +176,7 @@ def terminal_inbox(agent: Any, number: int) -> Path | None:
     from durability.adapters.pty import terminal_dir
 
     receipts = getattr(agent.context.session, "receipts", None)
-    if receipts is None:
+    if receipts is None or not isinstance(getattr(agent.context, "id", None), str):
         return None
     return terminal_dir(receipts.folder, agent.context.id, number)
 

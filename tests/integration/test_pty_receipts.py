@@ -31,7 +31,9 @@ QUICK = {
 
 def _script(model_server, effects: Path) -> None:
     question = f'read -p "continue? " a; echo "got $a" >> {effects}; echo "answer was $a"'
-    model_server.tool("code_execution_tool", {"runtime": "terminal", "session": 0, "code": question})
+    model_server.tool(
+        "code_execution_tool", {"runtime": "terminal", "session": 0, "code": question}
+    )
     model_server.tool("input", {"keyboard": "y", "session": 0})
     model_server.tool("response", {"text": "answered"})
 
