@@ -157,3 +157,16 @@ class ShellEvidence:
         if outcome not in set(ReceiptOutcome):
             return AdapterVerdict(ReceiptOutcome.REJECTED, reason="malformed_verdict")
         return AdapterVerdict(ReceiptOutcome(outcome), reason=reason or None, detail=detail)
+
+
+def forget_receipts(receipts: ShellReceipts, context_id: str, call: Call) -> None:
+    """A call's result is committed: its receipt (whose output may show a secret in clear)
+    and, for an ``input``, its delivery receipt are no longer evidence of anything. The
+    receipt of a command that still runs (its result said "still running") stays until it
+    ends: a server that adopts its terminal reads its output from it."""
+    if receipts.start_path(call.id).exists() and not receipts.exit_path(call.id).exists():
+        return
+    receipts.discard(call.id)
+    if call.policy == Policy.PTY:
+        folder = terminal_dir(receipts.folder, context_id, session_number(call.args))
+        TerminalInbox(folder).discard(call.id)

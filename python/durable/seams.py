@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from durability import failpoints, paths
-from durability.adapters.pty import TerminalInbox, session_number, terminal_dir
+from durability.adapters.evidence import forget_receipts
 from durability.canonical import canonical_json, digest
 from durability.errors import CorruptRecord, InvalidTransition, ReplayDivergence
 from durability.records import fields_of
@@ -327,14 +327,8 @@ class CallSeams:
         """The journal holds the call's result now: its shell receipt (with the command's
         output, which may show a secret in clear) is no longer evidence of anything."""
         receipts = self.session.receipts
-        if receipts is None or call.policy not in (Policy.SHELL, Policy.PTY):
-            return
-        if receipts.start_path(call.id).exists() and not receipts.exit_path(call.id).exists():
-            return  # its command still runs (a result "still running"): its output file stays
-        await asyncio.to_thread(receipts.discard, call.id)
-        if call.policy == Policy.PTY:  # and its delivery receipt, in its terminal's inbox
-            folder = terminal_dir(receipts.folder, self.context.id, session_number(call.args))
-            await asyncio.to_thread(TerminalInbox(folder).discard, call.id)
+        if receipts is not None and call.policy in (Policy.SHELL, Policy.PTY):
+            await asyncio.to_thread(forget_receipts, receipts, self.context.id, call)
 
     async def tool_call(
         self, agent: Agent, tool: Tool, effect: Callable[[], Awaitable[Response]]
