@@ -3,7 +3,8 @@
 ``A0_CRASH_AT=<point>`` makes the process SIGKILL itself when it reaches that point. A
 point is one of the agent loop's durable boundaries (``BOUNDARIES``: every journaled call
 passes them), one of the journal's own (``JOURNAL_POINTS``, inside the group commit) or
-one of a shared worker's claims (``CLUSTER_POINTS``).
+one of a shared worker's claims (``CLUSTER_POINTS``) or one of a typed input's
+(``PTY_POINTS``).
 
 - ``A0_CRASH_AT=<point>@<n>``: the n-th time the point is reached in this process, not the
   first.
@@ -60,6 +61,10 @@ CLUSTER_POINTS = (
     "cluster.renewal_lost",  # a renewal found a claim taken over, before it is forgotten
     "cluster.liveness_lost",  # the liveness lock's session ended, before it is taken again
 )
+
+#: Around the handover of a typed input to its terminal (python/tools/input.py): after the
+#: intent, before the handover file exists; and after the relay's delivery marker is on disk.
+PTY_POINTS = ("pty.before_handover", "pty.after_delivery")
 
 
 class SimulatedCrash(BaseException):

@@ -57,6 +57,7 @@ class Policy(StrEnum):
     SAFE_REPLAY = "safe_replay"  # pinned in durability/replay.py: replayed
     CHILD = "child"  # a pinned child workflow: it resumes inside the run
     SHELL = "adapter:shell"  # shell receipts prove the outcome (durability/adapters/shell.py)
+    PTY = "adapter:pty"  # typed input: delivery receipts prove it (durability/adapters/pty.py)
     #: the effect commits in the journal's own transaction with its result (DESIGN section
     #: 5); no tool records it yet
     JOURNAL_ATOMIC = "journal_atomic"

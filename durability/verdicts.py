@@ -34,6 +34,9 @@ order they apply:
 | ... proves it never started | ``run`` |
 | ... its process is still alive | ``watch`` |
 | ... its host cannot be asked (SSH) | ``hold`` uncertain_call (host_unreachable) |
+| ... an input's delivery marker matches (``adapter:pty``) | ``receipt`` (delivered) |
+| ... an input never handed over, or its handover voided unclaimed | ``run`` (deliver it) |
+| ... an input claimed by the terminal, no marker | ``hold`` uncertain_call (delivery_unknown) |
 | ... rejected, unknown, no adapter | ``hold`` uncertain_call |
 | open at recovery, ``journal_atomic`` | ``run`` (no result means no effect) |
 | anything else | ``hold`` uncertain_call |
@@ -96,6 +99,7 @@ class Why(StrEnum):
     PROCESS_ENDED = "process_ended"  # watched: its process died without an exit marker
     WATCH_TIMED_OUT = "watch_timed_out"  # watched: the tool's maximum time passed
     LOCAL_RECEIPT_ELSEWHERE = "local_receipt_elsewhere"  # another worker's folder holds it
+    DELIVERY_UNKNOWN = "delivery_unknown"  # an input was claimed by its terminal, no marker
 
 
 @dataclass(frozen=True)
@@ -270,6 +274,8 @@ def _receipt(ev: Evidence) -> Verdict:
     if receipt.outcome == ReceiptOutcome.HOST_UNREACHABLE:
         found = {"receipt_reason": receipt.reason, **dict(receipt.detail or {})}
         return _uncertain(Why.HOST_UNREACHABLE, **found)
+    if receipt.reason == Why.DELIVERY_UNKNOWN:
+        return _uncertain(Why.DELIVERY_UNKNOWN, **dict(receipt.detail or {}))
     if ev.process_alive:
         return Verdict(Action.WATCH)
     return _uncertain(Why.RECEIPT_UNKNOWN)

@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from durability.adapters.shell import ShellReceipts, classification_of
+from durability.adapters.pty import TerminalInbox, explain_delivery, session_number, terminal_dir
+from durability.adapters.shell import ShellReceipts, call_identity, classification_of
 from durability.adapters.ssh import SshReceipts, SshTarget
 from durability.records import Call
-from durability.status import ReceiptOutcome
+from durability.status import Policy, ReceiptOutcome
 from durability.verdicts import AdapterVerdict, Why
 
 #: The journal event recording, before a command starts on a host, where its receipt is.
@@ -32,6 +33,8 @@ LOCATION_EVENT = "receipt_location"
 TargetFor = Callable[[Mapping[str, Any]], SshTarget | None]
 #: call -> its ssh location as the journal recorded it (None: none recorded).
 Locate = Callable[[Call], Mapping[str, Any] | None]
+#: call -> the id of the chat it belongs to (a terminal's inbox is per chat and session).
+ContextOf = Callable[[Call], str]
 
 
 def journal_locator(journal: Any) -> Locate:
@@ -79,7 +82,9 @@ class ShellEvidence:
         target_for: TargetFor | None = None,
         locate: Locate | None = None,
         owner: bool = True,
+        context_of: ContextOf | None = None,
     ) -> None:
+        self.context_of = context_of
         self.receipts = receipts
         self.target_for = target_for
         self.locate = locate
@@ -100,7 +105,28 @@ class ShellEvidence:
         return None
 
     def explain(self, call: Call) -> dict[str, Any]:
-        """``ShellReceipts.explain``'s shape, from wherever the receipt is."""
+        """``ShellReceipts.explain``'s shape, from wherever the receipt is (an ``input``
+        call's: its delivery receipt, durability/adapters/pty.py)."""
+        if call.policy == Policy.PTY:
+            return self._explain_input(call)
+        return self._explain_shell(call)
+
+    def _explain_input(self, call: Call) -> dict[str, Any]:
+        """Typed into a local terminal: its delivery receipt; run as a command (nothing was
+        waiting for input) or typed into an SSH session's pipe: its shell receipt."""
+        identity = call_identity(call)
+        if isinstance(identity, dict):
+            return identity
+        call_id, args_digest = identity
+        r = self.receipts
+        shell_files = (r.start_path(call_id), r.exit_path(call_id), r.remote_path(call_id))
+        if not self.owner or self.context_of is None or any(p.exists() for p in shell_files):
+            return self._explain_shell(call)
+        number = session_number(call.args)
+        inbox = TerminalInbox(terminal_dir(r.folder, self.context_of(call), number))
+        return explain_delivery(inbox.inspect(call_id, args_digest, void=True), number)
+
+    def _explain_shell(self, call: Call) -> dict[str, Any]:
         ssh = self.where(call)
         if ssh is not None:
             where = {k: ssh.get(k) for k in ("host", "port", "user", "folder")}
@@ -131,3 +157,16 @@ class ShellEvidence:
         if outcome not in set(ReceiptOutcome):
             return AdapterVerdict(ReceiptOutcome.REJECTED, reason="malformed_verdict")
         return AdapterVerdict(ReceiptOutcome(outcome), reason=reason or None, detail=detail)
+
+
+def forget_receipts(receipts: ShellReceipts, context_id: str, call: Call) -> None:
+    """A call's result is committed: its receipt (whose output may show a secret in clear)
+    and, for an ``input``, its delivery receipt are no longer evidence of anything. The
+    receipt of a command that still runs (its result said "still running") stays until it
+    ends: a server that adopts its terminal reads its output from it."""
+    if receipts.start_path(call.id).exists() and not receipts.exit_path(call.id).exists():
+        return
+    receipts.discard(call.id)
+    if call.policy == Policy.PTY:
+        folder = terminal_dir(receipts.folder, context_id, session_number(call.args))
+        TerminalInbox(folder).discard(call.id)

@@ -5,6 +5,7 @@
 | pinned in durability/replay.py and its source hashes to the pin | ``safe_replay`` |
 | ``call_subordinate``, pinned | ``child`` (the child workflow resumes, its calls reused) |
 | ``code_execution_tool`` | ``adapter:shell`` (shell receipts prove the outcome) |
+| ``input`` (the shipped one) | ``adapter:pty`` (the terminal's delivery receipt) |
 | anything else (MCP tools, a changed pinned tool, model calls) | ``hold`` |
 
 A source file is hashed once per process (the shipped tools at start-up, a profile's
@@ -23,10 +24,12 @@ from pathlib import Path
 from durability import replay
 from durability.adapters.shell import SHELL_POLICY
 from durability.recovery import CHILD_POLICY, HOLD_POLICY, SAFE_REPLAY_POLICY
+from durability.status import Policy
 from python.helpers.tool import Tool
 
 SUBORDINATE_TOOL = "call_subordinate"
 SHELL_TOOL = "code_execution_tool"
+INPUT_TOOL = "input"
 
 
 def tool_source(tool: Tool) -> Path | None:
@@ -80,6 +83,8 @@ class ReplayPolicy:
             return SAFE_REPLAY_POLICY
         if tool.name == SHELL_TOOL:
             return SHELL_POLICY
+        if tool.name == INPUT_TOOL and source == replay.tool_source_path(INPUT_TOOL).resolve():
+            return Policy.PTY  # the shipped tool only: it hands its text over with a receipt
         return HOLD_POLICY
 
     def shipped_is_safe(self, tool_name: str) -> bool:

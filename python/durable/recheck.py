@@ -38,6 +38,7 @@ RECHECKED = (
     Why.RECEIPT_UNKNOWN,
     Why.PROCESS_ENDED,
     Why.WATCH_TIMED_OUT,
+    Why.DELIVERY_UNKNOWN,
 )
 DEFAULT_INTERVAL = 30.0
 BEFORE: dict[str, str] = {
@@ -45,6 +46,7 @@ BEFORE: dict[str, str] = {
     Why.RECEIPT_UNKNOWN: "the receipt had a start marker but no exit marker",
     Why.PROCESS_ENDED: "the shell had ended without an exit marker",
     Why.WATCH_TIMED_OUT: "the command was still running past its time limit",
+    Why.DELIVERY_UNKNOWN: "the terminal had taken the input but not confirmed its delivery",
 }
 CHANGED = "Evidence changed"
 
@@ -60,7 +62,9 @@ def _held_call_id(run: Run) -> str | None:
 def describe(before: str, found: AdapterVerdict) -> str:
     """What changed, in one sentence for the panel and the chat."""
     was = BEFORE.get(before, str(before))
-    if found.outcome == ReceiptOutcome.COMPLETED:
+    if found.outcome == ReceiptOutcome.COMPLETED and (found.detail or {}).get("delivered"):
+        now = "its delivery marker now proves the input reached the program"
+    elif found.outcome == ReceiptOutcome.COMPLETED:
         output = found.output if isinstance(found.output, dict) else {}
         now = f"its receipt now proves completion (exit code {output.get('exit_code')})"
     elif found.outcome == ReceiptOutcome.NOT_STARTED:
@@ -89,7 +93,7 @@ async def recheck_run(chats: DurableChats, run: Run) -> dict[str, Any] | None:
         return None
     journal = chats.journal
     call = await journal.aio.get_call(call_id)
-    if call.state != CallState.OPEN or call.policy != Policy.SHELL:
+    if call.state != CallState.OPEN or call.policy not in (Policy.SHELL, Policy.PTY):
         return None
     before = str((run.reason_detail or {}).get("why"))
     found: AdapterVerdict = await asyncio.to_thread(evidence.classify, call)

@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from durability import failpoints, paths
+from durability.adapters.evidence import forget_receipts
 from durability.canonical import canonical_json, digest
 from durability.errors import CorruptRecord, InvalidTransition, ReplayDivergence
 from durability.records import fields_of
@@ -325,8 +326,9 @@ class CallSeams:
     async def _forget_receipt(self, call: Call) -> None:
         """The journal holds the call's result now: its shell receipt (with the command's
         output, which may show a secret in clear) is no longer evidence of anything."""
-        if call.policy == Policy.SHELL and self.session.receipts is not None:
-            await asyncio.to_thread(self.session.receipts.discard, call.id)
+        receipts = self.session.receipts
+        if receipts is not None and call.policy in (Policy.SHELL, Policy.PTY):
+            await asyncio.to_thread(forget_receipts, receipts, self.context.id, call)
 
     async def tool_call(
         self, agent: Agent, tool: Tool, effect: Callable[[], Awaitable[Response]]

@@ -353,6 +353,7 @@ class SharedWorker:
             adapters: dict[str, recovery.Adapter] = {}
             if evidence is not None:
                 adapters[Policy.SHELL] = evidence.classify
+                adapters[Policy.PTY] = evidence.classify
             plan = await asyncio.to_thread(
                 recovery.classify_run, journal, run, adapters=adapters, is_safe=is_safe
             )

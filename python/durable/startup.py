@@ -22,6 +22,7 @@ from durability.adapters.evidence import (
     journal_locator,
     location_recorder,
 )
+from durability.adapters.pty import PTY_POLICY, prune_terminals, running_commands
 from durability.adapters.shell import SHELL_POLICY, ShellReceipts
 from durability.adapters.ssh import REMOTE_RECEIPTS, SshTarget
 from durability.config import DEFAULT_DEFER_SECONDS, DEFER_MS, journal_defer_seconds
@@ -120,8 +121,13 @@ def attach_evidence(chats: DurableChats, usr: Path, *, owner: bool = True) -> Sh
     if receipts is None:
         return None
     receipts.on_remote = location_recorder(chats.journal)
+    journal = chats.journal
     chats.evidence = ShellEvidence(
-        receipts, target_for=ssh_target_for(usr), locate=journal_locator(chats.journal), owner=owner
+        receipts,
+        target_for=ssh_target_for(usr),
+        locate=journal_locator(journal),
+        owner=owner,
+        context_of=lambda call: journal.get_run(call.run_id).context_id,
     )
     return chats.evidence
 
@@ -162,7 +168,9 @@ async def open_chats(
     contexts = await asyncio.to_thread(restore_contexts, chats, idle_later=True)
     receipts = chats.receipts
     evidence = attach_evidence(chats, usr)
-    adapters = {SHELL_POLICY: evidence.classify} if evidence is not None else {}
+    adapters = {}
+    if evidence is not None:  # the shell's receipts and the terminal's delivery receipts
+        adapters = {SHELL_POLICY: evidence.classify, PTY_POLICY: evidence.classify}
     try:  # each run is held on its own failure; this guards what all runs share
         plans = await recover(chats, adapters=adapters)
     except DurabilityError as exc:
@@ -231,7 +239,9 @@ async def open_shared_chats(
 
 def _prune(receipts: ShellReceipts, journal: Journal) -> None:
     try:
-        pruned = receipts.prune(receipt_needed(journal))
+        needed, running = receipt_needed(journal), running_commands(receipts.folder)
+        pruned = receipts.prune(lambda call_id: call_id in running or needed(call_id))
+        pruned += prune_terminals(receipts.folder, needed)
     except Exception as exc:
         logger.warning("receipts not pruned: %s", type(exc).__name__)
         return

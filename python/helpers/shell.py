@@ -1,4 +1,12 @@
-"""Persistent bash sessions on asyncio subprocesses (no pty, no threads).
+"""Persistent bash sessions: a local one runs on a pseudo-terminal owned by a relay process.
+
+A local session's bash runs on a terminal owned by a relay (durability/adapters/pty_relay.py,
+started by python/helpers/terminal.py) that outlives the server: the terminal is every
+program's standard input, so interactive programs prompt as they would for a person, and
+text typed into them (``send_input``) is handed to the relay as a file and confirmed by its
+delivery marker (durability/adapters/pty.py). A session given a durable inbox (``terminal``)
+finds a relay left by a server that died and adopts its running command: the output is read
+from the command's receipt, its end from the exit marker. SSH sessions keep a pipe.
 
 Each command is written to a private script file and sourced by the session's bash, on
 one line followed by a sentinel `printf` carrying `$?`. The sentinel tells when the
@@ -17,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -29,7 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from durability.adapters.pty import TerminalInbox
 from durability.adapters.shell import ReceiptError
+from python.helpers import terminal
 
 READ_CHUNK = 65536
 POLL_INTERVAL = 0.5  # on_poll is called at least this often while waiting
@@ -110,10 +121,16 @@ class ShellSession:
     remote = False  # True for sessions on another host (python/helpers/ssh_shell.py)
     tail_interval = TAIL_INTERVAL
 
-    def __init__(self, cwd: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, cwd: Path, env: dict[str, str] | None = None, terminal: Path | None = None
+    ) -> None:
         self.cwd = Path(cwd)
         self.env = env
         self.dir = Path(tempfile.mkdtemp(prefix="a0-shell-"))
+        self.durable_inbox = terminal is not None  # kept across restarts (receipts folder)
+        self.inbox = TerminalInbox(terminal or self.dir / "terminal")
+        self.relay: dict[str, Any] | None = None  # relay.json of the terminal in use
+        self.adopted: dict[str, Any] | None = None  # the command of a relay left behind
         self.proc: asyncio.subprocess.Process | None = None
         self._buf = ""
         self._data = asyncio.Event()
@@ -127,33 +144,57 @@ class ShellSession:
     # -- lifecycle ------------------------------------------------------------
     @property
     def alive(self) -> bool:
+        if self.adopted is not None:  # usable while the command it adopted runs
+            return self.running and terminal.pid_alive((self.relay or {}).get("pid"))
         return self.proc is not None and self.proc.returncode is None and not self._eof
+
+    @property
+    def shell_pid(self) -> int | None:
+        """The pid of the session's bash (on a terminal: the relay's child)."""
+        if self.relay is not None and isinstance(self.relay.get("shell_pid"), int):
+            return int(self.relay["shell_pid"])
+        return self.proc.pid if self.proc is not None else None
 
     async def start(self) -> None:
         self.cwd.mkdir(parents=True, exist_ok=True)
-        self.proc = await asyncio.create_subprocess_exec(
-            "bash",
-            "--noprofile",
-            "--norc",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            cwd=str(self.cwd),
-            env=self.env if self.env is not None else child_environment(),
-            start_new_session=True,
-        )
         self._buf, self._eof, self.running = "", False, False
         self._data = asyncio.Event()
+        if not self.durable_inbox:
+            self.inbox = TerminalInbox(self.dir / "terminal")
+        elif await self._adopt():
+            return
+        env = self.env if self.env is not None else child_environment()
+        self.proc, self.relay = await terminal.spawn_relay(self.inbox.folder, self.cwd, env)
         self._reader = asyncio.create_task(self._read_loop(self.proc))
 
+    async def _adopt(self) -> bool:
+        """Take over the terminal a previous server left, when its command still runs."""
+        left = await asyncio.to_thread(terminal.find_relay, self.inbox.folder)
+        command = terminal.read_json(self.inbox.folder / terminal.COMMAND_FILE)
+        if left is None:
+            return False
+        if command is None or Path(str(command.get("exit"))).exists():
+            terminal.kill_terminal(left)  # nothing runs there that anyone waits for
+            return False
+        self.relay, self.adopted, self.running = left, command, True
+        self._marker = "\x1e" + f"__A0_ADOPTED_{secrets.token_hex(8)}__:"
+        self._tail = _OutputTail(Path(str(command.get("out"))))
+        self._tail.read()  # what it printed before the restart was reported then
+        return True
+
     async def close(self) -> None:
-        """Kill the whole process group and remove the private folder."""
+        """Kill the terminal (relay, shell and its programs) and remove the private folder."""
         proc, self.proc = self.proc, None
+        relay, self.relay, self.adopted = self.relay, None, None
+        terminal.kill_terminal(relay)
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(Exception):
                 await proc.wait()
+        if relay is not None and self.durable_inbox:
+            with contextlib.suppress(OSError):
+                (self.inbox.folder / "relay.json").unlink()
         await self._closed()
 
     async def _closed(self) -> None:
@@ -205,10 +246,25 @@ class ShellSession:
         except ReceiptError as e:
             raise ReceiptRefused(f"no receipt can be written for this call ({e.code})") from e
         self._tail = _OutputTail(receipts.output_path(call_id))
+        if self.durable_inbox and not self.remote:  # for a server that adopts the terminal
+            where = {"call_id": call_id, "out": str(receipts.output_path(call_id))}
+            where["exit"] = str(receipts.exit_path(call_id))
+            path = self.inbox.folder / terminal.COMMAND_FILE
+            path.with_suffix(".tmp").write_text(json.dumps(where), encoding="utf-8")
+            os.replace(path.with_suffix(".tmp"), path)
         return body
 
     async def _pull(self) -> None:
-        """Hook: a remote session fetches its output file here (local files are read)."""
+        """Hook: a remote session fetches its output file here (local files are read); an
+        adopted command's end is its exit marker (no sentinel comes on a pipe)."""
+        if self.adopted is None or not self._marker:
+            return
+        code = terminal.exit_code_of(Path(str(self.adopted.get("exit"))))
+        if code is not None:
+            self._buf += f"{self._marker}{code}\n"
+            self._data.set()
+        elif not terminal.pid_alive((self.relay or {}).get("pid")):
+            self._eof = True
 
     async def run(
         self,
@@ -244,11 +300,32 @@ class ShellSession:
             return CommandResult(output=self._take_all(), exit_code=None, running=False)
         return await self._wait(timeouts, on_poll)
 
-    async def send_input(self, text: str) -> None:
-        """Type `text` (plus newline) into the running command's standard input."""
+    async def send_input(
+        self, text: str, identity: tuple[str, str] | None = None
+    ) -> dict[str, Any] | None:
+        """Type `text` (plus newline) into the running command's standard input.
+
+        On a local terminal the bytes are handed to the relay (``identity``: the call id and
+        argument digest the delivery marker names) and this returns once the relay's
+        delivery marker is on disk (the marker); an SSH session writes to its pipe (None)."""
         if not self.alive:
             raise ShellError("the session is not running")
-        await self._write(text if text.endswith("\n") else text + "\n")
+        data = text if text.endswith("\n") else text + "\n"
+        if self.relay is None:
+            await self._write(data)
+            return None
+        call_id, args_digest = identity or (f"i{secrets.token_hex(8)}", "0" * 64)
+        relay_pid = self.relay.get("pid")
+        try:
+            await asyncio.to_thread(self.inbox.hand_over, call_id, args_digest, data.encode())
+            marker = await asyncio.to_thread(
+                self.inbox.wait_delivered, call_id, lambda: terminal.pid_alive(relay_pid), 60
+            )
+        except Exception as e:
+            raise ShellError(f"the input was not delivered ({e})") from e
+        if identity is None:
+            self.inbox.discard(call_id)
+        return marker
 
     async def _write(self, text: str) -> None:
         assert self.proc is not None and self.proc.stdin is not None
@@ -307,6 +384,9 @@ class ShellSession:
         m = re.search(re.escape(self._marker) + r"(\d+)\n", self._buf)
         if m is None:
             return None
+        if self.durable_inbox:
+            with contextlib.suppress(OSError):
+                (self.inbox.folder / terminal.COMMAND_FILE).unlink()
         out = self._read_tail(final=True) + self._buf[: m.start()]
         self._close_tail()
         self._buf = self._buf[m.end() :]
@@ -368,13 +448,15 @@ class ShellSessions:
         ssh: Any = None,
         any_kind: bool = False,
         remote: Callable[[Any, Path], ShellSession] | None = None,
+        terminal: Path | None = None,
     ) -> ShellSession:
         """Session ``number``: local, or on the SSH target ``ssh`` (an ``SshTarget``), made
         by ``remote(ssh, cwd)`` (python/helpers/ssh_shell.py's ``SshShellSession``).
 
         A session of the other kind (or for another target) is closed and replaced, as
         upstream drops its sessions when SSH is switched; ``any_kind`` keeps whatever runs
-        (the input tool types into the session that exists)."""
+        (the input tool types into the session that exists). ``terminal``: a local
+        session's durable inbox (a relay left there by a previous server is adopted)."""
         session = self.sessions.get(number)
         if session is not None and not any_kind and getattr(session, "target", None) != ssh:
             await session.close()
@@ -383,7 +465,7 @@ class ShellSessions:
             if session is not None:
                 await session.close()
             if ssh is None:
-                session = ShellSession(self.cwd)
+                session = ShellSession(self.cwd, terminal=terminal)
             elif remote is None:
                 raise ShellError("no SSH session type was given")
             else:

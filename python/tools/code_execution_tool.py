@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 from python.helpers import files
@@ -156,14 +157,28 @@ async def open_session(agent: Any, number: int, any_kind: bool = False) -> Shell
 
     target = target_from_settings(agent.config.settings, files.usr_dir())
     shells = agent.context.shells
+    inbox = terminal_inbox(agent, number)
     try:
-        return await shells.get(number, ssh=target, any_kind=any_kind, remote=SshShellSession)
+        return await shells.get(
+            number, ssh=target, any_kind=any_kind, remote=SshShellSession, terminal=inbox
+        )
     except SshError as e:
         return ssh_refusal(number, e)
     except Exception as e:  # the link broke while the session started
         if target is None:
             raise
         return ssh_refusal(number, e)
+
+
+def terminal_inbox(agent: Any, number: int) -> Path | None:
+    """Where a local session's terminal takes inputs and proves their delivery: in the
+    receipts folder when the chat journals its calls (it then survives a restart)."""
+    from durability.adapters.pty import terminal_dir
+
+    receipts = getattr(agent.context.session, "receipts", None)
+    if receipts is None or not isinstance(getattr(agent.context, "id", None), str):
+        return None
+    return terminal_dir(receipts.folder, agent.context.id, number)
 
 
 def ssh_refusal(number: int, error: Exception) -> Response:

@@ -1,17 +1,35 @@
 """input: type text into a terminal session (answer a prompt of a running command).
 
 As upstream, when no command is running in the session the text is run there as a
-terminal command. The call is journaled with policy ``hold`` (no receipt proves typed
-text), so a crash while it runs is held for a person.
+terminal command. The call is journaled with policy ``adapter:pty``: on a local terminal the
+text is handed to the terminal's relay as a file and the relay writes a delivery marker
+(sequence number, SHA-256 of the bytes) once the bytes are in the terminal
+(durability/adapters/pty.py), so recovery proves "delivered" or "not delivered". Run as a
+command, the shell receipt proves it; typed into an SSH session (a pipe, no relay), only a
+start marker is written and a crash is held for a person.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from python.helpers.shell import ShellError, Timeouts
+from durability import failpoints, paths
+from python.helpers import files
+from python.helpers.shell import (
+    CommandResult,
+    Receipt,
+    ReceiptError,
+    ReceiptRefused,
+    ShellError,
+    ShellSession,
+    Timeouts,
+)
 from python.helpers.tool import Response, Tool
 from python.tools.code_execution_tool import CodeExecution, open_session
+
+#: Failpoints around the handover (durability/failpoints.py ``PTY_POINTS``).
+BEFORE_HANDOVER = "pty.before_handover"
+AFTER_DELIVERY = "pty.after_delivery"
 
 
 class Input(Tool):
@@ -25,10 +43,10 @@ class Input(Tool):
         session = await open_session(self.agent, number, any_kind=True)
         if isinstance(session, Response):  # the SSH host cannot be used: nothing is typed
             return session
+        receipt = self._receipt()
         try:
             if session.alive and session.running:
-                await session.send_input(text)
-                result = await session.read_more(timeouts, self._on_poll)
+                result = await self._type(session, text, timeouts, receipt)
             elif not text.strip():
                 return Response(
                     f"No command is running in session {number} and 'keyboard' is empty: "
@@ -36,11 +54,39 @@ class Input(Tool):
                     break_loop=False,
                 )
             else:  # nothing waits for input: the text is a terminal command (upstream)
-                result = await session.run(text, timeouts, self._on_poll)
+                result = await session.run(text, timeouts, self._on_poll, receipt=receipt)
+        except ReceiptRefused as e:
+            return Response(f"Session {number}: {e}; nothing was typed.", break_loop=False)
         except ShellError as e:
             return Response(f"Session {number}: {e}.", break_loop=False)
         self.set_progress("")
         return Response(CodeExecution._result_text(result, number), break_loop=False)
+
+    async def _type(
+        self, session: ShellSession, text: str, timeouts: Timeouts, receipt: Receipt | None
+    ) -> CommandResult:
+        """Hand the text to the terminal (delivery receipt), or to an SSH session's pipe
+        after a start-only marker (a crash there is held: nothing proves delivery)."""
+        identity = None if receipt is None else (receipt[1], receipt[2])
+        if receipt is not None and session.relay is None:
+            receipts, call_id, args_digest = receipt
+            try:
+                receipts.mark_started(call_id, args_digest)
+            except ReceiptError as e:
+                raise ReceiptRefused(f"no receipt can be written for this call ({e.code})") from e
+        state = paths.state_dir(files.usr_dir())
+        failpoints.failpoint(BEFORE_HANDOVER, self.name, state)
+        await session.send_input(text, identity)
+        failpoints.failpoint(AFTER_DELIVERY, self.name, state)
+        return await session.read_more(timeouts, self._on_poll)
+
+    def _receipt(self) -> Receipt | None:
+        """The receipt context when the loop journals this call and receipts are enabled."""
+        receipts = getattr(self.agent.context.session, "receipts", None)
+        identity = self.call_identity
+        if receipts is None or identity is None:
+            return None
+        return (receipts, identity[0], identity[1])
 
     async def _on_poll(self, output: str) -> None:
         self.set_progress(output)

@@ -73,7 +73,7 @@ async def test_completed_receipt_proves_output_and_exit_code(session, receipts):
     end = json.loads(receipts.exit_path("call-a").read_text())
     assert start["call_id"] == end["call_id"] == "call-a"
     assert start["args_digest"] == end["args_digest"] == DIGEST
-    assert start["shell_pid"] == session.proc.pid
+    assert start["shell_pid"] == session.shell_pid
     assert end["output_file"] == "call-a.out" and end["exit_code"] == 3
     assert end["finished_at"] >= start["started_at"]
 
@@ -109,11 +109,11 @@ async def test_unknown_when_the_shell_dies_between_start_and_exit(session, recei
     r = await session.run("sleep 30", Timeouts(0.2, 5, 10), receipt=(receipts, "slow", DIGEST))
     assert r.running
     await wait_for(receipts.start_path("slow").exists, what="the start marker")
-    os.killpg(session.proc.pid, signal.SIGKILL)
+    os.killpg(session.shell_pid, signal.SIGKILL)
     await asyncio.wait_for(session.proc.wait(), 10)
     verdict = receipts.inspect("slow", DIGEST)
     assert verdict.status == "unknown"
-    assert verdict.detail["shell_pid"] == session.proc.pid
+    assert verdict.detail["shell_pid"] == session.shell_pid
     assert receipts.classify({"id": "slow", "args": ARGS}) == "unknown"
     assert receipts.explain({"id": "slow", "args": ARGS})["detail"]["shell_pid"] > 0
 

@@ -48,6 +48,7 @@ def call(
 
 MODEL = {"kind": CallKind.MODEL}
 SHELL = {"policy": Policy.SHELL}
+PTY = {"policy": Policy.PTY}
 CHILD = {"kind": CallKind.SUBORDINATE, "policy": Policy.CHILD}
 DONE = {"state": CallState.COMPLETED}
 FAILED = {"state": CallState.FAILED}
@@ -278,6 +279,50 @@ ROWS: list[tuple[str, dict[str, Any] | None, dict[str, Any], Action, str | None,
         HOLD,
         UNCERTAIN,
         Why.LOCAL_RECEIPT_ELSEWHERE,
+    ),
+    (
+        "an input's delivery marker matches: delivered, its receipt is the result",
+        PTY,
+        {**REC, "receipt": receipt(ReceiptOutcome.COMPLETED, output={"message": "delivered"})},
+        Action.RECEIPT,
+        None,
+        None,
+    ),
+    (
+        "an input never handed over (or voided unclaimed): not delivered, deliver it",
+        PTY,
+        {**REC, "receipt": receipt(ReceiptOutcome.NOT_STARTED)},
+        Action.RUN,
+        None,
+        None,
+    ),
+    (
+        "an input claimed by its terminal without a marker: held (delivery_unknown)",
+        PTY,
+        {**REC, "receipt": receipt(ReceiptOutcome.UNKNOWN, reason="delivery_unknown")},
+        HOLD,
+        UNCERTAIN,
+        Why.DELIVERY_UNKNOWN,
+    ),
+    (
+        "an input claimed without a marker is never watched, whatever process runs",
+        PTY,
+        {
+            **REC,
+            "receipt": receipt(ReceiptOutcome.UNKNOWN, reason="delivery_unknown"),
+            "process_alive": True,
+        },
+        HOLD,
+        UNCERTAIN,
+        Why.DELIVERY_UNKNOWN,
+    ),
+    (
+        "an input with no adapter registered: held",
+        PTY,
+        {**REC},
+        HOLD,
+        UNCERTAIN,
+        Why.NO_ADAPTER,
     ),
     (
         "edge: a rejected receipt proves nothing: held",

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import threading
 import time
 
@@ -98,4 +100,35 @@ def test_a_watch_that_times_out_is_held_then_refresh_reclassifies_it(
     assert count.read_text().splitlines() == ["once"]
     assert "LATE-OUTPUT" in request_text(model_server.requests[1])
     assert not done["decisions"]
+    crashable.stop()
+
+
+def test_an_adopted_shell_that_dies_without_an_exit_marker_is_held_process_ended(
+    crashable, model_server, tmp_path
+):
+    count = tmp_path / "effects.txt"
+    code = f"sleep 60; echo once >> {count}"
+    model_server.tool("code_execution_tool", {"runtime": "terminal", "session": 0, "code": code})
+    model_server.tool("response", {"text": "never"})
+    long = {"A0_SET_code_exec_max_timeout": "600", "A0_SET_recovery_recheck_seconds": "3600"}
+    server = crashable.start(**long)
+    receipts = crashable.usr / "durability" / "receipts"
+    sender = _send(server, "run the long one", "adopt-3")
+    start = wait_until(lambda: list(receipts.glob("*.start")), what="the start marker")[0]
+    shell_pid = json.loads(start.read_text())["shell_pid"]
+    crashable.kill()
+    sender.join(30)
+
+    crashable.start(**long)  # recovery found the shell alive: the call is watched
+    run = crashable.runs()[0]
+    assert crashable.run(run["run_id"])["status"] == "active"
+    os.killpg(shell_pid, signal.SIGKILL)  # the shell dies: no exit marker will ever come
+    held = crashable.wait_status(run["run_id"], "needs_attention", timeout=120)
+
+    assert held["reason"] == "uncertain_call"
+    assert held["reason_detail"]["why"] == "process_ended"
+    assert held["reason_detail"]["shell_pid"] == shell_pid
+    assert not list(receipts.glob("*.exit"))
+    assert not count.exists()  # the effect never happened, and nothing ran it again
+    assert model_server.calls == 1
     crashable.stop()
