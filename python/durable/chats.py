@@ -220,7 +220,12 @@ class DurableChats:
             return (await self.load(owner) if owner else None), submission
 
     async def _submit_new_chat(
-        self, context_id: str, msg: UserMessage, *, name: str | None = None, profile: str | None
+        self,
+        context_id: str,
+        msg: UserMessage,
+        *,
+        name: str | None = None,
+        profile: str | None = None,
     ) -> Submission:
         """The journal admits the input under a fresh chat id first; only a created run
         builds the chat. A copy of an input already admitted creates nothing."""
