@@ -289,6 +289,7 @@ class Agent:
         await tool.before_execution(**kwargs)
         await self.handle_intervention()
         await self.extensions("tool_execute_before", tool_args=tool.args, tool_name=tool.name)
+
         async def effect() -> Response:
             # `§§include(<file>)` becomes the file's text now, after the journal recorded the
             # arguments as the model wrote them (python/helpers/includes.py)

@@ -29,8 +29,11 @@ def _read(target: WorkPath) -> dict[str, Any]:
     try:
         text = target.real.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise ApiError("not_a_text_file", f"'{target.rel}' is not UTF-8 text: download it.")
-    return {"path": target.rel, "content": text, "size": info.st_size, "modified": info.st_mtime}
+        raise ApiError(
+            "not_a_text_file", f"'{target.rel}' is not UTF-8 text: download it."
+        ) from None
+    size, modified = info.st_size, info.st_mtime
+    return {"path": target.rel, "content": text, "size": size, "modified": modified}
 
 
 def _write(target: WorkPath, content: str) -> dict[str, Any]:

@@ -150,9 +150,7 @@ class Runtime:
         if self._stopping:
             raise ShuttingDown("The server is shutting down.")
         self.refresh_masker()
-        return await self.chats.submit(
-            ctx_id, message, follow_input=follow_input, profile=profile
-        )
+        return await self.chats.submit(ctx_id, message, follow_input=follow_input, profile=profile)
 
     def cancel_chat(self, ctx_id: str) -> int:
         """Stop the chat's running task (the Stop button); returns how many were stopped."""

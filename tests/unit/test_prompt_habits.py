@@ -92,9 +92,7 @@ def test_the_clock_is_left_out_of_the_journals_digest():
     assert prompts.stable_view(first, []) == first
 
 
-async def test_a_long_result_is_saved_and_included_into_the_next_tool(
-    model_server, make_context
-):
+async def test_a_long_result_is_saved_and_included_into_the_next_tool(model_server, make_context):
     code = "for i in $(seq 1 300); do echo line-$i; done"
     model_server.tool("code_execution_tool", {"runtime": "terminal", "code": code})
     seen: dict[str, str] = {}
@@ -152,9 +150,7 @@ async def test_without_secrets_the_prompt_says_so(model_server, make_context):
     assert "No secrets are configured." in system
 
 
-async def test_a_profiles_specifics_follow_the_role(
-    model_server, make_context, _private_usr_dir
-):
+async def test_a_profiles_specifics_follow_the_role(model_server, make_context, _private_usr_dir):
     prompts_dir = _private_usr_dir / "agents" / "tester" / "prompts"
     prompts_dir.mkdir(parents=True)
     (prompts_dir / "agent.system.main.specifics.md").write_text(

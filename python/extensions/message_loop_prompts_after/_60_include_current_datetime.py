@@ -6,8 +6,9 @@ but in the extras after the history, rendered from ``agent.system.datetime.md``.
 The time is the one value in a prompt that is not deterministic: a resumed run rebuilds the
 same iteration a minute later. The value is therefore named in ``params_temporary``
 (``prompts.VOLATILE_KEY``), and the journal's digest of the messages
-(python/durable/seams.py, ``prompts.stable_view``) counts it as a placeholder, so a replayed call still matches its
-journaled intent instead of holding as ``replay_divergence``.
+(python/durable/seams.py, ``prompts.stable_view``) counts it as a placeholder, so a
+replayed call still matches its journaled intent instead of holding as
+``replay_divergence``.
 """
 
 from __future__ import annotations
