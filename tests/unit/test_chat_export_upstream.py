@@ -16,10 +16,8 @@ from tests.unit.test_api_chat_endpoints import client as client
 pytestmark = pytest.mark.unit
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "upstream_chats"
-TOP_KEYS = {
-    "id", "name", "created_at", "type", "last_message", "agents", "streaming_agent", "log",
-    "data", "output_data",
-}  # fmt: skip
+TOP_KEYS = {"id", "name", "created_at", "type", "last_message", "agents", "streaming_agent"}
+TOP_KEYS |= {"log", "data", "output_data"}
 LOG_ITEM_KEYS = {"no", "id", "type", "heading", "content", "kvps", "timestamp", "agentno", "temp"}
 
 
