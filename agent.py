@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from python.helpers import mcp_client
+from python.helpers import includes, mcp_client
 from python.helpers import secrets as secret_store
 from python.helpers.agent_config import AgentConfig
 from python.helpers.chat_context import (
@@ -271,6 +271,9 @@ class Agent:
         return bytes(await self.context.session.journal.aio.get_blob(blob))
 
     async def call_utility_model(self, system: str, message: str) -> str:
+        """One utility-model call; a ``message`` longer than the utility model's input share
+        (``util_model_ctx_input``) keeps its end, where the newest text is."""
+        message = _fit_input(message, self.config.utility_input_limit(), len(system) // 4)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": message}]
         return (await self.call_model(messages, kind="utility")).response
 
@@ -299,7 +302,17 @@ class Agent:
         await tool.before_execution(**kwargs)
         await self.handle_intervention()
         await self.extensions("tool_execute_before", tool_args=tool.args, tool_name=tool.name)
-        response = await self.context.session.tool_call(self, tool, lambda: tool.execute(**kwargs))
+
+        async def effect() -> Response:
+            # `§§include(<file>)` becomes the file's text now, after the journal recorded the
+            # arguments as the model wrote them (python/helpers/includes.py)
+            expanded = includes.expand(tool.args)
+            if expanded != tool.args:
+                tool.args = secret_store.unmask(expanded)
+                kwargs.update({k: v for k, v in tool.args.items() if k in kwargs})
+            return await tool.execute(**kwargs)
+
+        response = await self.context.session.tool_call(self, tool, effect)
         # the tool saw real values; its result is masked before history, log or answer
         response = _masked_response(self, response)
         await self.extensions("tool_execute_after", response=response, tool_name=tool.name)
@@ -371,7 +384,10 @@ class Agent:
         data = {"tool_name": tool_name, "tool_result": text, **kwargs}
         call_extensions_sync("hist_add_tool_result", self, data=data)
         content = self.read_prompt(
-            "fw.tool_result.md", tool_name=tool_name, tool_result=data["tool_result"]
+            "fw.tool_result.md",
+            tool_name=tool_name,
+            tool_result=data["tool_result"],
+            file=str(data.get("file") or ""),  # a long result's file (python/helpers/includes.py)
         )
         return self.hist_add_message(False, content)
 
@@ -442,6 +458,21 @@ def _masked_response(agent: Agent, response: Response) -> Response:
     if additional:
         additional = agent.mask_value(additional)
     return Response(message, response.break_loop, additional)
+
+
+UTILITY_CUT_MARK = "[... earlier text left out ...]\n"
+
+
+def _fit_input(message: str, limit_tokens: int, used_tokens: int) -> str:
+    """``message`` cut from the start to what is left of ``limit_tokens`` (about four
+    characters a token, as the history budget counts)."""
+    if limit_tokens <= 0:
+        return message
+    room = max(limit_tokens - used_tokens, 1) * 4
+    if len(message) <= room:
+        return message
+    keep = max(room - len(UTILITY_CUT_MARK), 0)
+    return UTILITY_CUT_MARK + (message[-keep:] if keep else "")
 
 
 def _current_task_cancelling() -> bool:

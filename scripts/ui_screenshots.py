@@ -4,15 +4,21 @@
     .venv/bin/python scripts/ui_screenshots.py --out DIR
 
 Starts the scripted model (tests/support/model_server.py) and run_ui.py on a temporary
-usr folder, drives Debian's Chromium (/usr/bin/chromium) through Playwright, and saves:
-chat.png, plan.png, files.png, settings.png and recovery.png. The Recovery picture comes
-from a real crash: the server is SIGKILLed while a shell command runs, then restarted.
+usr folder, drives Debian's Chromium (/usr/bin/chromium) through Playwright, and saves one
+picture per view docs/ui.md shows (VIEWS). The Recovery picture comes from a real crash:
+the server is SIGKILLed while a shell command runs, then restarted.
+
+It also writes ``manifest.json`` next to the pictures: the digest of the web UI's files
+(webui/) they were taken from and each picture's digest. tests/unit/test_ui_pictures.py
+fails when docs/ui.md names a view without a picture, or when the UI changed since the
+pictures were taken: run this script again then.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -35,6 +41,17 @@ from tests.support.model_server import ScriptedModel  # noqa: E402
 from tests.support.ui_server import UiServer, ui_env_for  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
+#: docs/ui.md's view sections (their `## ` headings) and the picture each shows.
+VIEWS = {
+    "Chat": "chat.png",
+    'Recovery panel: "Continue with confidence"': "recovery.png",
+    "Plan panel": "plan.png",
+    "Tasks": "tasks.png",
+    "Work folder": "files.png",
+    "Settings": "settings.png",
+}
+MANIFEST = "manifest.json"
+UI_FILES = ("webui/index.html", "webui/css", "webui/js")
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -78,6 +95,27 @@ MINE = {
         {"id": "chart", "text": "Draw the charts (bar charts only)", "done": True},
     ],
 }
+
+
+def ui_digest(root: Path = REPO) -> str:
+    """One digest over the web UI's own files (the vendored libraries excluded)."""
+    found = hashlib.sha256()
+    for name in UI_FILES:
+        path = root / name
+        for item in sorted(path.rglob("*")) if path.is_dir() else [path]:
+            if item.is_file():
+                found.update(item.relative_to(root).as_posix().encode() + b"\0")
+                found.update(item.read_bytes() + b"\0")
+    return found.hexdigest()
+
+
+def write_manifest(out: Path) -> None:
+    pictures = {
+        name: hashlib.sha256((out / name).read_bytes()).hexdigest() for name in VIEWS.values()
+    }
+    manifest = {"ui_digest": ui_digest(), "views": VIEWS, "pictures": pictures}
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out / MANIFEST}")
 
 
 def wait_until(condition: Callable[[], Any], what: str, timeout: float = TIMEOUT) -> Any:
@@ -134,6 +172,8 @@ def chat_and_plan(page: Page, server: UiServer, model: ScriptedModel, out: Path)
     shoot(page, out, "files.png")
     page.get_by_test_id("files-close").click()
 
+    tasks(page, server, out)
+
     page.get_by_test_id("settings-open").click()
     dialog = page.get_by_test_id("settings-dialog")
     dialog.get_by_test_id("chat_model_ctx_history").fill("1.5")
@@ -143,6 +183,26 @@ def chat_and_plan(page: Page, server: UiServer, model: ScriptedModel, out: Path)
     dialog.locator("#settings-cancel").click()
     page.get_by_test_id("confirm-ok").click()  # discard the unsaved edit (Cancel asks first)
     return ctx
+
+
+def tasks(page: Page, server: UiServer, out: Path) -> None:
+    """The Tasks view with a scheduled and a planned task."""
+    with server.ui_client() as client:
+        cron = {"minute": "0", "hour": "7", "weekday": "1-5", "timezone": "Europe/Berlin"}
+        daily = {"name": "Morning report", "prompt": "Summarise the numbers.", "schedule": cron}
+        planned = {
+            "name": "Quarter close",
+            "type": "planned",
+            "prompt": "Draft the quarterly report.",
+            "plan": ["2031-03-31T16:00:00", "2031-06-30T16:00:00"],
+        }
+        for task in (daily, planned):
+            made = client.post("/api/scheduler_task_create", json=task)
+            assert made.status_code == 200, made.text
+    page.get_by_test_id("tasks-open").click()
+    page.get_by_test_id("task-row").nth(1).wait_for(timeout=TIMEOUT * 1000)
+    shoot(page, out, "tasks.png")
+    page.get_by_test_id("tasks-close").click()
 
 
 def crash_mid_shell_call(server: UiServer, model: ScriptedModel, gate: Path) -> int:
@@ -204,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
                 recovery(page, server, out)
                 browser.close()
                 gate.touch()
+                write_manifest(out)
         finally:
             server.stop()
             if shell_pid:

@@ -28,14 +28,69 @@ _CONTROL = re.compile(r"[\x00-\x1f]")
 
 
 def export_chat(ctx: AgentContext) -> dict[str, Any]:
-    agents = [{"number": a.number, "history": a.history.to_dict()} for a in ctx.agents()]
+    """The chat in upstream's chat.json shape (Agent Zero loads it with chat_load): agents
+    with their history as JSON text of ``_cls``-tagged objects, the log as ``logs``."""
+    streaming = ctx.streaming_agent
     return {
         "id": ctx.id,
         "name": ctx.name,
         "created_at": ctx.created_at.isoformat(),
-        "agents": agents,
-        "log": {"guid": ctx.log.guid, "items": ctx.log.output(start=0)},
+        "type": "task" if ctx.type.value == "task" else "user",
+        "last_message": ctx.last_message.isoformat(),
+        "agents": [
+            {
+                "number": a.number,
+                "data": {},
+                "history": json.dumps(_upstream_history(a.history), ensure_ascii=False),
+            }
+            for a in ctx.agents()
+        ],
+        "streaming_agent": streaming.number if streaming is not None else 0,
+        "log": {
+            "guid": ctx.log.guid,
+            "logs": [_upstream_log_item(item) for item in ctx.log.output(start=0)],
+            "progress": ctx.log.progress,
+            "progress_no": ctx.log.progress_no,
+        },
+        "data": {},
+        "output_data": {},
     }
+
+
+def _upstream_message(message: Message) -> dict[str, Any]:
+    return {
+        "_cls": "Message",
+        "ai": message.ai,
+        "content": message.content,
+        "summary": "",
+        "tokens": message.tokens(),
+    }
+
+
+def _upstream_topic(topic: Topic) -> dict[str, Any]:
+    messages = [_upstream_message(m) for m in topic.messages]
+    return {"_cls": "Topic", "summary": topic.summary, "messages": messages}
+
+
+def _upstream_history(history: History) -> dict[str, Any]:
+    # a bulk here counts the topics it stands for; upstream lists them: empty stand-ins
+    empty = {"_cls": "Topic", "summary": "", "messages": []}
+    bulks = [
+        {"_cls": "Bulk", "summary": b.summary, "records": [dict(empty) for _ in range(b.topics)]}
+        for b in history.bulks
+    ]
+    return {
+        "_cls": "History",
+        "counter": history.counter,
+        "bulks": bulks,
+        "topics": [_upstream_topic(t) for t in history.topics],
+        "current": _upstream_topic(history.current),
+    }
+
+
+def _upstream_log_item(item: dict[str, Any]) -> dict[str, Any]:
+    keys = ("no", "id", "type", "heading", "content", "kvps", "timestamp", "agentno")
+    return {**{key: item.get(key) for key in keys}, "temp": False}
 
 
 def check_chat_id(value: str, field: str) -> str | None:
@@ -222,7 +277,19 @@ def _agent0_history(agents: Any) -> History | None:
     made.topics = [_topic(t, f"{where}.topics[{n}]") for n, t in _items(history, "topics", where)]
     current = history.get("current")
     made.current = Topic() if current is None else _topic(current, f"{where}.current")
+    _number_messages(made)
     return made
+
+
+def _number_messages(history: History) -> None:
+    """Upstream's messages carry no id: number them in order when the ids are not distinct,
+    and keep the counter past them."""
+    messages = [m for t in [*history.topics, history.current] for m in t.messages]
+    ids = [m.id for m in messages]
+    if len(set(ids)) != len(ids) or 0 in ids:
+        for n, message in enumerate(messages, 1):
+            message.id = n
+    history.counter = max([history.counter, *(m.id for m in messages)])
 
 
 def _items(value: dict[str, Any], key: str, where: str) -> list[tuple[int, Any]]:

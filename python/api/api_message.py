@@ -2,6 +2,8 @@
 
 Returns {context_id, run_id, input_id, status, response}; a run that ends held has
 status needs_attention and response null. A repeated input_id returns the recorded run.
+``agent_profile`` (upstream's field) names the profile of a chat this request makes; an
+existing chat keeps the profile it was made with. An unknown profile is a 400.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 from agent import UserMessage
 from python.api._chat import image_parts, log_user_message, save_base64_files, wait_answer
 from python.durable.admission import outcome
+from python.helpers import profiles
 from python.server.api import ExternalApiHandler, bad_request, get_number, get_str
 
 
@@ -24,12 +27,15 @@ class ApiMessage(ExternalApiHandler):
         attachments = await save_base64_files(self.runtime, input)
         if not text.strip() and not attachments:
             raise bad_request("'message' is required")
+        profile = get_str(input, "agent_profile").strip() or None
+        if profile is not None and profiles.get_profile(profile) is None:
+            raise bad_request(f"there is no agent profile '{profile}'", field="agent_profile")
         input_id = client_input_id or uuid.uuid4().hex
         message = UserMessage(text, attachments, id=input_id)
         message.images = await image_parts(self.runtime, attachments)
         # A retry whose first answer was lost does not know its chat: the journal does.
         ctx, admitted = await self.runtime.admit_message(
-            ctx_id, message, follow_input=bool(client_input_id)
+            ctx_id, message, follow_input=bool(client_input_id), profile=profile
         )
         if ctx is not None:
             self.runtime.set_api_lifetime(ctx.id, lifetime)

@@ -184,6 +184,7 @@ class DurableChats:
         create: str | None = None,
         here: Agent | None = None,
         handed: bool = False,
+        profile: str | None = None,
     ) -> tuple[AgentContext | None, Submission]:
         """Admit a message into the chat ``context_id`` (a new chat when empty) and start
         its run; returns (its chat, what happened).
@@ -198,7 +199,8 @@ class DurableChats:
         The chat is None when a duplicate's run belongs to a chat this process does not have
         (removed since, or another worker's not loaded here).
         InputConflict, RunHeld, ... propagate and leave nothing behind. ``here`` and
-        ``handed``: the chat's own task submits (``DurableSession.admit``)."""
+        ``handed``: the chat's own task submits (``DurableSession.admit``). ``profile``: the
+        agent profile of a chat made here (api_message's ``agent_profile``)."""
         input_id = admission.ensure_input_id(message)
         async with self._input_locks.hold(input_id):
             context = None
@@ -216,12 +218,19 @@ class DurableChats:
                 submission = await session.admit(message, here=here, handed=handed)
             else:
                 new_id = context_id or new_context_id()
-                submission = await self._submit_new_chat(new_id, message, name=create)
+                submission = await self._submit_new_chat(
+                    new_id, message, name=create, profile=profile
+                )
             owner = submission.context_id  # a duplicate's chat may be one left for later
             return (await self.load(owner) if owner else None), submission
 
     async def _submit_new_chat(
-        self, context_id: str, msg: UserMessage, *, name: str | None = None
+        self,
+        context_id: str,
+        msg: UserMessage,
+        *,
+        name: str | None = None,
+        profile: str | None = None,
     ) -> Submission:
         """The journal admits the input under a fresh chat id first; only a created run
         builds the chat. A copy of an input already admitted creates nothing."""
@@ -233,7 +242,11 @@ class DurableChats:
             owner = self.get(adm.run.context_id)
             return await admission.duplicate(self.journal, adm, content.input_id, owner)
         try:
-            context = self.get(context_id) or self.create(context_id, name=name)
+            context = self.get(context_id)
+            if context is None:
+                config = self.config()
+                config.profile = profile or config.profile
+                context = self.create(context_id, name=name, config=config)
         except BaseException:  # no chat to run it in: the input was not taken after all
             await asyncio.shield(asyncio.to_thread(_withdraw, self.journal, adm.run.id))
             raise

@@ -270,6 +270,9 @@ def restore_chain(
     for spec in state.get("agents") or [{"number": 0}]:
         number = int(spec.get("number", 0))
         if number == 0:
+            profile = spec.get("profile")
+            if isinstance(profile, str) and profile:  # the chat keeps the profile it was made
+                context.config.profile = profile  # with (api_message's agent_profile)
             agent = Agent(0, context.config, context)
             context.agent0 = agent
         else:

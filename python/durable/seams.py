@@ -32,7 +32,7 @@ from durability.verdicts import Action, Evidence, Verdict, judge
 from python.durable import adoption, checkpoint, results
 from python.durable.policy import SUBORDINATE_TOOL
 from python.durable.run import DurableHold, DurableRun
-from python.helpers import files
+from python.helpers import files, includes, prompts
 from python.helpers.errors import InterventionException, RepairableException
 from python.helpers.log import LogItem
 from python.helpers.models import ModelError, ModelResult
@@ -225,6 +225,12 @@ class CallSeams:
     ) -> dict[str, Any]:
         config = agent.config.model_config(kind)
         masked = self.journal.masker.mask(messages)
+        # neither the clock nor where this worker keeps the chat's files is a divergence
+        volatile = [
+            *(agent.loop_data.params_temporary.get(prompts.VOLATILE_KEY) or []),
+            str(includes.chat_folder(agent.context.id)),
+        ]
+        masked = prompts.stable_view(masked, volatile)
         return {
             "provider": config.provider,
             "model": config.name,

@@ -54,6 +54,13 @@ class AgentConfig:
         share = float(self.settings.get("chat_model_ctx_history") or 0.7)
         return int(ctx * share)
 
+    def utility_input_limit(self) -> int:
+        """Tokens one utility-model input may hold: ``util_model_ctx_length`` times
+        ``util_model_ctx_input`` (upstream's names; 0: no limit)."""
+        ctx = int(self.settings.get("util_model_ctx_length") or 0)
+        share = float(self.settings.get("util_model_ctx_input") or 0.7)
+        return int(ctx * share)
+
     def workdir_path(self) -> Path:
         return Path(self.workdir) if self.workdir else files.usr_dir() / "workdir"
 

@@ -5,8 +5,8 @@ The server process starts the connections in the background at start-up
 (``Runtime.start``) and again whenever the setting changes; nothing waits for them except
 the system prompt, which waits (bounded by the init time-out) for the first attempt so
 that a turn sees the tools. A connection that fails or dies is reconnected on the next
-call. The SDK is optional (requirements-mcp.txt): without it a configured server reports
-``mcp_sdk_missing`` and the rest of the agent works as before.
+call. The SDK is in the default install (requirements.txt); an install without it still
+works: a configured server reports ``mcp_sdk_missing`` and the rest of the agent runs.
 
 Calls go through ``Agent.execute_tool`` like every tool (python/tools/_mcp.py), so they are
 journaled with policy ``hold``: no adapter can prove what a server did.
@@ -30,7 +30,7 @@ from python.helpers.mcp_config import HTTP, SSE, STDIO, ServerConfig
 
 logger = logging.getLogger("a0.mcp")
 
-SDK_HINT = "the 'mcp' package is not installed: pip install -r requirements-mcp.txt"
+SDK_HINT = "the 'mcp' package is not installed: pip install -r requirements.txt"
 MAX_RESULT_CHARS = 20_000
 LOG_TAIL_BYTES = 8_000
 CONNECTION_CLOSED, REQUEST_TIMEOUT = -32000, -32001  # JSON-RPC codes of the SDK

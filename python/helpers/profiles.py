@@ -1,5 +1,8 @@
 """Agent profiles: ``agents/<name>/`` (and ``usr/agents/<name>/``, which wins) with an
 ``agent.yaml`` holding ``title``, ``description`` and ``context`` (Agent Zero's layout).
+As upstream, ``agent.json`` (the same keys) is read when there is no agent.yaml, and a
+profile with neither takes its ``context`` from ``_context.md`` (free Markdown, Agent Zero
+0.9's format).
 
 ``context`` tells a superior agent when to choose the profile; call_subordinate's tool
 prompt lists every profile with it (prompts/agent.system.tool.call_subordinate.py).
@@ -8,6 +11,7 @@ Folders whose name starts with ``_`` (upstream's ``_example``) are not profiles.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -18,6 +22,8 @@ from python.helpers import files, yaml_files
 logger = logging.getLogger("a0.profiles")
 
 PROFILE_FILE = "agent.yaml"
+JSON_FILE = "agent.json"  # upstream 1.x, when there is no agent.yaml
+CONTEXT_FILE = "_context.md"  # upstream 0.9: the context alone
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,17 @@ def read_profile(folder: Path) -> Profile:
         except (OSError, yaml_files.YAMLError) as exc:
             logger.warning("%s is not readable YAML: %s", path, exc)
             data = {}
+    elif (folder / JSON_FILE).is_file():
+        try:
+            data = json.loads((folder / JSON_FILE).read_text(encoding="utf-8")) or {}
+        except (OSError, ValueError) as exc:
+            logger.warning("%s is not readable JSON: %s", folder / JSON_FILE, exc)
+            data = {}
+    elif (folder / CONTEXT_FILE).is_file():
+        try:
+            data = {"context": (folder / CONTEXT_FILE).read_text(encoding="utf-8")}
+        except (OSError, UnicodeDecodeError) as exc:
+            logger.warning("%s is not readable: %s", folder / CONTEXT_FILE, exc)
     if not isinstance(data, dict):
         logger.warning("%s must hold a mapping (title, description, context)", path)
         data = {}

@@ -44,6 +44,11 @@ VISION_TOOL = "vision_load"  # its prompt is offered only with chat_model_vision
 #: Functions an ``{{if}}`` expression may call (no clock or random: prompts stay
 #: deterministic, or a resumed run would diverge from its journal).
 IF_FUNCTIONS = {"len": len, "int": int, "float": float, "str": str, "bool": bool}
+#: ``loop_data.params_temporary`` key: the values an extension put into this iteration's
+#: prompt that a replay cannot reproduce (the current time). The journal digests the
+#: messages with each of them replaced by VOLATILE_MARK (:func:`stable_view`).
+VOLATILE_KEY = "volatile_prompt_values"
+VOLATILE_MARK = "{{volatile}}"
 
 
 class PromptError(CodedError):
@@ -310,3 +315,24 @@ def tools_prompt(agent: Any) -> str:
         names = [n for n in names if tool_prompt_key(n) != VISION_TOOL]  # no vision_load
     parts = [agent.read_prompt(name) for name in names]
     return str(agent.read_prompt("agent.system.tools.md", tools="\n\n".join(parts)))
+
+
+def stable_view(value: Any, volatile: list[str] | tuple[str, ...]) -> Any:
+    """``value`` (messages: strings, lists, dicts) with every volatile text replaced by
+    VOLATILE_MARK: what a resumed run can rebuild exactly."""
+    texts = sorted({v for v in volatile if isinstance(v, str) and v}, key=len, reverse=True)
+    if not texts:
+        return value
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            for text in texts:
+                item = item.replace(text, VOLATILE_MARK)
+            return item
+        if isinstance(item, list):
+            return [walk(x) for x in item]
+        if isinstance(item, dict):
+            return {k: walk(v) for k, v in item.items()}
+        return item
+
+    return walk(value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -76,3 +77,25 @@ def mask(value: Any, usr: Path | None = None) -> Any:
 def unmask(value: Any, usr: Path | None = None) -> Any:
     """``value`` with every ``§§secret(NAME)`` of a known secret replaced by its value."""
     return masker_for(usr).unmask(value)
+
+
+_ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
+
+
+def names_listing(usr: Path | None = None) -> str:
+    """usr/secrets.env as the agent may see it: each ``NAME=value`` line as the alias
+    ``§§secret(NAME)`` (never the value), comment lines kept (they say what a secret is
+    for), other lines and blank runs dropped. Empty when there is no such file."""
+    folder = Path(usr) if usr is not None else files.usr_dir()
+    try:
+        text = (folder / SECRETS_FILE).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    lines: list[str] = []
+    for line in text.splitlines():
+        match = _ASSIGNMENT.match(line)
+        if match:
+            lines.append(placeholder(match.group(1)))
+        elif line.strip().startswith("#"):
+            lines.append(line.strip())
+    return "\n".join(lines) if any(not ln.startswith("#") for ln in lines) else ""

@@ -47,11 +47,18 @@ def _model_defaults(prefix: str, name: str) -> dict[str, Any]:
     }
 
 
+def _utility_defaults() -> dict[str, Any]:
+    found = _model_defaults("util_model", "gpt-4.1-nano")
+    # upstream's name: the share of the utility model's window one input may fill
+    found["util_model_ctx_input"] = found.pop("util_model_ctx_history")
+    return found
+
+
 DEFAULTS: dict[str, Any] = {
     **_model_defaults("chat_model", "gpt-4.1-mini"),
     # images go to the chat model (attachments, vision_load); upstream's default (#20)
     "chat_model_vision": True,
-    **_model_defaults("util_model", "gpt-4.1-nano"),
+    **_utility_defaults(),
     # the embedding model (memory and knowledge; python/helpers/embeddings.py): upstream's
     # defaults, reached over an OpenAI-compatible /embeddings endpoint
     "embed_model_provider": "huggingface",
@@ -103,7 +110,18 @@ _POSITIVE = {
     "document_query_max_bytes",
     "document_query_timeout",
 }
-_SHARES = {"chat_model_ctx_history", "util_model_ctx_history"}
+_SHARES = {"chat_model_ctx_history", "util_model_ctx_input"}
+#: Settings renamed since they were first stored: the old name (settings.json, A0_SET_*,
+#: a save) is read as the new one, and settings.json is written with the new name.
+RENAMED = {"util_model_ctx_history": "util_model_ctx_input"}
+
+
+def _renamed(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` with every old name replaced by its new one (a value under the new name
+    wins over one under the old)."""
+    out = {RENAMED.get(k, k): v for k, v in values.items() if k in RENAMED}
+    out.update({k: v for k, v in values.items() if k not in RENAMED})
+    return out
 
 
 class SettingsError(ValueError):
@@ -228,7 +246,7 @@ def _read_settings_file(path: Path) -> dict[str, Any]:
         raise SettingsError(f"{path.name} is not readable JSON: {exc}") from None
     if not isinstance(data, dict):
         raise SettingsError(f"{path.name} must hold a JSON object")
-    return data
+    return _renamed(data)
 
 
 def read_env_file(usr: Path) -> dict[str, str]:
@@ -246,6 +264,7 @@ def env_defaults(source: Mapping[str, str]) -> dict[str, Any]:
     As upstream, an unknown name is ignored and a value that does not fit the setting is
     ignored with a warning that names it (the setting keeps its other value)."""
     by_lower = {name.lower(): name for name in DEFAULTS}
+    by_lower.update({old.lower(): new for old, new in RENAMED.items()})
     found: dict[str, Any] = {}
     for key, raw in source.items():
         if key[: len(ENV_PREFIX)].upper() != ENV_PREFIX or not isinstance(raw, str):
@@ -349,7 +368,7 @@ def save(values: Mapping[str, Any], usr: Path | None = None) -> dict[str, Any]:
             raise SettingsError(f"the API key for '{provider}' must be text", field)
         env_updates[api_key_env_name(provider)] = key.strip()
 
-    for name, value in values.items():
+    for name, value in _renamed(values).items():
         if name == "api_keys":
             if not isinstance(value, Mapping):
                 raise SettingsError("api_keys must map provider to key", name)

@@ -48,6 +48,8 @@ STATUS: dict[str, int] = {
     "is_a_directory": 400,
     "path_outside_workdir": 403,
     "file_not_found": 404,
+    "not_a_text_file": 400,
+    "file_exists": 409,
     "mcp_server_not_found": 404,
     "stale_revision": 409,
     "prompt_not_found": 500,

@@ -149,14 +149,20 @@ class Runtime:
         return gone
 
     async def admit_message(
-        self, ctx_id: str, message: UserMessage, *, follow_input: bool = False
+        self,
+        ctx_id: str,
+        message: UserMessage,
+        *,
+        follow_input: bool = False,
+        profile: str | None = None,
     ) -> tuple[AgentContext | None, Submission]:
-        """Take a message for the chat ``ctx_id`` (a new chat when empty) and start its run:
-        the one admission path of every message endpoint (``DurableChats.submit``)."""
+        """Take a message for the chat ``ctx_id`` (a new chat when empty, with agent
+        ``profile`` when given) and start its run: the one admission path of every message
+        endpoint (``DurableChats.submit``)."""
         if self._stopping:
             raise ShuttingDown("The server is shutting down.")
         self.refresh_masker()
-        return await self.chats.submit(ctx_id, message, follow_input=follow_input)
+        return await self.chats.submit(ctx_id, message, follow_input=follow_input, profile=profile)
 
     def cancel_chat(self, ctx_id: str) -> int:
         """Stop the chat's running task (the Stop button); returns how many were stopped."""

@@ -104,5 +104,33 @@ def _volumes(service: dict[str, Any]) -> list[str]:
 def test_the_example_env_file_validates_with_every_profile():
     services = config(REPO / "docker" / "example.env", "--profile", "shared")["services"]
     assert {"agent", "postgres", "worker-1", "worker-2"} <= set(services)
-    # everything in the example is commented out: nothing is passed, nothing is ""
-    assert all(v is None for v in services["agent"]["environment"].values())
+    # everything in the example is commented out: nothing is passed, nothing is "" (the
+    # search URL has a default: the search profile's service)
+    env = dict(services["agent"]["environment"])
+    assert env.pop("A0_SET_searxng_url") == "http://searxng:8080"
+    assert all(v is None for v in env.values())
+
+
+def test_the_search_profile_runs_searxng_with_json_for_the_agent(env_file):
+    services = config(env_file, "--profile", "search")["services"]
+    assert {"agent", "searxng"} <= set(services)
+    searxng = services["searxng"]
+    assert searxng["profiles"] == ["search"]
+    assert searxng["image"].startswith("searxng/searxng:")
+    assert not searxng.get("ports"), "only the project's containers reach it"
+    mounts = [v.split(":") for v in _volumes(searxng)]
+    assert [m[1] for m in mounts] == ["/etc/searxng/settings.yml"]
+    settings_file = Path(mounts[0][0])
+    settings_file = (
+        settings_file if settings_file.is_absolute() else COMPOSE_FILE.parent / settings_file
+    )
+    settings = yaml.safe_load(settings_file.read_text(encoding="utf-8"))
+    assert "json" in settings["search"]["formats"], "search_engine reads the JSON API"
+    assert settings["server"]["limiter"] is False and settings["use_default_settings"] is True
+    assert searxng["environment"]["SEARXNG_BASE_URL"] == "http://searxng:8080/"
+    # the agent asks that service: port 8080 is SearXNG's own in its image
+    assert services["agent"]["environment"]["A0_SET_searxng_url"] == "http://searxng:8080"
+    other = env_file.parent / "other.env"
+    other.write_text("A0_SEARXNG_URL=http://search.lan:8888\n", encoding="utf-8")
+    agent = config(other)["services"]["agent"]
+    assert agent["environment"]["A0_SET_searxng_url"] == "http://search.lan:8888"

@@ -97,7 +97,10 @@ def test_a_turn_with_an_upstream_style_profile(tmp_path, model_server: ScriptedM
     assert system.count("### call_subordinate") == 1
     assert "UPSTREAM-CALL-SUB" in system
     assert f"- {PROFILE}: Upstream-style agent." in system  # our plugin, through the alias
-    user = json.loads(first[-1]["content"])
+    # the step's [EXTRAS] (the current time) follow the user message in the same turn
+    user_text, extras = first[-1]["content"].split("\n\n[EXTRAS]\n", 1)
+    assert "current_datetime" in extras
+    user = json.loads(user_text)
     assert user == {"system_message": "", "user_message": message, "attachments": ""}
 
     not_found = request_text(model_server.requests[1])

@@ -151,5 +151,5 @@ async def test_missing_sdk_is_reported_not_fatal(manager, tmp_path, monkeypatch)
     monkeypatch.setattr(mcp_client, "sdk_available", lambda: False)
     await manager.apply(settings({"notes": stdio_config(tmp_path / "e.log")}))
     row = manager.status()["servers"][0]
-    assert row["state"] == "failed" and "requirements-mcp.txt" in row["error"]
+    assert row["state"] == "failed" and "requirements.txt" in row["error"]
     assert row["error_code"] == "mcp_sdk_missing"

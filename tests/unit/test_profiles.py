@@ -35,3 +35,22 @@ def test_usr_profile_wins_bad_yaml_is_tolerated_and_underscore_is_skipped(_priva
     assert profiles.get_profile("nope") is None
     text = profiles.listing_text([found["developer"], found["broken"]])
     assert text == "- developer: My developer. When to use: mine\n- broken"
+
+
+def test_agent_json_and_context_md_as_upstream(_private_usr_dir):
+    """Upstream 1.x reads agent.json when there is no agent.yaml, and 0.9 only _context.md."""
+    agents = _private_usr_dir / "agents"
+    for name in ("jsonish", "contextual", "both", "badjson"):
+        (agents / name).mkdir(parents=True)
+    (agents / "jsonish" / "agent.json").write_text(
+        '{"title": "Jason", "description": "JSON-configured.", "context": "for JSON"}'
+    )
+    (agents / "contextual" / "_context.md").write_text("Use it for *context* work.\n")
+    (agents / "both" / "agent.yaml").write_text("title: From YAML\n")
+    (agents / "both" / "agent.json").write_text('{"title": "From JSON"}')
+    (agents / "badjson" / "agent.json").write_text("{nope")
+    found = {p.name: p for p in profiles.list_profiles()}
+    assert found["jsonish"] == profiles.Profile("jsonish", "Jason", "JSON-configured.", "for JSON")
+    assert found["contextual"].context == "Use it for *context* work."
+    assert found["both"].title == "From YAML"  # agent.yaml first
+    assert found["badjson"] == profiles.Profile("badjson")

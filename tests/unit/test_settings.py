@@ -33,6 +33,8 @@ def test_contract_names_exist():
             "rl_input",
             "rl_output",
         ]:
+            if (prefix, suffix) == ("util_model", "ctx_history"):
+                suffix = "ctx_input"  # upstream's name for the utility model's share
             assert f"{prefix}_{suffix}" in settings.DEFAULTS
     for name in ("agent_profile", "mcp_server_token", "code_exec_max_timeout", "retention_days"):
         assert name in settings.DEFAULTS
@@ -261,3 +263,16 @@ def test_setting_errors_are_in_plain_words(name, raw, words):
         settings.coerce(name, raw)
     assert words in caught.value.message and caught.value.name == name
     assert "invalid literal" not in caught.value.message and "needs a" not in caught.value.message
+
+
+def test_the_old_name_util_model_ctx_history_is_read_as_util_model_ctx_input(tmp_path):
+    (tmp_path / "settings.json").write_text(json.dumps({"util_model_ctx_history": 0.4}))
+    assert "util_model_ctx_history" not in settings.DEFAULTS
+    assert settings.load(tmp_path, environ={})["util_model_ctx_input"] == 0.4
+    env = {"A0_SET_util_model_ctx_history": "0.3"}
+    (tmp_path / "settings.json").unlink()
+    assert settings.load(tmp_path, environ=env)["util_model_ctx_input"] == 0.3
+    saved = settings.save({"util_model_ctx_history": 0.6}, tmp_path)
+    assert saved["util_model_ctx_input"] == 0.6
+    stored = json.loads((tmp_path / "settings.json").read_text())
+    assert stored == {"util_model_ctx_input": 0.6}

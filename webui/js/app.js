@@ -11,6 +11,7 @@ import { initTasks } from "./tasks.js";
 import { applyNotifications, initNotifications, notificationsFrom, notifyError } from "./notifications.js";
 import { confirmAction } from "./confirm.js";
 import * as attachments from "./attachments.js";
+import { initChatTransfer } from "./chat_transfer.js";
 
 const state = {
   context: localStorage.getItem("a0.context") || null,
@@ -111,7 +112,7 @@ function applyLogs(snapshot, from) {
 
 function applyControls() {
   const has = Boolean(state.context);
-  for (const id of ["pause-chat", "nudge-chat", "reset-chat", "remove-chat", "plan-open"]) $(id).disabled = !has;
+  for (const id of ["pause-chat", "nudge-chat", "reset-chat", "remove-chat", "plan-open", "export-chat"]) $(id).disabled = !has;
   $("stop-chat").disabled = !has || !state.running;
   $("pause-chat").textContent = state.paused ? "Resume" : "Pause";
   const status = $("chat-status");
@@ -238,6 +239,7 @@ function init() {
   initPlan(() => state.context);
   initTasks(selectChat);
   initMemory();
+  initChatTransfer(() => state.context, selectChat, act);
   window.addEventListener("hashchange", followHash);
   followHash();
   schedulePoll(0);

@@ -1,9 +1,11 @@
-// The work-folder browser: list a folder, go in and up, upload, download, delete.
+// The work-folder browser: list a folder, go in and up, upload, download, edit a text
+// file, rename, delete.
 
 import { ApiCallError, callApi, callApiRaw } from "./api.js";
+import { confirmAction } from "./confirm.js";
 
 const $ = (id) => document.getElementById(id);
-const state = { context: null, path: "", parent: null };
+const state = { context: null, path: "", parent: null, editing: null, original: "" };
 
 function notice(text) {
   $("files-message").textContent = text || "";
@@ -55,7 +57,11 @@ function row(entry) {
   modified.textContent = new Date(entry.modified * 1000).toLocaleString();
   const actions = document.createElement("td");
   actions.className = "actions";
-  if (entry.type === "file") actions.append(button("Download", "files-download", () => download(entry)));
+  if (entry.type === "file") {
+    actions.append(button("Download", "files-download", () => download(entry)));
+    actions.append(button("Edit", "files-edit", () => edit(entry)));
+  }
+  actions.append(button("Rename", "files-rename", () => startRename(entry, name)));
   actions.append(button("Delete", "files-delete", () => remove(entry), "danger"));
   tr.append(name, size, modified, actions);
   return tr;
@@ -121,6 +127,78 @@ async function download(entry) {
   }
 }
 
+// rename: the name cell becomes a field; Enter or "Save name" renames, Escape keeps it
+function startRename(entry, cell) {
+  const field = document.createElement("input");
+  field.className = "rename";
+  field.value = entry.name;
+  field.setAttribute("data-testid", "files-rename-input");
+  field.setAttribute("aria-label", `New name for ${entry.name}`);
+  const save = button("Save name", "files-rename-save", () => rename(entry, field.value.trim()));
+  const cancel = button("Cancel", "files-rename-cancel", () => load());
+  field.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") save.click();
+    if (event.key === "Escape") {
+      event.preventDefault(); // keep the dialog open: only the rename is cancelled
+      cancel.click();
+    }
+  });
+  cell.replaceChildren(field, " ", save, " ", cancel);
+  field.focus();
+  field.select();
+}
+
+async function rename(entry, newName) {
+  if (!newName || newName === entry.name) return load();
+  try {
+    show(await callApi("rename_work_dir_file", payload({ path: entry.path, newName })));
+    notice(`Renamed ${entry.name} to ${newName}.`);
+  } catch (error) {
+    notice(errorText(error));
+  }
+}
+
+// edit: a text file in its own dialog; Cancel with changes asks first
+async function edit(entry) {
+  try {
+    const file = await callApi("edit_work_dir_file", payload({ path: entry.path }));
+    state.editing = entry;
+    state.original = file.content;
+    $("file-edit-path").textContent = file.path;
+    $("file-edit-text").value = file.content;
+    $("file-edit-dialog").showModal();
+    $("file-edit-text").focus();
+  } catch (error) {
+    notice(errorText(error));
+  }
+}
+
+async function saveEdit() {
+  const entry = state.editing;
+  if (!entry) return;
+  try {
+    const content = $("file-edit-text").value;
+    show(await callApi("edit_work_dir_file", payload({ path: entry.path, content })));
+    state.editing = null;
+    $("file-edit-dialog").close();
+    notice(`Saved ${entry.name}.`);
+  } catch (error) {
+    notice(errorText(error));
+    $("file-edit-dialog").close();
+  }
+}
+
+async function cancelEdit(event) {
+  if (event) event.preventDefault();
+  const entry = state.editing;
+  const changed = entry && $("file-edit-text").value !== state.original;
+  if (changed && !(await confirmAction(`Discard your changes to ${entry.name}?`, "Discard", "Unsaved changes"))) {
+    return;
+  }
+  state.editing = null;
+  $("file-edit-dialog").close();
+}
+
 async function remove(entry) {
   const what = entry.type === "dir" ? `the folder ${entry.name} and everything in it` : entry.name;
   if (!window.confirm(`Delete ${what}?`)) return;
@@ -149,4 +227,7 @@ export function initFiles(currentContext) {
   });
   $("files-upload").addEventListener("change", upload);
   $("files-close").addEventListener("click", () => $("files-dialog").close());
+  $("file-edit-save").addEventListener("click", saveEdit);
+  $("file-edit-cancel").addEventListener("click", () => cancelEdit());
+  $("file-edit-dialog").addEventListener("cancel", cancelEdit); // Escape asks like Cancel
 }

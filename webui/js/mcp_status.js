@@ -32,7 +32,7 @@ function renderStatus(status) {
   });
   if (status.config_error) rows.unshift(el("li", { className: "error-text", textContent: status.config_error }));
   if (!status.sdk_available && rows.length) {
-    rows.unshift(el("li", { className: "error-text", textContent: "The mcp package is not installed (requirements-mcp.txt)." }));
+    rows.unshift(el("li", { className: "error-text", textContent: "The mcp package is not installed (pip install -r requirements.txt)." }));
   }
   if (!rows.length) rows.push(el("li", { className: "key-state", textContent: "No MCP servers configured (setting mcp_servers)." }));
   list.replaceChildren(...rows);

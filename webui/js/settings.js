@@ -25,6 +25,7 @@ const HELP = {
   api_base: "Endpoint URL; empty uses the provider's default.",
   ctx_length: "The model's context window in tokens.",
   ctx_history: "Share of the window (above 0, at most 1) the history may fill.",
+  ctx_input: "Share of the window (above 0, at most 1) one input may fill; longer input keeps its end.",
   kwargs: 'Extra request parameters as a JSON object, e.g. {"temperature": 0}.',
   rl_requests: "Most requests per 60 seconds; 0 means no limit.",
   rl_input: "Most input tokens per 60 seconds; 0 means no limit.",
@@ -70,6 +71,7 @@ function groupOf(name) {
 const LABELS = {
   provider: "Provider", name: "Model name", api_base: "API base URL",
   ctx_length: "Context window (tokens)", ctx_history: "History share of the window",
+  ctx_input: "Input share of the window",
   kwargs: "Extra request parameters (JSON)", rl_requests: "Rate limit: requests per minute",
   rl_input: "Rate limit: input tokens per minute", rl_output: "Rate limit: output tokens per minute",
   mcp_server_token: "External API token", agent_profile: "Agent profile",
