@@ -11,8 +11,9 @@ idempotent by construction); then run
     .venv/bin/python -m durability.replay <name>
 and paste the printed line into SAFE_REPLAY below, in the same commit as the review.
 
-Only durable_plan, response, search_engine and the call_subordinate child-workflow record
-may ever be listed (INTENDED_SAFE_TOOLS). A tool whose file does not exist yet is not pinned.
+Only durable_plan, response, search_engine, the browser agent's reading actions
+(browser_read) and the call_subordinate and browser_agent child-workflow records may ever be
+listed (INTENDED_SAFE_TOOLS). A tool whose file does not exist yet is not pinned.
 """
 
 from __future__ import annotations
@@ -30,7 +31,15 @@ INTENDED_SAFE_TOOLS: tuple[str, ...] = (
     "response",
     "call_subordinate",
     "search_engine",
+    "browser_agent",
+    "browser_read",
 )
+
+#: Journaled calls that are no tool the model can name, with the file that carries them out
+#: (a path below the repository root); every other name is python/tools/<name>.py.
+CALL_SOURCES: dict[str, tuple[str, ...]] = {
+    "browser_read": ("python", "helpers", "browser_reading.py"),
+}
 
 #: tool name -> SHA-256 (hex) of python/tools/<name>.py as reviewed.
 SAFE_REPLAY: dict[str, str] = {
@@ -48,10 +57,20 @@ SAFE_REPLAY: dict[str, str] = {
     # answer; it changes nothing anywhere, so asking again after a crash is harmless (the
     # answer may differ, which is what asking again means)
     "search_engine": "17d67a167504c5aec36bd1ab0e8de38038fb367c0fc48705c5b95cf13c422ee4",
+    # browser_agent: the child-workflow record of a browser task; every model reply and
+    # browser action of the task is its own journaled call (python/helpers/browser_loop.py),
+    # so running an interrupted call again resumes the recorded action log, repeating nothing
+    "browser_agent": "a3fd7141616c4330cfa69ed4b0048f24480c44dfc25b1f9ba1225a9cfb54adb2",
+    # browser_read: the browser agent's reading actions (navigate by GET, scroll, extract,
+    # screenshot, observe); they click, type and submit nothing, so one cut short by a crash
+    # simply runs again (python/helpers/browser_reading.py)
+    "browser_read": "a7118bc7b514eac74d2e42fdebf4f3bb6901c0b99b86495ae0c0b903d5662857",
 }
 
 
 def tool_source_path(tool_name: str, root: Path = REPO_ROOT) -> Path:
+    if tool_name in CALL_SOURCES:
+        return root.joinpath(*CALL_SOURCES[tool_name])
     return root / "python" / "tools" / f"{tool_name}.py"
 
 

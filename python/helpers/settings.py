@@ -76,6 +76,17 @@ DEFAULTS: dict[str, Any] = {
     "mcp_servers": '{"mcpServers": {}}',
     "mcp_client_init_timeout": 10,
     "mcp_client_tool_timeout": 120,
+    # browser_agent (docs/browser.md): its model (empty name: the chat model), its limits
+    "browser_model_provider": "openai",
+    "browser_model_name": "",
+    "browser_model_api_base": "",
+    "browser_model_ctx_length": 128000,
+    "browser_model_kwargs": {},
+    "browser_model_vision": True,
+    "browser_allow_private_addresses": False,
+    "browser_action_timeout": 30,
+    "browser_task_timeout": 300,
+    "browser_max_steps": 50,
 }
 
 # Lower bound per numeric setting (inclusive unless listed in _POSITIVE); ctx_history is a share.
@@ -88,6 +99,10 @@ _POSITIVE = {
     "code_exec_ssh_port",
     "mcp_client_init_timeout",
     "mcp_client_tool_timeout",
+    "browser_model_ctx_length",
+    "browser_action_timeout",
+    "browser_task_timeout",
+    "browser_max_steps",
 }
 _SHARES = {"chat_model_ctx_history", "util_model_ctx_history"}
 

@@ -60,6 +60,12 @@ class Tool:
     async def execute(self, **kwargs: Any) -> Response:
         raise NotImplementedError
 
+    async def evidence(self) -> tuple[dict[str, Any], bytes | None] | None:
+        """What the world looks like just before the effect (fields and an optional image),
+        journaled next to the call for a person who must decide on it after a crash; None
+        (the default): nothing to show. Called only when the effect really runs."""
+        return None
+
     async def before_execution(self, **kwargs: Any) -> None:
         """Open the tool's log item (the UI shows its arguments)."""
         self.log = self.get_log_object()
