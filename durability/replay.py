@@ -64,7 +64,7 @@ SAFE_REPLAY: dict[str, str] = {
     # browser_read: the browser agent's reading actions (navigate by GET, scroll, extract,
     # screenshot, observe); they click, type and submit nothing, so one cut short by a crash
     # simply runs again (python/helpers/browser_reading.py)
-    "browser_read": "a7118bc7b514eac74d2e42fdebf4f3bb6901c0b99b86495ae0c0b903d5662857",
+    "browser_read": "164d9774218dcc73c4e8cf91926ebdc38c88d5b11944fcd26e2229986b006d6b",
 }
 
 

@@ -16,7 +16,7 @@ from starlette.responses import Response
 
 from python.api._chat import context_id_of
 from python.api._durable_evidence import call_evidence
-from python.helpers.browser_session import profile_dir
+from python.helpers.browser_session import screens_dir
 from python.server.api import ApiError, ApiHandler, bad_request, get_str
 
 HASH = re.compile(r"^[0-9a-f]{64}$")
@@ -54,7 +54,7 @@ class BrowserScreenshot(ApiHandler):
         if not ctx_id or not HASH.match(digest):
             raise bad_request("give run_id and call_id, or context_id and a sha256 'hash'")
         await self.runtime.chats.chat(ctx_id)  # 404 context_not_found for an unknown chat
-        path = profile_dir(ctx_id) / "screens" / f"{digest}.jpg"
+        path = screens_dir(ctx_id) / f"{digest}.jpg"
         try:
             return await asyncio.to_thread(path.read_bytes)
         except OSError:

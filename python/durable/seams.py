@@ -396,6 +396,8 @@ class CallSeams:
             return response
         durable = await results.commit(journal, agent, tool, call, response)
         await self.fire_after_deferred("after_result", tool.name)
+        if tool.shares_state:  # its state moves with the run (python/durable/takeover.py)
+            await self.chats.ownership.after_iteration(self.context, self.state.run_id)
         if durable:
             await self._forget_receipt(call)
         return response

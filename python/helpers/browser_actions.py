@@ -57,6 +57,8 @@ async def _settled(session: BrowserSession, act: Any) -> None:
 class BrowserAct(Tool):
     """One effect action, journaled as a child call of the browser_agent call."""
 
+    shares_state = True
+
     browser: LiveBrowser
     workdir: Path
 

@@ -28,7 +28,7 @@ from typing import Any
 from python.helpers import dirty_json
 from python.helpers.browser_actions import EFFECT_ACTIONS, BrowserAct
 from python.helpers.browser_reading import READ_ACTIONS, BrowserRead, restore
-from python.helpers.browser_session import BrowserFailure, BrowserSession, profile_dir
+from python.helpers.browser_session import BrowserFailure, BrowserSession, screens_dir
 from python.helpers.errors import InterventionException
 from python.helpers.tool import Response, Tool
 
@@ -69,9 +69,7 @@ class BrowserRun:
         self.last_url: str | None = None  # the page the recorded log was on last
 
     def screens_dir(self) -> Path:
-        folder = profile_dir(self.context_id) / "screens"
-        folder.mkdir(mode=0o700, exist_ok=True)
-        return folder
+        return screens_dir(self.context_id)
 
     async def live(self) -> BrowserSession:
         if self.session is not None and self.session.crashed:

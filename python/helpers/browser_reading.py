@@ -117,6 +117,8 @@ async def restore(session: BrowserSession, url: str | None) -> None:
 class BrowserRead(Tool):
     """One reading action, journaled as a child call of the browser_agent call."""
 
+    shares_state = True
+
     browser: LiveBrowser
 
     async def execute(self, **kwargs: Any) -> Response:

@@ -48,23 +48,34 @@ class BrowserFailure(Exception):
         self.message = message
 
 
-def profile_dir(context_id: str) -> Path:
-    """The chat's private browser folder (created 0700)."""
-    safe = "".join(ch for ch in context_id if ch.isalnum() or ch in "-_") or "default"
-    root = files.usr_dir() / "browser"
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(root, 0o700)
-    folder = root / safe
-    folder.mkdir(mode=0o700, exist_ok=True)
+def _private(folder: Path) -> Path:
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
     return folder
+
+
+def chat_dir(context_id: str) -> Path:
+    """The chat's private browser folder, ``usr/browser/<context id>`` (created 0700)."""
+    safe = "".join(ch for ch in context_id if ch.isalnum() or ch in "-_") or "default"
+    _private(files.usr_dir() / "browser")
+    return _private(files.usr_dir() / "browser" / safe)
+
+
+def profile_dir(context_id: str) -> Path:
+    """The chat's profile (``state.json``): what moves to another worker with a run."""
+    return _private(chat_dir(context_id) / "profile")
+
+
+def screens_dir(context_id: str) -> Path:
+    """The screenshots of the chat's browser steps (they stay on the worker that took them)."""
+    return _private(chat_dir(context_id) / "screens")
 
 
 def forget_profile(context_id: str, call_id: str) -> bool:
     """``reset: true``: the chat's cookies and local storage are gone. Once per call: a call
     resumed after a crash keeps what its earlier steps stored (``reset_by`` names it)."""
     folder = profile_dir(context_id)
-    marker = folder / "reset_by"
+    marker = chat_dir(context_id) / "reset_by"
     if marker.is_file() and marker.read_text(encoding="utf-8") == call_id:
         return False
     with contextlib.suppress(FileNotFoundError):

@@ -37,6 +37,10 @@ class Tool:
     #: LogItem.mark arguments for the tool's log item (call_id, restored), set by the
     #: durable session once the call is journaled; a tool that logs its own item uses them.
     log_marks: dict[str, str] | None = None
+    #: The tool changes state that moves with a run to another worker (the browser's
+    #: profile): with shared workers it is stored after each of its calls, not only at the
+    #: end of the agent's iteration.
+    shares_state: bool = False
 
     def __init__(
         self,

@@ -54,8 +54,9 @@ def test_the_profile_cookie_survives_a_kill_and_reset_starts_clean(
     first = server.api_message("visit /cookie please")
     assert first.status_code == 200, first.text
     context_id = first.json()["context_id"]
-    folder = crashable.usr / "browser" / context_id
+    folder = crashable.usr / "browser" / context_id / "profile"
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE(folder.parent.stat().st_mode) == 0o700
     assert stat.S_IMODE((folder / "state.json").stat().st_mode) == 0o600
     assert "blue-42" in (folder / "state.json").read_text()
 
