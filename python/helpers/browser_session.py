@@ -37,6 +37,7 @@ DEFAULT_EXECUTABLE = "/usr/bin/chromium"
 VIEWPORT = {"width": 1024, "height": 768}
 STATE_FILE = "state.json"
 MARKER_SWITCH = "--a0-browser-id"
+LAUNCH_SECONDS = 60  # a cold Chromium start on a loaded machine
 
 
 class BrowserFailure(Exception):
@@ -192,7 +193,7 @@ class BrowserSession:
                 executable_path=executable,
                 headless=True,
                 args=["--no-sandbox", "--disable-dev-shm-usage", self.marker],
-                timeout=self.action_timeout * 1000,
+                timeout=max(self.action_timeout, LAUNCH_SECONDS) * 1000,
             )
             state = self.state_path
             self._context = await self._browser.new_context(

@@ -44,6 +44,11 @@ def test_a_task_navigates_fills_and_submits_once(crashable, model_server, browse
     assert [c["replay_policy"] for c in acts] == ["hold", "hold"]
     inner = {c["agent_no"] for c in reads + acts}
     assert len(inner) == 1 and inner != {0}  # the task's own agent number
+    steps_in_order = sorted(
+        (c for c in run["calls"] if c["agent_no"] in inner), key=lambda c: c["seq"]
+    )
+    # the URL named in the task is opened before the browser model is asked
+    assert [c["name"] for c in steps_in_order][:2] == ["browser_read", "model"]
     items = chat_log(server, run["context_id"])
     steps = [i for i in items if i["type"] == "browser"]
     assert [i["kvps"]["action"] for i in steps] == ["navigate", "type", "submit"]

@@ -26,6 +26,7 @@ FORM = b"""<!doctype html><html><head><title>Order form</title></head><body>
 class BrowserSite:
     def __init__(self) -> None:
         self.submissions: list[dict[str, list[str]]] = []
+        self.paths: list[str] = []  # every GET, in order
         self.lock = threading.Lock()
         site = self
 
@@ -43,6 +44,8 @@ class BrowserSite:
                 self.wfile.write(body)
 
             def do_GET(self) -> None:
+                with site.lock:
+                    site.paths.append(self.path)
                 if self.path.startswith("/form"):
                     self._send(FORM)
                 elif self.path.startswith("/thanks"):
@@ -53,6 +56,16 @@ class BrowserSite:
                     self._send(
                         b"<html><head><title>Cookie set</title></head><body>ok</body></html>",
                         Set_Cookie="visitor=blue-42; Max-Age=86400; Path=/",
+                    )
+                elif self.path.startswith("/report.csv"):
+                    self._send(
+                        b"a,b\n1,2\n",
+                        Content_Disposition='attachment; filename="../report.csv"',
+                    )
+                elif self.path.startswith("/files"):
+                    self._send(
+                        b"<html><head><title>Files</title></head><body>"
+                        b'<a href="/report.csv">report</a></body></html>'
                     )
                 elif self.path.startswith("/whoami"):
                     cookie = self.headers.get("Cookie") or "none"
