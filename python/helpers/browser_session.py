@@ -182,7 +182,7 @@ class BrowserSession:
                 "browser_agent needs Playwright for Python: pip install -r "
                 "requirements-browser.txt (docs/browser.md)",
             ) from None
-        executable = str(self.settings.get("browser_executable") or DEFAULT_EXECUTABLE)
+        executable = str(self.settings.get("browser_executable") or DEFAULT_EXECUTABLE).strip()
         if not Path(executable).is_file():
             raise BrowserFailure(
                 "browser_unavailable", f"no Chromium at {executable} (docs/browser.md)"

@@ -87,6 +87,7 @@ DEFAULTS: dict[str, Any] = {
     "browser_action_timeout": 30,
     "browser_task_timeout": 300,
     "browser_max_steps": 50,
+    "browser_executable": "/usr/bin/chromium",
 }
 
 # Lower bound per numeric setting (inclusive unless listed in _POSITIVE); ctx_history is a share.

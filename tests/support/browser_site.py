@@ -24,7 +24,7 @@ FORM = b"""<!doctype html><html><head><title>Order form</title></head><body>
 
 
 class BrowserSite:
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
         self.submissions: list[dict[str, list[str]]] = []
         self.paths: list[str] = []  # every GET, in order
         self.lock = threading.Lock()
@@ -81,8 +81,8 @@ class BrowserSite:
                     site.submissions.append(fields)
                 self._send(b"", status=303, Location="/thanks")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.server = ThreadingHTTPServer((host, 0), Handler)
+        self.url = f"http://{host}:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property

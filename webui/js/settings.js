@@ -16,6 +16,7 @@ const GROUPS = [
   ["mcp_", "External API and MCP"],
   ["code_exec_", "Code execution"],
   ["searxng_", "Web search"],
+  ["browser_", "Browser agent"],
   ["retention_", "Journal retention"],
 ];
 const HELP = {
@@ -45,6 +46,12 @@ const HELP = {
   mcp_client_init_timeout: "Seconds an MCP server may take to start and list its tools.",
   mcp_client_tool_timeout: "Seconds one MCP tool call may take.",
   searxng_url: "The SearXNG instance the search_engine tool asks (JSON format enabled).",
+  browser_model_name: "The browser agent's model; empty: the chat model (provider and all).",
+  browser_model_vision: "Send the browser model a screenshot of the page with each step.",
+  browser_allow_private_addresses: "Let browser_agent open loopback and private network addresses.",
+  browser_action_timeout: "Seconds one browser action may take; a browser that hangs longer is killed.",
+  browser_task_timeout: "Seconds one browser_agent task may run (checked between steps).",
+  browser_max_steps: "Most steps (model reply and action) of one browser_agent task.",
 };
 
 let view = null; // the last settings view from the server
@@ -52,7 +59,7 @@ let reportError = () => {};
 
 function helpFor(name) {
   if (HELP[name]) return HELP[name];
-  const suffix = name.replace(/^(chat_model|util_model|embed_model)_/, "");
+  const suffix = name.replace(/^(chat_model|util_model|embed_model|browser_model)_/, "");
   return suffix !== name ? HELP[suffix] || "" : "";
 }
 
@@ -74,7 +81,7 @@ const LABELS = {
 };
 
 function humanName(name) {
-  const short = name.replace(/^(chat_model|util_model|embed_model|code_exec|retention)_/, "");
+  const short = name.replace(/^(chat_model|util_model|embed_model|browser_model|code_exec|retention)_/, "");
   if (LABELS[name] || LABELS[short]) return LABELS[name] || LABELS[short];
   const text = short.replace(/_/g, " ");
   return text.charAt(0).toUpperCase() + text.slice(1);
