@@ -101,10 +101,22 @@ def test_browser_read_is_pinned_to_its_own_file():
 
 def _call(state: str, result: Any = None) -> Call:
     return Call(
-        id="c1", run_id="r1", agent_no=0, seq=1, attempt=1, kind=CallKind.TOOL,
-        name="browser_agent", args={}, policy=Policy.CHILD, fingerprint="f" * 64,
-        state=state, result=result, result_digest=None, created_at=0.0, closed_at=None,
-    )  # fmt: skip
+        id="c1",
+        run_id="r1",
+        agent_no=0,
+        seq=1,
+        attempt=1,
+        kind=CallKind.TOOL,
+        name="browser_agent",
+        args={},
+        policy=Policy.CHILD,
+        fingerprint="f" * 64,
+        state=state,
+        result=result,
+        result_digest=None,
+        created_at=0.0,
+        closed_at=None,
+    )
 
 
 def test_an_open_browser_task_resumes_and_a_finished_one_is_reused():
