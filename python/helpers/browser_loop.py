@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from python.helpers import dirty_json
+from python.helpers import secrets as secret_store
 from python.helpers.browser_actions import EFFECT_ACTIONS, BrowserAct
 from python.helpers.browser_reading import READ_ACTIONS, BrowserRead, restore
 from python.helpers.browser_session import BrowserFailure, BrowserSession, screens_dir
@@ -123,7 +124,9 @@ class BrowserTask:
     async def act(self, action: dict[str, Any]) -> Response:
         """One action as a journaled child call; its page state becomes the current page."""
         name = str(action.get("action"))
-        args = {k: v for k, v in action.items() if k != "action"}
+        # the model sees secrets as §§secret(NAME) and may type one: the browser gets the
+        # value, the journal and the log the placeholder (masked again where they are written)
+        args = secret_store.unmask({k: v for k, v in action.items() if k != "action"})
         cls: type[BrowserRead] | type[BrowserAct]
         cls, tool_name = (
             (BrowserRead, READ_TOOL) if name in READ_ACTIONS else (BrowserAct, ACT_TOOL)
@@ -189,6 +192,10 @@ class BrowserTask:
         if url:
             await self.act({"action": "navigate", "url": url})
         for _ in range(self.max_steps):
+            # between steps: wait while the chat is paused; a user's message ends the task
+            # here (the steps so far are kept as the tool's progress)
+            self.tool.set_progress(self._progress())
+            await self.tool.agent.handle_intervention()
             if time.monotonic() > self.deadline:
                 return self._stopped("the task ran past browser_task_timeout")
             if self.page is None and self.steps:
@@ -205,6 +212,11 @@ class BrowserTask:
             response = await self.act(action)
             self.steps.append((action, response.message))
         return self._stopped(f"the step limit ({self.max_steps}) was reached")
+
+    def _progress(self) -> str:
+        done = [f"{json.dumps(a, sort_keys=True)} -> {r}" for a, r in self.steps]
+        last = self.browser.last_url or "about:blank"
+        return "Browser steps so far:\n" + "\n".join(done or ["(none)"]) + f"\nLast page: {last}"
 
     def _answer(self, text: str) -> str:
         url = (self.page or {}).get("url") or self.browser.last_url
