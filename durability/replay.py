@@ -11,9 +11,10 @@ idempotent by construction); then run
     .venv/bin/python -m durability.replay <name>
 and paste the printed line into SAFE_REPLAY below, in the same commit as the review.
 
-Only durable_plan, response, search_engine, document_query, vision_load and the
-call_subordinate child-workflow record may ever be listed (INTENDED_SAFE_TOOLS). A tool
-whose file does not exist yet is not pinned.
+Only durable_plan, response, search_engine, document_query, vision_load, the browser
+agent's reading actions (browser_read) and the call_subordinate and browser_agent
+child-workflow records may ever be listed (INTENDED_SAFE_TOOLS). A tool whose file does
+not exist yet is not pinned.
 """
 
 from __future__ import annotations
@@ -33,7 +34,15 @@ INTENDED_SAFE_TOOLS: tuple[str, ...] = (
     "search_engine",
     "document_query",
     "vision_load",
+    "browser_agent",
+    "browser_read",
 )
+
+#: Journaled calls that are no tool the model can name, with the file that carries them out
+#: (a path below the repository root); every other name is python/tools/<name>.py.
+CALL_SOURCES: dict[str, tuple[str, ...]] = {
+    "browser_read": ("python", "helpers", "browser_reading.py"),
+}
 
 #: tool name -> SHA-256 (hex) of python/tools/<name>.py as reviewed.
 SAFE_REPLAY: dict[str, str] = {
@@ -60,10 +69,20 @@ SAFE_REPLAY: dict[str, str] = {
     # blob under its SHA-256 (the same bytes under the same name: writing it again changes
     # nothing); no other effect, so an interrupted call simply runs again
     "vision_load": "09f4f596e6f7d61e0760f3ff44d8f819dc4ede71bcb0914faba158f22181559b",
+    # browser_agent: the child-workflow record of a browser task; every model reply and
+    # browser action of the task is its own journaled call (python/helpers/browser_loop.py),
+    # so running an interrupted call again resumes the recorded action log, repeating nothing
+    "browser_agent": "a3fd7141616c4330cfa69ed4b0048f24480c44dfc25b1f9ba1225a9cfb54adb2",
+    # browser_read: the browser agent's reading actions (navigate by GET, scroll, extract,
+    # screenshot, observe); they click, type and submit nothing, so one cut short by a crash
+    # simply runs again (python/helpers/browser_reading.py)
+    "browser_read": "164d9774218dcc73c4e8cf91926ebdc38c88d5b11944fcd26e2229986b006d6b",
 }
 
 
 def tool_source_path(tool_name: str, root: Path = REPO_ROOT) -> Path:
+    if tool_name in CALL_SOURCES:
+        return root.joinpath(*CALL_SOURCES[tool_name])
     return root / "python" / "tools" / f"{tool_name}.py"
 
 

@@ -46,7 +46,8 @@ from durability.resource_files import check_name, check_tree, read_regular, writ
 from durability.store.base import StoreTx
 from durability.store.rows import SnapshotRow
 
-KINDS = ("attachments", "workdir")
+KINDS = ("attachments", "workdir", "browser_profile")
+FOLDER_KINDS = ("workdir", "browser_profile")  # captured by snapshot_folder
 MANIFEST_VERSION = 1
 
 
@@ -118,9 +119,13 @@ class SharedResources:
         context_id: str,
         run_id: str | None = None,
         previous: Snapshot | None = None,
+        kind: str = "workdir",
     ) -> Snapshot:
         """Capture a work folder (see the module doc); ``previous`` lets unchanged files
-        (same size and mtime) keep their address without being read."""
+        (same size and mtime) keep their address without being read. ``kind``: ``workdir``
+        or ``browser_profile`` (a chat's browser profile folder)."""
+        if kind not in FOLDER_KINDS:
+            raise InvalidArgument(f"kind must be one of {', '.join(FOLDER_KINDS)}", field="kind")
         root = Path(folder)
         info = os.lstat(root)
         if not stat.S_ISDIR(info.st_mode):
@@ -150,7 +155,7 @@ class SharedResources:
         total = sum(e.size for e in entries)
         self._check_size(total)
         return self._save(
-            context_id, run_id, "workdir", entries, bodies, refused, fenced=run_id is not None
+            context_id, run_id, kind, entries, bodies, refused, fenced=run_id is not None
         )
 
     def _walk(

@@ -19,14 +19,14 @@ order they apply:
 | ... a retry grant was used | ``retry`` (same position, attempt + 1) |
 | ... no retry grant | ``hold`` model_failed |
 | abandoned (outcome unknown, left behind) | ``abandoned`` |
-| a completed child workflow | ``child`` (runs again; its answer differs: ``hold``) |
+| a completed subordinate child workflow | ``child`` (runs again; its answer differs: ``hold``) |
 | committed, cut by an intervention | ``hold`` replay_divergence |
 | committed model call without a reply (a person confirmed it) | ``next`` |
 | committed result | ``reuse`` |
 | open, the loop asks: a fresh intent (not open before the resume) | ``run`` |
 | open model call found at a resume | ``hold`` uncertain_call |
 | embedding (``safe_replay`` model call) done / failed / open | ``reuse``/``fail``/``replay`` |
-| open child workflow (pinned) | ``child`` |
+| open child workflow (pinned: call_subordinate, browser_agent) | ``child`` |
 | open, the loop asks: recovery permitted it | ``replay`` / ``run`` / ``watch`` |
 | open, the loop asks: recovery did not | ``hold`` uncertain_call (not_proven) |
 | open at recovery, safe_replay and its pin matches | ``replay`` (else ``hold``, pin_mismatch) |
@@ -202,7 +202,15 @@ def judge(call: Call | None, evidence: Evidence) -> Verdict:
 
 
 def _is_child(call: Call) -> bool:
-    return call.kind == CallKind.SUBORDINATE and call.policy == Policy.CHILD
+    """A pinned child workflow (call_subordinate, browser_agent): its steps are journaled."""
+    return call.kind in (CallKind.SUBORDINATE, CallKind.TOOL) and call.policy == Policy.CHILD
+
+
+def _runs_again_when_done(call: Call) -> bool:
+    """A finished subordinate runs again on a resume (its agent's state is rebuilt by it);
+    a finished tool-kind child (browser_agent: its steps live under an agent number of their
+    own) is reused like any committed result."""
+    return call.kind == CallKind.SUBORDINATE and _is_child(call)
 
 
 def _is_embedding(call: Call) -> bool:
@@ -227,7 +235,7 @@ def _failed(call: Call, ev: Evidence) -> Verdict:
 
 def _committed(call: Call, ev: Evidence) -> Verdict:
     divergence = Verdict(Action.HOLD, HoldReason.REPLAY_DIVERGENCE, at_call=True)
-    if _is_child(call):
+    if _runs_again_when_done(call):
         if ev.child_answer_differs:
             return Verdict(divergence.action, divergence.reason, Why.CHILD_RESULT, at_call=True)
         return Verdict(Action.CHILD)
@@ -244,7 +252,7 @@ def _committed(call: Call, ev: Evidence) -> Verdict:
 def _open(call: Call, ev: Evidence) -> Verdict:
     if not ev.recovering:
         return _asked_by_loop(call, ev)
-    if call.kind == CallKind.SUBORDINATE:
+    if call.kind == CallKind.SUBORDINATE or _is_child(call):
         return Verdict(Action.CHILD) if _is_child(call) else _uncertain(Why.CHILD_NOT_PINNED)
     if _is_embedding(call):
         return Verdict(Action.REPLAY)

@@ -20,6 +20,7 @@ from durability.status import CallState, ReceiptOutcome
 
 OUTPUT_TAIL_CHARS = 4000
 SHELL_TOOL = "code_execution_tool"
+EVIDENCE_EVENT = "call_evidence"  # python/durable/seams.py: what an effect saw before it acted
 
 
 def command_of(call: Any) -> dict[str, Any] | None:
@@ -101,4 +102,28 @@ async def add_evidence(
         out["receipt"] = None
         if call.policy == SHELL_POLICY and call.state == CallState.OPEN and receipts is not None:
             out["receipt"] = await asyncio.to_thread(receipt_evidence, receipts, call, masker)
+    return row
+
+
+def call_evidence(events: list[Any]) -> dict[str, dict[str, Any]]:
+    """call id -> what its tool saw just before it acted (the latest, for a call run again):
+    the browser's page (URL, title) and the screenshot's hash, journaled by the seam."""
+    found: dict[str, dict[str, Any]] = {}
+    for event in events:
+        payload = event.payload if isinstance(event.payload, dict) else {}
+        if event.type == EVIDENCE_EVENT and isinstance(payload.get("call_id"), str):
+            found[payload["call_id"]] = {k: v for k, v in payload.items() if k != "call_id"}
+    return found
+
+
+def add_call_evidence(row: dict[str, Any], events: list[Any]) -> dict[str, Any]:
+    """``evidence`` on each call of ``row``: None, or what its tool saw before it acted, with
+    the URL of its screenshot (GET /api/browser_screenshot)."""
+    found = call_evidence(events)
+    for out in row["calls"]:
+        evidence = found.get(out["call_id"])
+        if evidence is not None and evidence.get("screenshot"):
+            query = f"run_id={row['run_id']}&call_id={out['call_id']}"
+            evidence = {**evidence, "screenshot_url": f"/api/browser_screenshot?{query}"}
+        out["evidence"] = evidence
     return row

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.api._durable_evidence import add_evidence
+from python.api._durable_evidence import add_call_evidence, add_evidence
 from python.api._durable_runs import add_chat_name, detail_row, require_run_id
 from python.server.api import ApiHandler
 
@@ -19,4 +19,8 @@ class DurableRun(ApiHandler):
         chats = runtime.chats
         evidence = chats.evidence or chats.receipts  # local, or over SSH where the call ran
         row = await add_evidence(row, detail.calls, evidence, runtime.journal.masker)
+        events = await runtime.journal.aio.list_events(
+            run_id=row["run_id"], limit=100_000, verify=False
+        )
+        row = add_call_evidence(row, events)
         return {"run": add_chat_name(row, runtime)}

@@ -3,7 +3,9 @@
 | tool | policy |
 | --- | --- |
 | pinned in durability/replay.py and its source hashes to the pin | ``safe_replay`` |
-| ``call_subordinate``, pinned | ``child`` (the child workflow resumes, its calls reused) |
+| ``call_subordinate``, ``browser_agent``, pinned | ``child`` (resumes; its calls reused) |
+| ``browser_read`` (the browser agent's reading actions), pinned | ``safe_replay`` |
+| ``browser_act`` (click, type, submit, upload, download) | ``hold`` (with evidence) |
 | ``code_execution_tool`` | ``adapter:shell`` (shell receipts prove the outcome) |
 | ``input`` (the shipped one) | ``adapter:pty`` (the terminal's delivery receipt) |
 | anything else (MCP tools, a changed pinned tool, model calls) | ``hold`` |
@@ -28,6 +30,8 @@ from durability.status import Policy
 from python.helpers.tool import Tool
 
 SUBORDINATE_TOOL = "call_subordinate"
+#: Child workflows: their own steps are journaled, so an interrupted call resumes them.
+CHILD_TOOLS = (SUBORDINATE_TOOL, "browser_agent")
 SHELL_TOOL = "code_execution_tool"
 INPUT_TOOL = "input"
 
@@ -77,7 +81,7 @@ class ReplayPolicy:
             if not self._known(source):  # a profile's tool seen for the first time
                 await asyncio.to_thread(self._digest, source)
             safe = self.is_safe(tool.name, source)
-        if tool.name == SUBORDINATE_TOOL:
+        if tool.name in CHILD_TOOLS:
             return CHILD_POLICY if safe else HOLD_POLICY
         if safe:
             return SAFE_REPLAY_POLICY

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from python.helpers.chat_session import StreamCallback
 
 MODEL_CALL_NAME = "model"
+EVIDENCE_EVENT = "call_evidence"  # what an effect tool saw just before it acted
 PERMITTED = (Permit.REPLAY, Permit.RUN)  # recovery permits that let an open call run again
 WATCHED = Permit.WATCH  # its shell still runs: the loop waits for its receipt (adoption.py)
 
@@ -122,6 +123,20 @@ def _mark_tool_item(run: DurableRun, tool: Tool, call: Call, child: bool) -> Non
     tool.log_marks = {"call_id": call.id, "restored": restored}
     if isinstance(tool.log, LogItem):
         tool.log.mark(**tool.log_marks)
+
+
+def fingerprint_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages a model call's fingerprint covers: a message made of parts counts by its
+    text parts only (an image is named in its text by its hash, as the browser agent does;
+    its bytes may be read from a folder another worker does not have)."""
+    out = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            texts = [str(p.get("text", "")) for p in content if isinstance(p, dict)]
+            message = {**message, "content": "\n".join(t for t in texts if t)}
+        out.append(message)
+    return out
 
 
 class SeamHost(Protocol):
@@ -224,7 +239,7 @@ class CallSeams:
         self, agent: Agent, messages: list[dict[str, str]], kind: str
     ) -> dict[str, Any]:
         config = agent.config.model_config(kind)
-        masked = self.journal.masker.mask(messages)
+        masked = self.journal.masker.mask(fingerprint_messages(messages))
         # neither the clock nor where this worker keeps the chat's files is a divergence
         volatile = [
             *(agent.loop_data.params_temporary.get(prompts.VOLATILE_KEY) or []),
@@ -329,6 +344,20 @@ class CallSeams:
             return Response(agent.read_prompt("fw.call_abandoned.md", tool_name=tool.name), False)
         return None  # run, replay, or a child workflow that resumes
 
+    async def _keep_evidence(self, tool: Tool, call: Call) -> None:
+        """What an effect tool shows of the world just before it acts (the browser's page
+        and a screenshot), journaled next to the call: a hold shows it as evidence."""
+        found = await tool.evidence()
+        if found is None:
+            return
+        fields, image = found
+        payload = {**fields, "call_id": call.id}
+        if image:
+            payload["screenshot"] = await self.journal.aio.put_blob(image)
+        await self.journal.aio.append_event(
+            self.context.id, EVIDENCE_EVENT, payload, run_id=self.state.run_id
+        )
+
     async def _forget_receipt(self, call: Call) -> None:
         """The journal holds the call's result now: its shell receipt (with the command's
         output, which may show a secret in clear) is no longer evidence of anything."""
@@ -345,7 +374,7 @@ class CallSeams:
         policy = await self.chats.policy.of(tool)
         args = {"method": tool.method, "args": tool.args}
         call, _seq = await self._intent(agent, kind, tool.name, args, policy)
-        child = kind == CallKind.SUBORDINATE and policy == Policy.CHILD
+        child = policy == Policy.CHILD  # call_subordinate, browser_agent
         _mark_tool_item(self.state, tool, call, child)
         reused = await self._reuse(agent, tool, call)
         if reused is not None:
@@ -361,6 +390,7 @@ class CallSeams:
         tool.call_identity = (call.id, digest(call.args))  # receipts name the call by it
         await self.chats.ownership.gate(call)
         try:
+            await self._keep_evidence(tool, call)
             response = await effect()
         except InterventionException:
             await journal.aio.commit_result(
@@ -385,6 +415,8 @@ class CallSeams:
             return response
         durable = await results.commit(journal, agent, tool, call, response)
         await self.fire_after_deferred("after_result", tool.name)
+        if tool.shares_state:  # its state moves with the run (python/durable/takeover.py)
+            await self.chats.ownership.after_iteration(self.context, self.state.run_id)
         if durable:
             await self._forget_receipt(call)
         return response

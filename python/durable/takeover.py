@@ -3,14 +3,17 @@
 Any worker serves any chat, so a chat another worker created is loaded here from its
 latest checkpoint (``load_chat``), and an idle chat is brought up to the journal before it
 is shown or continued (``refresh_chat``): its last run may have run on another worker.
-A run taken over gets the chat's work folder and the run's attachments back from the
-journal's encrypted resources, each in a new private directory (``restore_resources``).
+A run taken over gets the chat's work folder, its browser profile and the run's attachments
+back from the journal's encrypted resources, each in a new private directory
+(``restore_resources``); the browser profile's file then replaces the chat's own in its
+private browser folder (usr/browser/<chat>/profile).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,11 +114,27 @@ def _restore_resources(
             agent.config.workdir = str(target)
         context.config.workdir = str(target)
         restored["workdir"] = str(target)
+    profile = resources.latest(claim.context_id, "browser_profile")
+    if profile is not None:
+        target = resources.restore(profile.id, _private_dir("browser_profile", claim))
+        restored["browser profile"] = _adopt_profile(claim.context_id, target)
     attachments = resources.latest(claim.context_id, "attachments", run_id=claim.run_id)
     if attachments is not None:
         target = resources.restore(attachments.id, _private_dir("attachments", claim))
         restored["attachments"] = str(target)
     return restored
+
+
+def _adopt_profile(context_id: str, restored: Path) -> str:
+    """Move the restored profile file into the chat's private browser folder (it replaces
+    whatever this worker had: the journal's copy is the newer one)."""
+    from python.helpers.browser_session import STATE_FILE, profile_dir
+
+    folder = profile_dir(context_id)
+    source = restored / STATE_FILE
+    if source.is_file():
+        os.replace(source, folder / STATE_FILE)
+    return str(folder)
 
 
 async def restore_resources(
@@ -179,17 +198,30 @@ async def store_attachments(
     logger.info("run %s: %d attachment(s) stored for other workers", run_id, stored)
 
 
+def _profile_folder(context_id: str) -> Path | None:
+    """The chat's browser profile folder, when its browser has saved one."""
+    from python.helpers.browser_session import STATE_FILE, profile_dir
+
+    folder = profile_dir(context_id)
+    return folder if (folder / STATE_FILE).is_file() else None
+
+
 async def snapshot_workdir(resources: SharedResources, context: AgentContext, run_id: str) -> None:
-    """Store the chat's work folder (only changed files) for the worker that may continue
-    the run; a failure is logged and never stops the run."""
-    folder = context.config.workdir_path()
-    if not folder.is_dir():
-        return
+    """Store the chat's work folder and its browser profile (only changed files) for the
+    worker that may continue the run; a failure is logged and never stops the run."""
     context_id = context.id
+    folders = {"workdir": context.config.workdir_path()}
+    profile = _profile_folder(context_id)
+    if profile is not None:
+        folders["browser_profile"] = profile
 
     def capture() -> None:
-        previous = resources.latest(context_id, "workdir")
-        resources.snapshot_folder(folder, context_id=context_id, run_id=run_id, previous=previous)
+        for kind, folder in folders.items():
+            if folder.is_dir():
+                previous = resources.latest(context_id, kind)
+                resources.snapshot_folder(
+                    folder, context_id=context_id, run_id=run_id, previous=previous, kind=kind
+                )
 
     try:
         await asyncio.to_thread(capture)

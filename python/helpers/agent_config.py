@@ -38,7 +38,11 @@ class AgentConfig:
         return prompts.prompt_dirs(self.profile)
 
     def model_config(self, kind: str) -> ModelConfig:
+        """The model of a role: ``chat``, ``utility`` or ``browser`` (the browser agent's;
+        with no ``browser_model_name`` set it is the chat model)."""
         prefix = "util_model" if kind == "utility" else "chat_model"
+        if kind == "browser" and str(self.settings.get("browser_model_name") or "").strip():
+            prefix = "browser_model"
         return ModelConfig.from_settings(self.settings, prefix)
 
     @property

@@ -33,6 +33,7 @@ LOG_TYPES = (
     "util",
     "hint",
     "progress",
+    "browser",  # a browser_agent step (its URL and screenshot in kvps)
 )
 _TYPE = re.compile(r"[a-z][a-z0-9_]{0,31}")
 

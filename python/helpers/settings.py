@@ -94,6 +94,18 @@ DEFAULTS: dict[str, Any] = {
     "document_query_allow_private_addresses": False,
     "document_query_max_bytes": 20 * 1024 * 1024,
     "document_query_timeout": 30,
+    # browser_agent (docs/browser.md): its model (empty name: the chat model), its limits
+    "browser_model_provider": "openai",
+    "browser_model_name": "",
+    "browser_model_api_base": "",
+    "browser_model_ctx_length": 128000,
+    "browser_model_kwargs": {},
+    "browser_model_vision": True,
+    "browser_allow_private_addresses": False,
+    "browser_action_timeout": 30,
+    "browser_task_timeout": 300,
+    "browser_max_steps": 50,
+    "browser_executable": "/usr/bin/chromium",
 }
 
 # Lower bound per numeric setting (inclusive unless listed in _POSITIVE); ctx_history is a share.
@@ -109,6 +121,10 @@ _POSITIVE = {
     "mcp_client_tool_timeout",
     "document_query_max_bytes",
     "document_query_timeout",
+    "browser_model_ctx_length",
+    "browser_action_timeout",
+    "browser_task_timeout",
+    "browser_max_steps",
 }
 _SHARES = {"chat_model_ctx_history", "util_model_ctx_input"}
 #: Settings renamed since they were first stored: the old name (settings.json, A0_SET_*,

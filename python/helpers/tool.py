@@ -37,6 +37,10 @@ class Tool:
     #: LogItem.mark arguments for the tool's log item (call_id, restored), set by the
     #: durable session once the call is journaled; a tool that logs its own item uses them.
     log_marks: dict[str, str] | None = None
+    #: The tool changes state that moves with a run to another worker (the browser's
+    #: profile): with shared workers it is stored after each of its calls, not only at the
+    #: end of the agent's iteration.
+    shares_state: bool = False
 
     def __init__(
         self,
@@ -59,6 +63,12 @@ class Tool:
 
     async def execute(self, **kwargs: Any) -> Response:
         raise NotImplementedError
+
+    async def evidence(self) -> tuple[dict[str, Any], bytes | None] | None:
+        """What the world looks like just before the effect (fields and an optional image),
+        journaled next to the call for a person who must decide on it after a crash; None
+        (the default): nothing to show. Called only when the effect really runs."""
+        return None
 
     async def before_execution(self, **kwargs: Any) -> None:
         """Open the tool's log item (the UI shows its arguments)."""

@@ -73,6 +73,7 @@ STATUS: dict[str, int] = {
     "call_not_found": 404,
     "conflict_not_found": 404,
     "blob_not_found": 404,
+    "screenshot_not_found": 404,
     "resource_not_found": 404,
     "task_not_found": 404,
     "memory_not_found": 404,

@@ -45,6 +45,7 @@ path-exclude /usr/share/locale/*
 path-include /usr/share/locale/locale.alias
 path-exclude /usr/share/man/*
 """
+SECURITY_MIRROR = "http://deb.debian.org/debian-security"
 SLIM_REMOVE = (
     "var/cache/apt/archives",
     "var/lib/apt/lists",
@@ -291,6 +292,17 @@ class Engine:
                 else:
                     child.unlink()
         (rootfs / "etc/dpkg/dpkg.cfg.d/docker").write_text(SLIM_DPKG_EXCLUDES, encoding="utf-8")
+        # the suites the official slim image lists: Debian keeps chromium current only
+        # through bookworm-security (the image's browser_agent needs it, docs/browser.md)
+        base = mirror or host_mirror()
+        (rootfs / "etc/apt/sources.list").unlink(missing_ok=True)
+        (rootfs / "etc/apt/sources.list.d/debian.sources").write_text(
+            f"Types: deb\nURIs: {base}\nSuites: {SUITE} {SUITE}-updates\nComponents: main\n"
+            "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\n"
+            f"Types: deb\nURIs: {SECURITY_MIRROR}\nSuites: {SUITE}-security\n"
+            "Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n",
+            encoding="utf-8",
+        )
         tar = subprocess.Popen(
             ["tar", "--numeric-owner", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE
         )

@@ -13,7 +13,9 @@ from tests.docker._agent import AgentContainer, DockerSetup
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(1200)]
 
-MAX_IMAGE_BYTES = 400_000_000
+MAX_IMAGE_BYTES = (
+    1_200_000_000  # 1050 MB measured; Chromium for browser_agent (docs/docker.md, "Image size")
+)
 
 
 def in_image(setup: DockerSetup, script: str) -> str:

@@ -103,7 +103,7 @@ function applyLogs(snapshot, from) {
       node.dataset.no = String(no);
       messages.append(node);
     }
-    renderItem(node, { ...item, no });
+    renderItem(node, { ...item, no, context: state.context });
   });
   state.logVersion = snapshot.log_version;
   if (atBottom) messages.scrollTop = messages.scrollHeight;

@@ -1,6 +1,7 @@
 // Building blocks of the Recovery panel: the timeline, the calls with their evidence,
 // earlier decisions, and key/value tables for any detail the journal records.
 
+import { callApiRaw } from "./api.js";
 import { el } from "./dom.js";
 
 const OUTCOMES = {
@@ -94,6 +95,24 @@ function receiptBlock(receipt) {
     el("div", { className: "muted", text: `Output seen so far (${receipt.output_bytes || 0} bytes):` }), output);
 }
 
+// What an effect tool saw just before it acted (the browser's page and a screenshot).
+function evidenceBlock(evidence) {
+  const lines = { action: evidence.action || "-", page: evidence.url || "-", title: evidence.title || "-" };
+  const block = el("div", { className: "receipt", testid: "action-evidence" },
+    el("h5", { text: "The page just before the action" }), keyValues(lines, "evidence-facts"));
+  if (evidence.screenshot_url) {
+    const img = el("img", { className: "browser-shot", testid: "evidence-screenshot" });
+    img.alt = "Screenshot taken before the action";
+    const query = new URLSearchParams(evidence.screenshot_url.split("?")[1] || "");
+    callApiRaw("browser_screenshot", Object.fromEntries(query))
+      .then((response) => response.blob())
+      .then((blob) => { img.src = URL.createObjectURL(blob); })
+      .catch(() => { img.alt = "Screenshot not available"; });
+    block.append(img);
+  }
+  return block;
+}
+
 function callBody(call) {
   const parts = [];
   if (call.command) {
@@ -104,6 +123,7 @@ function callBody(call) {
       el("pre", { className: "args", text: call.args || "-" }));
   }
   if (call.receipt) parts.push(receiptBlock(call.receipt));
+  if (call.evidence) parts.push(evidenceBlock(call.evidence));
   if (call.result !== null && call.result !== undefined) {
     parts.push(el("div", { className: "muted", text: "Recorded result:" }),
       el("pre", { className: "result", text: call.result }));

@@ -2,6 +2,7 @@
 // Answers and messages are Markdown (sanitised); tool output stays preformatted text.
 // Items rebuilt from the journal after a restart carry a badge (restored / uncertain).
 
+import { callApiRaw } from "./api.js";
 import { renderMarkdown, renderText } from "./markdown.js";
 import { callApiRaw } from "./api.js";
 
@@ -131,5 +132,26 @@ export function renderItem(node, item) {
   content.hidden = !item.content;
   renderKvps(kvps, item.kvps);
   renderImages(pictures, item.kvps?.images);
+  renderScreenshot(node, item);
   renderRestored(node, heading, item);
+}
+
+// A browser_agent step shows the screenshot taken after it (fetched with the session's
+// CSRF token, shown from a blob URL: the page's CSP allows blob: images).
+function renderScreenshot(node, item) {
+  const hash = item.type === "browser" && item.kvps ? item.kvps.screenshot : "";
+  if (!hash || !item.context || node.dataset.screenshot === hash) return;
+  node.dataset.screenshot = hash;
+  let img = node.querySelector("img.browser-shot");
+  if (!img) {
+    img = document.createElement("img");
+    img.className = "browser-shot";
+    img.alt = "Browser screenshot";
+    img.setAttribute("data-testid", "browser-screenshot");
+    node.append(img);
+  }
+  callApiRaw("browser_screenshot", { context_id: item.context, hash })
+    .then((response) => response.blob())
+    .then((blob) => { img.src = URL.createObjectURL(blob); })
+    .catch(() => { img.alt = "Screenshot not available on this server"; });
 }

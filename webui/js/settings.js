@@ -17,6 +17,7 @@ const GROUPS = [
   ["code_exec_", "Code execution"],
   ["searxng_", "Web search"],
   ["document_query_", "Documents (document_query)"],
+  ["browser_", "Browser agent"],
   ["retention_", "Journal retention"],
 ];
 const HELP = {
@@ -52,6 +53,12 @@ const HELP = {
   document_query_allow_private_addresses: "Let document_query fetch URLs on loopback, link-local and private addresses (off: public addresses only).",
   document_query_max_bytes: "Largest document document_query reads or downloads, in bytes.",
   document_query_timeout: "Seconds one URL download may take.",
+  browser_model_name: "The browser agent's model; empty: the chat model (provider and all).",
+  browser_model_vision: "Send the browser model a screenshot of the page with each step.",
+  browser_allow_private_addresses: "Let browser_agent open loopback and private network addresses.",
+  browser_action_timeout: "Seconds one browser action may take; a browser that hangs longer is killed.",
+  browser_task_timeout: "Seconds one browser_agent task may run (checked between steps).",
+  browser_max_steps: "Most steps (model reply and action) of one browser_agent task.",
 };
 
 let view = null; // the last settings view from the server
@@ -59,7 +66,7 @@ let reportError = () => {};
 
 function helpFor(name) {
   if (HELP[name]) return HELP[name];
-  const suffix = name.replace(/^(chat_model|util_model|embed_model)_/, "");
+  const suffix = name.replace(/^(chat_model|util_model|embed_model|browser_model)_/, "");
   return suffix !== name ? HELP[suffix] || "" : "";
 }
 
@@ -83,7 +90,7 @@ const LABELS = {
 };
 
 function humanName(name) {
-  const short = name.replace(/^(chat_model|util_model|embed_model|code_exec|retention)_/, "");
+  const short = name.replace(/^(chat_model|util_model|embed_model|browser_model|code_exec|retention)_/, "");
   if (LABELS[name] || LABELS[short]) return LABELS[name] || LABELS[short];
   const text = short.replace(/_/g, " ");
   return text.charAt(0).toUpperCase() + text.slice(1);
