@@ -24,7 +24,6 @@ worker serves them, and run versions guard them as in single-process mode.
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
@@ -35,7 +34,7 @@ from typing import TypeVar
 from durability import failpoints
 from durability.errors import FencingLost, InvalidArgument
 from durability.heartbeat import Heartbeat
-from durability.store.base import Store, StoreTx
+from durability.store.base import FencedOp, Store, StoreTx
 from durability.store.liveness import LivenessLock
 from durability.store.rows import ClaimRow
 
@@ -314,7 +313,11 @@ class Cluster:
         (None: the operation then raises its own precise error). ``pinned``: the token a
         first attempt of this write ran under; a repeat (after a lost connection) is
         refused unless it runs under the same one."""
-        found = tx.claims.lock_fence(run_id=run_id, call_id=call_id)
+        return self.verify(tx.claims.lock_fence(run_id=run_id, call_id=call_id), pinned)
+
+    def verify(self, found: tuple[str, int | None] | None, pinned: int | None = None) -> int | None:
+        """``check_fence`` on a fence already read with its run's row locked: ``found``
+        is (run id, its current token), None when there is no such run or call."""
         if found is None:
             return None
         rid, current = found
@@ -346,21 +349,19 @@ class Cluster:
 
     def fenced(
         self, op: Callable[[StoreTx], T], run_id: str | None, call_id: str | None
-    ) -> Callable[[StoreTx], T]:
+    ) -> FencedOp[T]:
         """``op`` behind this worker's fence on the run (or the call's run). The token of
-        its first attempt is pinned: a repeat (after a lost connection) carries it."""
+        its first attempt is pinned: a repeat (after a lost connection) carries it. The
+        store reads the fence where it costs least (PostgreSQL: in the round trip that
+        opens the transaction)."""
         pinned: list[int] = []
 
-        @functools.wraps(op)
-        def fenced(tx: StoreTx) -> T:
-            token = self.check_fence(
-                tx, run_id=run_id, call_id=call_id, pinned=pinned[0] if pinned else None
-            )
+        def verify(found: tuple[str, int | None] | None) -> None:
+            token = self.verify(found, pinned[0] if pinned else None)
             if token is not None and not pinned:
                 pinned.append(token)
-            return op(tx)
 
-        return fenced
+        return FencedOp(op, run_id, call_id, verify)
 
     # heartbeat
     def start_heartbeat(

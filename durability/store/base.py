@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from durability.errors import SchemaTooNew
 from durability.store._sql import Sql
@@ -137,6 +137,29 @@ class StoreTx:
         if self.Resources is None:
             raise NotImplementedError(f"{type(self).__name__} stores no shared resources")
         return self.Resources(self.sql)
+
+
+class FencedOp(Generic[T]):
+    """A shared worker's write behind its fence (durability/cluster.py): ``op`` runs only
+    after ``verify`` accepted the run's current token, read with the run's row locked
+    (``found``: the run id and its token, or None when there is no such run or call).
+    Called with a transaction, it locks and verifies the fence itself; PostgreSQL instead
+    reads the fence in the round trip that opens the transaction, then calls ``verify``
+    and ``op`` (durability/store/postgres.py)."""
+
+    def __init__(
+        self,
+        op: Callable[[StoreTx], T],
+        run_id: str | None,
+        call_id: str | None,
+        verify: Callable[[tuple[str, int | None] | None], object],
+    ) -> None:
+        self.op, self.run_id, self.call_id, self.verify = op, run_id, call_id, verify
+        self.__qualname__ = getattr(op, "__qualname__", type(op).__name__)
+
+    def __call__(self, tx: StoreTx) -> T:
+        self.verify(tx.claims.lock_fence(run_id=self.run_id, call_id=self.call_id))
+        return self.op(tx)
 
 
 class Store(ABC):

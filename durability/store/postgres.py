@@ -52,7 +52,9 @@ from durability.errors import (
     StorageError,
 )
 from durability.store import _lost_commit as outcome
+from durability.store._tables.claims import fence_query
 from durability.store.base import (
+    FencedOp,
     Store,
     StoreTx,
     numbered_migrations,
@@ -264,12 +266,19 @@ class PostgresStore(Store):
         return self.run("read", op)
 
     def run(
-        self, mode: str, fn: Callable[[psycopg.Connection[Any]], T], *, name: str | None = None
+        self,
+        mode: str,
+        fn: Callable[..., T],
+        *,
+        name: str | None = None,
+        fence: str | None = None,
     ) -> T:
         """Run ``fn(conn)`` in one transaction: ``mode`` is ``write`` (READ COMMITTED, run
         again after a deadlock, a serialisation failure or a unique violation; a lost commit
         acknowledgement is settled) or ``read`` (REPEATABLE READ READ ONLY). ``name`` names
-        the operation in log lines (default: ``fn``'s)."""
+        the operation in log lines (default: ``fn``'s). ``fence`` (a write's): a statement
+        locking a run's row and reading its token, sent with BEGIN in one round trip;
+        ``fn(conn, found)`` then gets its row (run id, token) or None."""
         begin = {
             "write": "BEGIN ISOLATION LEVEL READ COMMITTED",
             "read": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
@@ -280,7 +289,7 @@ class PostgresStore(Store):
         while True:
             attempt += 1
             try:
-                return self._run_once(begin, fn, writes)
+                return self._run_once(begin, fn, writes, fence)
             except PoolTimeout as exc:  # no connection to be had within the timeout
                 raise self.translate(exc) from None
             except outcome.LostAck as ack:
@@ -305,17 +314,27 @@ class PostgresStore(Store):
                     self.retries += 1
                 time.sleep(random.uniform(0, min(0.05, 0.0005 * 2**attempt)))
 
-    def _begin(self, conn: psycopg.Connection[Any], begin: str, writes: bool) -> str | None:
-        """Open the transaction; a write's id comes back in the same round trip."""
+    def _begin(
+        self, conn: psycopg.Connection[Any], begin: str, writes: bool, fence: str | None
+    ) -> tuple[str | None, Any]:
+        """Open the transaction; a write's id, and the fence's row (``fence``), come back
+        in the same round trip."""
         if not writes:
             conn.execute(begin)
-            return None
-        cursor = conn.execute(f"{begin}; {outcome.XID_QUERY}")
+            return None, None
+        cursor = conn.execute(f"{begin}; {outcome.XID_QUERY}" + (f"; {fence}" if fence else ""))
         cursor.nextset()
         row = cursor.fetchone()
-        return None if row is None else str(row[0])
+        xid = None if row is None else str(row[0])
+        if fence is None:
+            return xid, None
+        cursor.nextset()
+        found = cursor.fetchone()
+        return xid, None if found is None else (str(found[0]), found[1])
 
-    def _run_once(self, begin: str, fn: Callable[[psycopg.Connection[Any]], T], writes: bool) -> T:
+    def _run_once(
+        self, begin: str, fn: Callable[..., T], writes: bool, fence: str | None = None
+    ) -> T:
         committing = False
         xid: str | None = None
         value: Any = None
@@ -323,9 +342,9 @@ class PostgresStore(Store):
         try:
             with self._connection() as conn:
                 try:
-                    xid = self._begin(conn, begin, writes)
+                    xid, found = self._begin(conn, begin, writes, fence)
                     try:
-                        value = fn(conn)
+                        value = fn(conn) if fence is None else fn(conn, found)
                     except DurabilityError as exc:
                         if exc.keeps_writes:
                             committing, refusal = True, exc
@@ -360,6 +379,18 @@ class PostgresStore(Store):
             raise self.translate(exc) from None
 
     def write(self, fn: Callable[[StoreTx], T]) -> T:
+        if isinstance(fn, FencedOp):  # the fence is read in BEGIN's round trip
+            op, verify = fn.op, fn.verify
+
+            def fenced(conn: psycopg.Connection[Any], found: Any) -> T:
+                verify(found)
+                return op(self._tx(conn, locking=True))
+
+            try:
+                where = fence_query(fn.run_id, fn.call_id)
+            except psycopg.Error as exc:  # an id that cannot be a literal (NUL)
+                raise self.translate(exc) from None
+            return self.run("write", fenced, name=operation_name(op), fence=where)
         return self.run(
             "write", lambda conn: fn(self._tx(conn, locking=True)), name=operation_name(fn)
         )

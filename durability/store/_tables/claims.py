@@ -10,10 +10,15 @@ database's clock.
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from durability.canonical import canonical_json, digest_text
 from durability.store._sql import Table
 from durability.store.rows import ClaimRow
 
+#: A sweep looks its candidates up at most this many times (see ``ClaimTable.sweep``).
+SWEEP_ROUNDS = 4
 NOW = "extract(epoch from clock_timestamp())::double precision"
 
 #: The claim ``c`` is held: by a worker, within its lease, and its holder's liveness lock
@@ -41,22 +46,37 @@ def held(c: str, now: str = NOW) -> str:
     )
 
 
+#: ids that need no escaping inside a quoted literal
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
+_FENCE_OF_RUN = "SELECT id, fence FROM runs WHERE id = {} FOR NO KEY UPDATE"
+_FENCE_OF_CALL = (
+    "SELECT r.id, r.fence FROM runs r JOIN calls c ON c.run_id = r.id"
+    " WHERE c.id = {} FOR NO KEY UPDATE OF r"
+)
+
+
+def fence_query(run_id: str | None, call_id: str | None) -> str:
+    """The statement locking the row of a run (named, or through one of its calls) and
+    reading its fencing token, with the id as a quoted literal: it travels in one
+    simple-protocol message with BEGIN (durability/store/postgres.py)."""
+    template = _FENCE_OF_RUN if run_id is not None else _FENCE_OF_CALL
+    key = run_id if run_id is not None else call_id
+    if isinstance(key, str) and _PLAIN_ID.fullmatch(key):  # the common case, quoted at no cost
+        return template.format(f"'{key}'")
+    from psycopg import sql
+
+    return sql.SQL(template).format(sql.Literal(key)).as_string(None)  # type: ignore[arg-type]
+
+
 class ClaimTable(Table):
     def lock_fence(
         self, run_id: str | None = None, call_id: str | None = None
     ) -> tuple[str, int | None] | None:
         """The run (named, or through one of its calls) and its current fencing token, its
         row locked until the transaction ends; None when there is no such run or call."""
-        if run_id is not None:
-            row = self.sql.run(
-                "SELECT id, fence FROM runs WHERE id = %s FOR NO KEY UPDATE", (run_id,)
-            ).fetchone()
-        else:
-            row = self.sql.run(
-                "SELECT r.id, r.fence FROM runs r JOIN calls c ON c.run_id = r.id"
-                " WHERE c.id = %s FOR NO KEY UPDATE OF r",
-                (call_id,),
-            ).fetchone()
+        template = _FENCE_OF_RUN if run_id is not None else _FENCE_OF_CALL
+        key = run_id if run_id is not None else call_id
+        row = self.sql.run(template.format("%s"), (key,)).fetchone()
         return (str(row[0]), row[1]) if row else None
 
     def _write(
@@ -134,19 +154,86 @@ class ClaimTable(Table):
         worker is locking at this moment are skipped, not waited for. ``mine``: runs the
         sweeper holds claims on (by its own book); never swept by it, even when its lock
         was lost: a worker taken for dead must not take its own runs back under a new
-        token (its peers take them, and its late writes are refused)."""
+        token (its peers take them, and its late writes are refused).
+
+        A row another worker claimed and committed after this statement's snapshot is
+        locked all the same (PostgreSQL rechecks only the run's own row), and its claim is
+        then refused by the upsert: the candidates are looked up again (a new snapshot)
+        until ``limit`` runs are won or none is left, so a sweep that lost a race to a
+        concurrent sweeper still takes its share of the backlog."""
+        won: list[ClaimRow] = []
+        tried: list[str] = list(mine or ())
+        for _ in range(SWEEP_ROUNDS):
+            rows = self.sql.run(
+                "SELECT id, context_id FROM runs r WHERE status = 'active'"
+                " AND NOT (id = ANY(%s)) AND NOT EXISTS"
+                f" (SELECT 1 FROM claims c WHERE c.run_id = r.id AND {held('c')})"
+                " ORDER BY updated_at LIMIT %s FOR NO KEY UPDATE SKIP LOCKED",
+                (tried, limit - len(won)),
+            ).fetchall()
+            if not rows:
+                break
+            tried += [str(r[0]) for r in rows]
+            won += self._write_many(
+                [(str(r[0]), str(r[1])) for r in rows], worker_id, lease, alive_key
+            )
+            if len(won) >= limit:
+                break
+        return won
+
+    def _write_many(
+        self, runs: list[tuple[str, str]], worker_id: str, lease: float, alive_key: int | None
+    ) -> list[ClaimRow]:
+        """``_write`` for several runs (rows already locked) in two statements: the claims,
+        each with a new token where nobody holds a live one, and the runs' fences; then
+        their events."""
+        ids = [r[0] for r in runs]
+        contexts = dict(runs)
         rows = self.sql.run(
-            "SELECT id, context_id FROM runs r WHERE status = 'active' AND NOT EXISTS"
-            f" (SELECT 1 FROM claims c WHERE c.run_id = r.id AND {held('c')})"
-            " AND NOT (r.id = ANY(%s))"
-            " ORDER BY updated_at LIMIT %s FOR NO KEY UPDATE SKIP LOCKED",
-            (list(mine or ()), limit),
+            "WITH prev AS (SELECT run_id, worker_id, token FROM claims WHERE run_id = ANY(%s)),"
+            f" up AS (INSERT INTO claims (run_id, worker_id, token, claimed_at, expires_at,"
+            " alive_key) SELECT t.run_id, %s, nextval('fencing_tokens'), t.now, t.now + %s, %s"
+            f" FROM (SELECT u.run_id, {NOW} AS now FROM unnest(%s::text[]) AS u(run_id)) t"
+            " ON CONFLICT (run_id) DO UPDATE SET worker_id = excluded.worker_id,"
+            " token = excluded.token, claimed_at = excluded.claimed_at,"
+            " expires_at = excluded.expires_at, alive_key = excluded.alive_key"
+            f" WHERE NOT {held('claims', 'excluded.claimed_at')}"
+            " RETURNING run_id, token, expires_at, claimed_at),"
+            " fenced AS (UPDATE runs SET fence = up.token FROM up WHERE runs.id = up.run_id)"
+            " SELECT up.run_id, up.token, up.expires_at, up.claimed_at, prev.worker_id,"
+            " prev.token FROM up LEFT JOIN prev ON prev.run_id = up.run_id",
+            (ids, worker_id, lease, alive_key, ids),
         ).fetchall()
-        won = []
-        for run_id, context_id in rows:
-            claim = self._write(str(run_id), str(context_id), worker_id, lease, alive_key)
-            if claim is not None:
-                won.append(claim)
+        order = {run_id: n for n, run_id in enumerate(ids)}
+        won: list[ClaimRow] = []
+        events: list[tuple[Any, ...]] = []
+        for run_id, token, expires_at, now, prev_worker, prev_token in sorted(
+            rows, key=lambda row: order[row[0]]
+        ):
+            previous = (
+                None if prev_token is None else {"worker_id": prev_worker, "token": prev_token}
+            )
+            payload = canonical_json({"worker_id": worker_id, "token": token, "previous": previous})
+            events.append((contexts[run_id], run_id, payload, now, digest_text(payload)))
+            won.append(
+                ClaimRow(
+                    run_id,
+                    contexts[run_id],
+                    worker_id,
+                    int(token),
+                    float(expires_at),
+                    prev_worker,
+                    prev_token,
+                )
+            )
+        if events:
+            columns = list(zip(*events, strict=True))
+            self.sql.run(
+                "INSERT INTO events (context_id, run_id, type, payload, created_at, digest)"
+                " SELECT c, r, 'claim', p, t, d FROM unnest(%s::text[], %s::text[], %s::text[],"
+                " %s::double precision[], %s::text[]) AS e(c, r, p, t, d)",
+                [list(c) for c in columns],
+            )
         return won
 
     def renew(self, worker_id: str, lease: float, held: dict[str, int]) -> dict[str, float]:
