@@ -5,6 +5,7 @@
 | pinned in durability/replay.py and its source hashes to the pin | ``safe_replay`` |
 | ``call_subordinate``, pinned | ``child`` (the child workflow resumes, its calls reused) |
 | ``code_execution_tool`` | ``adapter:shell`` (shell receipts prove the outcome) |
+| a shipped memory tool (``JOURNAL_ATOMIC_TOOLS``) | ``journal_atomic`` (writes with result) |
 | anything else (MCP tools, a changed pinned tool, model calls) | ``hold`` |
 
 A source file is hashed once per process (the shipped tools at start-up, a profile's
@@ -23,10 +24,25 @@ from pathlib import Path
 from durability import replay
 from durability.adapters.shell import SHELL_POLICY
 from durability.recovery import CHILD_POLICY, HOLD_POLICY, SAFE_REPLAY_POLICY
+from durability.status import Policy
 from python.helpers.tool import Tool
 
 SUBORDINATE_TOOL = "call_subordinate"
 SHELL_TOOL = "code_execution_tool"
+#: Tools whose only effect is a write to the journal's own database, handed to the session
+#: (``Tool.journal_writes``) and committed with the result. Only the shipped file counts: a
+#: profile's tool of the same name may do anything, so it is held like any other.
+JOURNAL_ATOMIC_TOOLS = (
+    "memory_save",
+    "memory_load",
+    "memory_delete",
+    "memory_forget",
+    "behaviour_adjustment",
+)
+
+
+def _is_shipped(tool_name: str, source: Path | None) -> bool:
+    return source is not None and source == replay.tool_source_path(tool_name).resolve()
 
 
 def tool_source(tool: Tool) -> Path | None:
@@ -80,6 +96,8 @@ class ReplayPolicy:
             return SAFE_REPLAY_POLICY
         if tool.name == SHELL_TOOL:
             return SHELL_POLICY
+        if tool.name in JOURNAL_ATOMIC_TOOLS and _is_shipped(tool.name, source):
+            return Policy.JOURNAL_ATOMIC
         return HOLD_POLICY
 
     def shipped_is_safe(self, tool_name: str) -> bool:

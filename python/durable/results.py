@@ -91,3 +91,16 @@ async def commit(journal: Journal, agent: Agent, tool: Any, call: Call, response
     error = {"error": NOT_STORABLE, "type": type_name, "reason": reason, "message": message}
     await journal.aio.commit_result(call.id, error, failed=True)
     raise RepairableException(message)
+
+
+async def commit_atomic(
+    journal: Journal, agent: Agent, tool: Any, call: Call, response: Any
+) -> None:
+    """Commit a ``journal_atomic`` tool's result together with its writes
+    (``Tool.journal_writes``; python/durable/atomic.py). A result that cannot be stored closes
+    the call as failed without the writes: nothing happened."""
+    writes = list(getattr(tool, "journal_writes", None) or ())
+    try:
+        await journal.aio.commit_result_with(call.id, tool_result(response), writes)
+    except NotSerializable:
+        await commit(journal, agent, tool, call, response)  # raises, repairable

@@ -364,7 +364,11 @@ class CallSeams:
             if verdict.action is Action.HOLD:
                 await self._hold(verdict, call)
             return response
-        durable = await results.commit(journal, agent, tool, call, response)
+        if call.policy == Policy.JOURNAL_ATOMIC:  # its writes commit with its result
+            await results.commit_atomic(journal, agent, tool, call, response)
+            durable = True
+        else:
+            durable = await results.commit(journal, agent, tool, call, response)
         await self.fire_after_deferred("after_result", tool.name)
         if durable:
             await self._forget_receipt(call)

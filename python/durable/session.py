@@ -27,6 +27,7 @@ from durability.status import HoldReason, RunStatus
 from durability.verdicts import Evidence, judge
 from python.durable import admission
 from python.durable.admission import Submission
+from python.durable.atomic import Effect, atomic_call
 from python.durable.notices import stop_quietly, warn_held
 from python.durable.run import ClaimLost, DurableRun
 from python.durable.scope import RunScope, current_scope
@@ -367,6 +368,10 @@ class DurableSession:
     ) -> Response:
         with self._fenced():
             return await self.scope().tool_call(agent, tool, effect)
+
+    async def atomic_call(self, agent: Agent, name: str, args: Any, effect: Effect) -> Any:
+        with self._fenced():  # recall and memorize (python/durable/atomic.py)
+            return await atomic_call(self.scope(), agent, name, args, effect)
 
     async def iteration_end(self, agent: Agent, *, final: bool) -> None:
         scope = self.scope()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent import Agent, AgentContext, UserMessage
@@ -63,6 +63,10 @@ class ChatSession(Protocol):
     async def tool_call(
         self, agent: Agent, tool: Tool, effect: Callable[[], Awaitable[Response]]
     ) -> Response: ...
+
+    async def atomic_call(
+        self, agent: Agent, name: str, args: Any, effect: Callable[[], Awaitable[Any]]
+    ) -> Any: ...  # ``effect`` returns (result, writes): they commit in one transaction
 
     async def iteration_end(self, agent: Agent, *, final: bool) -> None: ...
 

@@ -58,6 +58,23 @@ DEFAULTS: dict[str, Any] = {
     "embed_model_kwargs": {},
     "embed_model_rl_requests": 0,
     "embed_model_rl_input": 0,
+    # memory (docs/memory.md): upstream's keys; the defaults are v1.7's (query preparation
+    # and post-filtering through the utility model are off there)
+    "agent_memory_subdir": "default",
+    "memory_recall_enabled": True,
+    "memory_recall_delayed": False,
+    "memory_recall_interval": 3,
+    "memory_recall_history_len": 10000,
+    "memory_recall_memories_max_search": 12,
+    "memory_recall_solutions_max_search": 8,
+    "memory_recall_memories_max_result": 5,
+    "memory_recall_solutions_max_result": 3,
+    "memory_recall_similarity_threshold": 0.7,
+    "memory_recall_query_prep": False,
+    "memory_recall_post_filter": False,
+    "memory_memorize_enabled": True,
+    "memory_memorize_consolidation": True,
+    "memory_memorize_replace_threshold": 0.9,
     "agent_profile": "agent0",
     "mcp_server_token": "",
     "code_exec_first_output_timeout": 30,
@@ -88,8 +105,11 @@ _POSITIVE = {
     "code_exec_ssh_port",
     "mcp_client_init_timeout",
     "mcp_client_tool_timeout",
+    "memory_recall_interval",
 }
 _SHARES = {"chat_model_ctx_history", "util_model_ctx_history"}
+#: Relevance thresholds: from 0 to 1, both included.
+_UNIT = {"memory_recall_similarity_threshold", "memory_memorize_replace_threshold"}
 
 
 class SettingsError(ValueError):
@@ -192,6 +212,8 @@ def _check_range(name: str, value: Any) -> None:
         raise SettingsError(f"{name} must be an ordinary number.", name)
     if name in _SHARES and not 0 < value <= 1:
         raise SettingsError(f"{name} must be a share above 0 and at most 1, e.g. 0.7.", name)
+    if name in _UNIT and not 0 <= value <= 1:
+        raise SettingsError(f"{name} must be a number from 0 to 1, e.g. 0.7.", name)
     if name in _POSITIVE and value <= 0:
         raise SettingsError(f"{name} must be more than 0.", name)
     if value < 0:

@@ -37,6 +37,10 @@ class Tool:
     #: LogItem.mark arguments for the tool's log item (call_id, restored), set by the
     #: durable session once the call is journaled; a tool that logs its own item uses them.
     log_marks: dict[str, str] | None = None
+    #: Writes to the journal's own database (transaction functions) that a tool of the
+    #: ``journal_atomic`` class (the memory tools) hands back instead of running them: the
+    #: durable session commits them in the same transaction as the tool's result.
+    journal_writes: tuple[Any, ...] | list[Any] = ()
 
     def __init__(
         self,
