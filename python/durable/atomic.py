@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from durability.status import CallKind, Policy
 from durability.verdicts import Action, judge
+from python.durable import results
 from python.durable.seams import RecordedToolError, fire
 from python.helpers.errors import InterventionException
 
@@ -45,7 +46,9 @@ async def atomic_call(
     if verdict.action is Action.HOLD:
         await seams._hold(verdict, call)
     if verdict.action is Action.REUSE:
-        return call.result
+        results.skip_nested(seams.state.seq, agent.number, call)
+        committed = call.result if isinstance(call.result, dict) else {}
+        return committed.get("result")
     if verdict.action is Action.FAIL:
         error = call.result if isinstance(call.result, dict) else {}
         raise RecordedToolError(str(error.get("message") or f"{name} failed"))
@@ -62,6 +65,8 @@ async def atomic_call(
         await seams._failed(call, exc)
         raise
     fire("after_effect", name)
-    await journal.aio.commit_result_with(call.id, value, list(writes))
+    end = seams.state.seq.get(agent.number, 0)
+    result = {"result": value, results.NEXT_SEQ: end}
+    await journal.aio.commit_result_with(call.id, result, list(writes))
     fire("after_result", name)
     return value

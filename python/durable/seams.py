@@ -338,6 +338,7 @@ class CallSeams:
         _mark_tool_item(self.state, tool, call, child)
         reused = await self._reuse(agent, tool, call)
         if reused is not None:
+            results.skip_nested(self.state.seq, agent.number, call)
             return reused
         tool.call_identity = (call.id, digest(call.args))  # receipts name the call by it
         await self.chats.ownership.gate(call)
@@ -365,7 +366,8 @@ class CallSeams:
                 await self._hold(verdict, call)
             return response
         if call.policy == Policy.JOURNAL_ATOMIC:  # its writes commit with its result
-            await results.commit_atomic(journal, agent, tool, call, response)
+            end = self.state.seq.get(agent.number, 0)
+            await results.commit_atomic(journal, agent, tool, call, response, end)
             durable = True
         else:
             durable = await results.commit(journal, agent, tool, call, response)

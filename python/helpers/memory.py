@@ -31,6 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: model is this name (no embedding model has it, so no search ever ranks the row).
 RULES_AREA = "behaviour"
 RULES_MODEL = "behaviour-rules"
+#: ``agent.data`` key of the rules the system prompt shows (checkpointed with the agent).
+RULES_DATA_KEY = "behaviour_rules"
 
 
 def setting(agent: Agent, name: str) -> Any:

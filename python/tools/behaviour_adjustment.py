@@ -1,7 +1,8 @@
 """behaviour_adjustment: merge new behaviour rules into the memory subdir's rules.
 
 The utility model writes the merged rules (a journaled model call); the new rules commit
-with the call's result (``journal_atomic``). They head every system prompt afterwards
+with the call's result (``journal_atomic``). They head the agent's system prompt from the
+next step on, and every monologue's after that
 (python/extensions/system_prompt/_20_behaviour_prompt.py)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from python.helpers.errors import RepairableException
+from python.helpers.memory import RULES_DATA_KEY
 from python.helpers.tool import Response
 from python.tools._memory import MEMORY_ERRORS, MemoryTool
 
@@ -31,4 +33,12 @@ class BehaviourAdjustment(MemoryTool):
         if not merged:
             raise RepairableException("The behaviour rules could not be merged (empty answer).")
         self.journal_writes = memory.rules_writes(merged)
-        return Response(self.agent.read_prompt("behaviour.updated.md"), False)
+        text = self.agent.read_prompt("behaviour.updated.md")
+        # the rules ride in the result, so a reused result shows them too (after_execution)
+        return Response(text, False, {RULES_DATA_KEY: self.agent.mask(merged)})
+
+    async def after_execution(self, response: Response, **kwargs: Any) -> None:
+        rules = (response.additional or {}).get(RULES_DATA_KEY)
+        if isinstance(rules, str):
+            self.agent.data[RULES_DATA_KEY] = rules
+        await super().after_execution(response, **kwargs)

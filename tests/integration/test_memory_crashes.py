@@ -101,3 +101,59 @@ def _quietly(send) -> None:
         send()
     except httpx.HTTPError:  # the server died mid-request
         pass
+
+
+FACTS = ["Project Heron stores its backups on the host vault-7", "Project Heron uses Postgres 15"]
+
+
+@pytest.mark.parametrize(
+    "point", ["after_intent", "after_effect", ATOMIC_POINT, "after_result", "before_intent"]
+)
+def test_memorize_killed_at_any_boundary_stores_each_fact_once(crashable, model_server, point):
+    """The end-of-monologue memorize call: killed before, inside or after its one transaction,
+    the run completes after the restart and every fact is stored exactly once; the utility
+    model's committed answer is reused, not asked for again."""
+    steps: dict[str, list[dict]] = {"m": []}  # agent 0 answers at once
+    utility = {"You pick facts worth remembering": json.dumps(FACTS)}
+    model_server.respond_with(responder(steps, utility))
+    env = memory_env(model_server, memory_recall_enabled=False)
+    crashable.start(**env, **crash_env(point, "memorize_fragments"))
+    _dies_during(crashable, "TASK[mem:m] tell me about Heron", "m")
+
+    crashable.start(**env)
+    run = next(r for r in crashable.runs() if r["input_id"] == "m")
+    done = crashable.wait_status(run["run_id"], "completed")
+    assert not crashable.runs(status="needs_attention")
+    names = [c["name"] for c in done["calls"]]
+    assert names.count("memorize_fragments") == 1 and names.count("memorize_solutions") == 1
+    memorize = next(c for c in done["calls"] if c["name"] == "memorize_fragments")
+    assert memorize["replay_policy"] == "journal_atomic" and memorize["committed"]
+    asked = [b for b in model_server.requests if "You pick facts worth" in request_text(b)]
+    assert len(asked) == 1  # the utility call is journaled and was reused
+    crashable.stop()
+    stored = sorted(m["text"] for m in memories(crashable.usr) if m["area"] == "fragments")
+    assert stored == sorted(FACTS)
+
+
+@pytest.mark.parametrize("point", ["after_intent", "after_effect", ATOMIC_POINT, "after_result"])
+def test_behaviour_adjustment_killed_at_any_boundary_merges_once(crashable, model_server, point):
+    """behaviour_adjustment asks the utility model itself (a journaled call inside the tool
+    call): run again after a crash it reuses that answer, and a reused result skips it."""
+    steps = {"r": [tool("behaviour_adjustment", {"adjustments": "Answer briefly."})]}
+    model_server.respond_with(responder(steps))
+    env = memory_env(model_server, memory_memorize_enabled=False, memory_recall_enabled=False)
+    crashable.start(**env, **crash_env(point, "behaviour_adjustment"))
+    _dies_during(crashable, "TASK[mem:r] be brief", "r")
+
+    crashable.start(**env)
+    run = next(r for r in crashable.runs() if r["input_id"] == "r")
+    crashable.wait_status(run["run_id"], "completed")
+    assert not crashable.runs(status="needs_attention")
+    merges = [b for b in model_server.requests if "You maintain the behaviour" in request_text(b)]
+    assert len(merges) == 1
+    final = agent_requests(model_server, "r")[-1]
+    assert "- Answer briefly." in final["messages"][0]["content"]
+    assert len(agent_requests(model_server, "r")) == 2
+    crashable.stop()
+    rules = [m for m in memories(crashable.usr) if m["area"] == "behaviour"]
+    assert [m["text"] for m in rules] == ["## Style\n- Answer briefly."]

@@ -35,7 +35,10 @@ def test_a_fact_saved_in_one_chat_is_recalled_in_a_new_chat_after_a_restart(
 ):
     (crashable.usr / "secrets.env").write_text(f"DEPLOY_TOKEN={SECRET}\n", encoding="utf-8")
     steps = {
-        "a1": [save(f"{FACT}. The deploy token is {SECRET}.", source="user")],
+        "a1": [
+            save(f"{FACT}. The deploy token is {SECRET}.", source="user"),
+            tool("behaviour_adjustment", {"adjustments": "Answer briefly from now on."}),
+        ],
         "b1": [tool("memory_load", {"query": "deploy host project Falcon", "threshold": 0.6})],
     }
     utility = {"You pick facts worth remembering": json.dumps([FRAGMENT])}
@@ -48,7 +51,7 @@ def test_a_fact_saved_in_one_chat_is_recalled_in_a_new_chat_after_a_restart(
     crashable.stop()
 
     stored = memories(crashable.usr)
-    assert sorted(m["area"] for m in stored) == ["fragments", "main"]
+    assert sorted(m["area"] for m in stored) == ["behaviour", "fragments", "main"]
     main = next(m for m in stored if m["area"] == "main")
     assert SECRET not in json.dumps(stored)  # masked before it was stored
     assert "§§secret(DEPLOY_TOKEN)" in main["text"]
@@ -69,6 +72,20 @@ def test_a_fact_saved_in_one_chat_is_recalled_in_a_new_chat_after_a_restart(
     loaded = after_load["messages"][-1]["content"]
     assert "build-42.example" in loaded and "source: user" in loaded and "id: " in loaded
     assert SECRET not in request_text(after_load) and SECRET not in request_text(first)
+    # the behaviour rules of chat A head chat B's system prompt
+    system = first["messages"][0]["content"]
+    assert system.startswith("# Behaviour rules") and "- Answer briefly." in system
     runs = crashable.runs()
     assert {r["status"] for r in runs} == {"completed"}
+    crashable.stop()
+
+    # another memory subdir is another memory: nothing of the default one is seen
+    crashable.start(**env, A0_SET_agent_memory_subdir="project-heron")
+    steps["c1"] = steps["b1"]
+    question = QUESTION.replace("b1", "c1")
+    assert crashable.server.api_message(question, input_id="c1").status_code == 200
+    first, after_load = agent_requests(model_server, "c1")
+    assert "build-42.example" not in request_text(first) + request_text(after_load)
+    assert "No memories found" in after_load["messages"][-1]["content"]
+    assert "No special behaviour rules" in first["messages"][0]["content"]
     crashable.stop()
