@@ -58,7 +58,7 @@ class Policy(StrEnum):
     CHILD = "child"  # a pinned child workflow: it resumes inside the run
     SHELL = "adapter:shell"  # shell receipts prove the outcome (durability/adapters/shell.py)
     #: the effect commits in the journal's own transaction with its result (DESIGN section
-    #: 5); no tool records it yet
+    #: 5): the memory tools and the loop's memory calls (python/durable/atomic.py)
     JOURNAL_ATOMIC = "journal_atomic"
 
 
