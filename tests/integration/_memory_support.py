@@ -49,17 +49,18 @@ def is_utility(body: dict[str, Any]) -> bool:
 
 
 def responder(
-    steps: dict[str, list[dict[str, Any]]], utility: dict[str, str] | None = None
+    steps: dict[str, list[dict[str, Any]]], utility: dict[str, Any] | None = None
 ) -> Callable[[dict[str, Any]], Any]:
     """Agent 0 answers ``steps[label][n]`` at its n-th reply of the task ``TASK[x:label]``
-    (then a final answer); utility prompts get ``utility`` (else ``UTILITY``)."""
+    (then a final answer); utility prompts get ``utility`` (else ``UTILITY``): a text, or a
+    function of the request body."""
     answers = {**UTILITY, **(utility or {})}
 
     def respond(body: dict[str, Any]) -> Any:
         system = system_text(body)
         for phrase, text in answers.items():
             if phrase in system:
-                return text
+                return text(body) if callable(text) else text
         task = TASK.search(first_user_text(body))
         if task is None:
             return answer("no task")
