@@ -49,9 +49,12 @@ def test_a_memory_call_killed_at_any_boundary_runs_exactly_once(
     steps: dict[str, list[dict]] = {"seed": [save(KEEP), save(GONE)]}
     model_server.respond_with(responder(steps))
     env = memory_env(model_server, memory_memorize_enabled=False, memory_recall_enabled=False)
-    # the two seed saves reach the point first (the journal's point names no call)
-    seeded = tool_name == "memory_save" or boundary == ATOMIC_POINT
-    point = f"{boundary}@3" if seeded else boundary
+    # the two seed saves reach a loop point first; the journal's point names no call, and
+    # each monologue's start reads the behaviour rules through it too (seed: 3 times)
+    if boundary == ATOMIC_POINT:
+        point = f"{boundary}@5"
+    else:
+        point = f"{boundary}@3" if tool_name == "memory_save" else boundary
     server = crashable.start(**env, **crash_env(point, tool_name))
     assert server.api_message("TASK[seed:seed] keep these", input_id="seed").status_code == 200
     gone_id = next(m["id"] for m in memories(crashable.usr) if m["text"] == GONE)
@@ -79,6 +82,12 @@ def test_a_memory_call_killed_at_any_boundary_runs_exactly_once(
     else:
         assert texts == sorted([KEEP, GONE])
         assert GONE in final
+
+
+def _after_rules(point: str) -> str:
+    """The journal's point names no call: the monologue's read of the behaviour rules
+    reaches it first, the call under test second."""
+    return f"{point}@2" if point == ATOMIC_POINT else point
 
 
 def _dies_during(crashable, message: str, input_id: str) -> None:
@@ -117,7 +126,7 @@ def test_memorize_killed_at_any_boundary_stores_each_fact_once(crashable, model_
     utility = {"You pick facts worth remembering": json.dumps(FACTS)}
     model_server.respond_with(responder(steps, utility))
     env = memory_env(model_server, memory_recall_enabled=False)
-    crashable.start(**env, **crash_env(point, "memorize_fragments"))
+    crashable.start(**env, **crash_env(_after_rules(point), "memorize_fragments"))
     _dies_during(crashable, "TASK[mem:m] tell me about Heron", "m")
 
     crashable.start(**env)
@@ -142,7 +151,7 @@ def test_behaviour_adjustment_killed_at_any_boundary_merges_once(crashable, mode
     steps = {"r": [tool("behaviour_adjustment", {"adjustments": "Answer briefly."})]}
     model_server.respond_with(responder(steps))
     env = memory_env(model_server, memory_memorize_enabled=False, memory_recall_enabled=False)
-    crashable.start(**env, **crash_env(point, "behaviour_adjustment"))
+    crashable.start(**env, **crash_env(_after_rules(point), "behaviour_adjustment"))
     _dies_during(crashable, "TASK[mem:r] be brief", "r")
 
     crashable.start(**env)
