@@ -40,6 +40,8 @@ UTILITY = {
     "search keywords or phrases": "[]",
     "You keep an AI agent's memory tidy": '{"action": "skip"}',
     "You maintain the behaviour rules": "## Style\n- Answer briefly.",
+    "You write search queries": "-",
+    "You decide which recalled memories help": "[]",
 }
 
 

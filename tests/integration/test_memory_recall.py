@@ -89,3 +89,42 @@ def test_a_fact_saved_in_one_chat_is_recalled_in_a_new_chat_after_a_restart(
     assert "No memories found" in after_load["messages"][-1]["content"]
     assert "No special behaviour rules" in first["messages"][0]["content"]
     crashable.stop()
+
+
+OTHER = "The deploy host for project Falcon used to be build-7.example"
+
+
+def test_recall_with_query_preparation_post_filter_and_delay(crashable, model_server):
+    """The utility model writes the query and picks what is shown (both journaled model
+    calls); with ``memory_recall_delayed`` the results reach the prompt one step later."""
+    steps = {
+        "a2": [save(FACT), save(OTHER)],
+        "b2": [tool("memory_load", {"query": "nothing in particular", "threshold": 0.99})],
+    }
+    utility = {
+        "You write search queries": "deploy host for project Falcon",
+        "You decide which recalled memories help": "[1]",
+    }
+    model_server.respond_with(responder(steps, utility))
+    settings = {
+        "memory_recall_query_prep": True,
+        "memory_recall_post_filter": True,
+        "memory_recall_delayed": True,
+        "memory_memorize_enabled": False,
+    }
+    crashable.start(**memory_env(model_server, **settings))
+    assert crashable.server.api_message("TASK[save:a2] keep", input_id="a2").status_code == 200
+    question = QUESTION.replace("b1", "b2")
+    assert crashable.server.api_message(question, input_id="b2").status_code == 200
+    first, second = agent_requests(model_server, "b2")
+    assert "appears from the next step" in first["messages"][-1]["content"]
+    assert "build-" not in first["messages"][-1]["content"]
+    shown = second["messages"][-1]["content"]
+    assert "Memories recalled" in shown
+    assert (FACT in shown) != (OTHER in shown)  # the filter kept one of the two
+    filtered = [b for b in model_server.requests if "You decide which" in request_text(b)]
+    assert len(filtered) == 1 and FACT in request_text(filtered[0])
+    run = next(r for r in crashable.runs() if r["input_id"] == "b2")
+    names = [c["name"] for c in crashable.run(run["run_id"])["calls"]]
+    assert names[1:4] == ["memory_recall", "model", "model"], names  # query, filter: journaled
+    crashable.stop()
