@@ -311,10 +311,9 @@ class DurableSession:
     def stop(self) -> bool:
         """Cancel the chat's task (Stop, reset, remove); the run ends as stopped unless the
         server is shutting down. True when something was running."""
-        if self._task is None or self._task.done():
-            return False
-        self._task.cancel()
-        return True
+        if running := self._task is not None and not self._task.done():
+            self._task.cancel()
+        return running
 
     def reset(self) -> None:
         """Stop, start the chat over, and journal it so start-up rebuilds it empty."""
@@ -347,7 +346,7 @@ class DurableSession:
             return
         self.chats.in_background(asyncio.to_thread(write))
 
-    # the seams: carried out by the run scope of the calling task (python/durable/seams.py)
+    # the seams, carried out by the calling task's run scope (seams.py, atomic.py)
     async def model_call(
         self,
         agent: Agent,
