@@ -59,7 +59,7 @@ class Policy(StrEnum):
     SHELL = "adapter:shell"  # shell receipts prove the outcome (durability/adapters/shell.py)
     PTY = "adapter:pty"  # typed input: delivery receipts prove it (durability/adapters/pty.py)
     #: the effect commits in the journal's own transaction with its result (DESIGN section
-    #: 5); no tool records it yet
+    #: 5): the memory tools and the loop's memory calls (python/durable/atomic.py)
     JOURNAL_ATOMIC = "journal_atomic"
 
 

@@ -152,7 +152,12 @@ def _agent_state(agent: Agent) -> dict[str, Any]:
         "number": agent.number,
         "profile": agent.config.profile,
         "history": {"counter": history.counter, "max_tokens": history.max_tokens},
-        "loop": {"iteration": loop.iteration, "last_response": loop.last_response},
+        "loop": {
+            "iteration": loop.iteration,
+            "last_response": loop.last_response,
+            # recalled memories stay in the prompt after a resume (python/extensions/...)
+            "extras_persistent": _json_data(loop.extras_persistent),
+        },
         "data": _json_data(agent.data),
     }
 
@@ -286,6 +291,9 @@ def restore_chain(
             iteration=int(loop.get("iteration", -1)),
             last_response=str(loop.get("last_response") or ""),
         )
+        extras = loop.get("extras_persistent")
+        if isinstance(extras, dict):
+            agent.loop_data.extras_persistent.update(extras)
         agent.data.update(spec.get("data") or {})
         if parent is not None:
             agent.data["_superior"] = parent

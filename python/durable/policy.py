@@ -8,6 +8,7 @@
 | ``browser_act`` (click, type, submit, upload, download) | ``hold`` (with evidence) |
 | ``code_execution_tool`` | ``adapter:shell`` (shell receipts prove the outcome) |
 | ``input`` (the shipped one) | ``adapter:pty`` (the terminal's delivery receipt) |
+| a shipped memory tool (``JOURNAL_ATOMIC_TOOLS``) | ``journal_atomic`` (writes with result) |
 | anything else (MCP tools, a changed pinned tool, model calls) | ``hold`` |
 
 A source file is hashed once per process (the shipped tools at start-up, a profile's
@@ -34,6 +35,20 @@ SUBORDINATE_TOOL = "call_subordinate"
 CHILD_TOOLS = (SUBORDINATE_TOOL, "browser_agent")
 SHELL_TOOL = "code_execution_tool"
 INPUT_TOOL = "input"
+#: Tools whose only effect is a write to the journal's own database, handed to the session
+#: (``Tool.journal_writes``) and committed with the result. Only the shipped file counts: a
+#: profile's tool of the same name may do anything, so it is held like any other.
+JOURNAL_ATOMIC_TOOLS = (
+    "memory_save",
+    "memory_load",
+    "memory_delete",
+    "memory_forget",
+    "behaviour_adjustment",
+)
+
+
+def _is_shipped(tool_name: str, source: Path | None) -> bool:
+    return source is not None and source == replay.tool_source_path(tool_name).resolve()
 
 
 def tool_source(tool: Tool) -> Path | None:
@@ -87,8 +102,10 @@ class ReplayPolicy:
             return SAFE_REPLAY_POLICY
         if tool.name == SHELL_TOOL:
             return SHELL_POLICY
-        if tool.name == INPUT_TOOL and source == replay.tool_source_path(INPUT_TOOL).resolve():
+        if tool.name == INPUT_TOOL and _is_shipped(INPUT_TOOL, source):
             return Policy.PTY  # the shipped tool only: it hands its text over with a receipt
+        if tool.name in JOURNAL_ATOMIC_TOOLS and _is_shipped(tool.name, source):
+            return Policy.JOURNAL_ATOMIC
         return HOLD_POLICY
 
     def shipped_is_safe(self, tool_name: str) -> bool:

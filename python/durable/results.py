@@ -23,6 +23,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from durability.records import Call
 
 NOT_STORABLE = "result_not_storable"
+#: In a ``journal_atomic`` call's result: the agent's next position after the calls the
+#: effect made itself (its model calls), so a reused result skips them too.
+NEXT_SEQ = "next_seq"
 _MAX_WALK = 10_000  # values looked at when naming the offending type
 
 
@@ -91,3 +94,27 @@ async def commit(journal: Journal, agent: Agent, tool: Any, call: Call, response
     error = {"error": NOT_STORABLE, "type": type_name, "reason": reason, "message": message}
     await journal.aio.commit_result(call.id, error, failed=True)
     raise RepairableException(message)
+
+
+async def commit_atomic(
+    journal: Journal, agent: Agent, tool: Any, call: Call, response: Any, next_seq: int
+) -> None:
+    """Commit a ``journal_atomic`` tool's result together with its writes
+    (``Tool.journal_writes``; python/durable/atomic.py), and ``next_seq``: the agent's next
+    position after the calls the tool made itself (a model call), which a reuse skips. A
+    result that cannot be stored closes the call as failed without the writes."""
+    writes = list(getattr(tool, "journal_writes", None) or ())
+    try:
+        result = {**tool_result(response), NEXT_SEQ: next_seq}
+        await journal.aio.commit_result_with(call.id, result, writes)
+    except NotSerializable:
+        await commit(journal, agent, tool, call, response)  # raises, repairable
+
+
+def skip_nested(seq: dict[int, int], agent_no: int, call: Call) -> None:
+    """A reused ``journal_atomic`` result: move the agent's next position past the calls its
+    effect made (else the next call would meet one of them at its position)."""
+    result = call.result if isinstance(call.result, dict) else {}
+    end = result.get(NEXT_SEQ)
+    if isinstance(end, int) and not isinstance(end, bool):
+        seq[agent_no] = max(seq.get(agent_no, 0), end)

@@ -378,6 +378,7 @@ class CallSeams:
         _mark_tool_item(self.state, tool, call, child)
         reused = await self._reuse(agent, tool, call)
         if reused is not None:
+            results.skip_nested(self.state.seq, agent.number, call)
             return reused
         if judge(call, self.evidence(call)).action is Action.WATCH:  # it outlived a restart
             limit = Timeouts.from_settings(agent.config.settings).total
@@ -413,7 +414,12 @@ class CallSeams:
             if verdict.action is Action.HOLD:
                 await self._hold(verdict, call)
             return response
-        durable = await results.commit(journal, agent, tool, call, response)
+        if call.policy == Policy.JOURNAL_ATOMIC:  # its writes commit with its result
+            end = self.state.seq.get(agent.number, 0)
+            await results.commit_atomic(journal, agent, tool, call, response, end)
+            durable = True
+        else:
+            durable = await results.commit(journal, agent, tool, call, response)
         await self.fire_after_deferred("after_result", tool.name)
         if tool.shares_state:  # its state moves with the run (python/durable/takeover.py)
             await self.chats.ownership.after_iteration(self.context, self.state.run_id)

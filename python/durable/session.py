@@ -27,6 +27,7 @@ from durability.status import HoldReason, RunStatus
 from durability.verdicts import Evidence, judge
 from python.durable import admission
 from python.durable.admission import Submission
+from python.durable.atomic import Effect, atomic_call
 from python.durable.notices import stop_quietly, warn_held
 from python.durable.run import ClaimLost, DurableRun
 from python.durable.scope import RunScope, current_scope
@@ -310,10 +311,9 @@ class DurableSession:
     def stop(self) -> bool:
         """Cancel the chat's task (Stop, reset, remove); the run ends as stopped unless the
         server is shutting down. True when something was running."""
-        if self._task is None or self._task.done():
-            return False
-        self._task.cancel()
-        return True
+        if running := self._task is not None and not self._task.done():
+            self._task.cancel()
+        return running
 
     def reset(self) -> None:
         """Stop, start the chat over, and journal it so start-up rebuilds it empty."""
@@ -346,7 +346,7 @@ class DurableSession:
             return
         self.chats.in_background(asyncio.to_thread(write))
 
-    # the seams: carried out by the run scope of the calling task (python/durable/seams.py)
+    # the seams, carried out by the calling task's run scope (seams.py, atomic.py)
     async def model_call(
         self,
         agent: Agent,
@@ -373,6 +373,10 @@ class DurableSession:
     ) -> Response:
         with self._fenced():
             return await self.scope().tool_call(agent, tool, effect)
+
+    async def atomic_call(self, agent: Agent, name: str, args: Any, effect: Effect) -> Any:
+        with self._fenced():  # recall and memorize (python/durable/atomic.py)
+            return await atomic_call(self.scope(), agent, name, args, effect)
 
     async def iteration_end(self, agent: Agent, *, final: bool) -> None:
         scope = self.scope()

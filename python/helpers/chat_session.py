@@ -68,6 +68,10 @@ class ChatSession(Protocol):
         self, agent: Agent, tool: Tool, effect: Callable[[], Awaitable[Response]]
     ) -> Response: ...
 
+    async def atomic_call(
+        self, agent: Agent, name: str, args: Any, effect: Callable[[], Awaitable[Any]]
+    ) -> Any: ...  # ``effect`` returns (result, writes): they commit in one transaction
+
     async def iteration_end(self, agent: Agent, *, final: bool) -> None: ...
 
 

@@ -69,6 +69,23 @@ DEFAULTS: dict[str, Any] = {
     "embed_model_rl_input": 0,
     # knowledge: usr/knowledge/<agent_knowledge_subdir>/ and usr/knowledge/default/
     "agent_knowledge_subdir": "custom",
+    # memory (docs/memory.md): upstream's keys; the defaults are v1.7's (query preparation
+    # and post-filtering through the utility model are off there)
+    "agent_memory_subdir": "default",
+    "memory_recall_enabled": True,
+    "memory_recall_delayed": False,
+    "memory_recall_interval": 3,
+    "memory_recall_history_len": 10000,
+    "memory_recall_memories_max_search": 12,
+    "memory_recall_solutions_max_search": 8,
+    "memory_recall_memories_max_result": 5,
+    "memory_recall_solutions_max_result": 3,
+    "memory_recall_similarity_threshold": 0.7,
+    "memory_recall_query_prep": False,
+    "memory_recall_post_filter": False,
+    "memory_memorize_enabled": True,
+    "memory_memorize_consolidation": True,
+    "memory_memorize_replace_threshold": 0.9,
     "agent_profile": "agent0",
     "mcp_server_token": "",
     "code_exec_first_output_timeout": 30,
@@ -125,6 +142,7 @@ _POSITIVE = {
     "browser_action_timeout",
     "browser_task_timeout",
     "browser_max_steps",
+    "memory_recall_interval",
 }
 _SHARES = {"chat_model_ctx_history", "util_model_ctx_input"}
 #: Settings renamed since they were first stored: the old name (settings.json, A0_SET_*,
@@ -138,6 +156,10 @@ def _renamed(values: Mapping[str, Any]) -> dict[str, Any]:
     out = {RENAMED.get(k, k): v for k, v in values.items() if k in RENAMED}
     out.update({k: v for k, v in values.items() if k not in RENAMED})
     return out
+
+
+#: Relevance thresholds: from 0 to 1, both included.
+_UNIT = {"memory_recall_similarity_threshold", "memory_memorize_replace_threshold"}
 
 
 class SettingsError(ValueError):
@@ -240,6 +262,8 @@ def _check_range(name: str, value: Any) -> None:
         raise SettingsError(f"{name} must be an ordinary number.", name)
     if name in _SHARES and not 0 < value <= 1:
         raise SettingsError(f"{name} must be a share above 0 and at most 1, e.g. 0.7.", name)
+    if name in _UNIT and not 0 <= value <= 1:
+        raise SettingsError(f"{name} must be a number from 0 to 1, e.g. 0.7.", name)
     if name in _POSITIVE and value <= 0:
         raise SettingsError(f"{name} must be more than 0.", name)
     if value < 0:

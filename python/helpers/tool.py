@@ -41,6 +41,10 @@ class Tool:
     #: profile): with shared workers it is stored after each of its calls, not only at the
     #: end of the agent's iteration.
     shares_state: bool = False
+    #: Writes to the journal's own database (transaction functions) that a tool of the
+    #: ``journal_atomic`` class (the memory tools) hands back instead of running them: the
+    #: durable session commits them in the same transaction as the tool's result.
+    journal_writes: tuple[Any, ...] | list[Any] = ()
 
     def __init__(
         self,
