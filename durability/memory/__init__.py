@@ -13,10 +13,12 @@ from durability.memory._knowledge import Chunk, Knowledge
 from durability.memory._models import EmbeddingModels
 from durability.memory._records import Memory
 from durability.memory._vectors import decode, encode, relevance
+from durability.store._tables.memories import RULES_MODEL
 
 __all__ = [
     "AREAS",
     "DEFAULT_AREA",
+    "RULES_MODEL",
     "Chunk",
     "EmbeddingModels",
     "Knowledge",

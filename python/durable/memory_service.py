@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from durability.memory import EmbeddingModels, Knowledge, Memories, StoredEmbeddingCache
 from python.durable._knowledge_import import KnowledgeImport
 from python.durable._reembed import Reembed
+from python.helpers import embeddings
 from python.helpers.embeddings import EmbeddingModel, embedding_config
 from python.helpers.models import ModelConfig
 
@@ -59,6 +60,8 @@ class MemoryService:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._model_id = ""
         self._closed = False
+        # the memory tools embed with the model search uses now (the old one mid re-embed)
+        embeddings.search_config_override = lambda: self.reembed.search_config
 
     # settings and models -------------------------------------------------------------------
     @property
@@ -157,6 +160,7 @@ class MemoryService:
 
     async def close(self) -> None:
         self._closed = True
+        embeddings.search_config_override = None
         self.reembed.stop()
         for task in list(self._tasks):
             task.cancel()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import httpx
@@ -50,6 +50,20 @@ class EmbeddingCache(Protocol):
     async def get_many(self, model: str, digests: Sequence[str]) -> dict[str, Vector]: ...
 
     async def put_many(self, model: str, vectors: Mapping[str, Vector]) -> None: ...
+
+
+#: The model configuration searches and new memories must use instead of the settings'
+#: while a re-embed runs (the old model), else None. Set by the process's memory service
+#: (python/durable/memory_service.py); None when no service runs (a script, a test).
+search_config_override: Callable[[], ModelConfig | None] | None = None
+
+
+def search_config(settings: Mapping[str, Any]) -> ModelConfig:
+    """The embedding model a query or a new memory is embedded with now: the old model
+    while a re-embed moves memories to the settings' one, else the settings' model."""
+    hook = search_config_override
+    found = hook() if hook is not None else None
+    return found if found is not None else embedding_config(settings)
 
 
 def embedding_config(settings: Mapping[str, Any]) -> ModelConfig:

@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from durability.memory import Memories, Memory, MemoryWrite, StoredEmbeddingCache
-from python.helpers.embeddings import EmbeddingModel, embedding_config
+from durability.memory import RULES_MODEL, Memories, Memory, MemoryWrite, StoredEmbeddingCache
+from python.helpers.embeddings import EmbeddingModel, search_config
 from python.helpers.models import ModelError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,9 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
 
 #: Where behaviour_adjustment keeps a subdir's rules: one row of the memories table whose
-#: model is this name (no embedding model has it, so no search ever ranks the row).
+#: model is ``RULES_MODEL`` (no embedding model has it, so no search ever ranks the row).
 RULES_AREA = "behaviour"
-RULES_MODEL = "behaviour-rules"
 #: ``agent.data`` key of the rules the system prompt shows (checkpointed with the agent).
 RULES_DATA_KEY = "behaviour_rules"
 
@@ -75,7 +74,7 @@ class AgentMemory:
         from python.helpers.settings import get_api_key
 
         journal = agent.context.session.journal
-        config = embedding_config({**_embed_defaults(), **(agent.config.settings or {})})
+        config = search_config({**_embed_defaults(), **(agent.config.settings or {})})
         cache = StoredEmbeddingCache(journal)
         embedder = EmbeddingModel(config, get_api_key(config.provider), cache=cache)
         subdir = str(setting(agent, "agent_memory_subdir") or "default").strip() or "default"

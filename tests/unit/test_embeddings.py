@@ -124,3 +124,17 @@ def test_settings_defaults_are_upstreams():
     # every provider id the chat model accepts, with its aliases
     model = EmbeddingModel(ModelConfig(provider="LM-Studio", name="m"), None)
     assert model.provider_id == "lmstudio" and model.model_id == "lmstudio/m"
+
+
+def test_search_config_follows_the_memory_services_override(monkeypatch):
+    """While a re-embed runs, the memory tools embed with the model search still uses
+    (the memory service's override); otherwise with the settings' model."""
+    from python.helpers import embeddings
+
+    settings = {"embed_model_provider": "openai", "embed_model_name": "new-model"}
+    assert embeddings.search_config(settings).name == "new-model"
+    old = embeddings.embedding_config({**settings, "embed_model_name": "old-model"})
+    monkeypatch.setattr(embeddings, "search_config_override", lambda: old)
+    assert embeddings.search_config(settings).name == "old-model"
+    monkeypatch.setattr(embeddings, "search_config_override", lambda: None)
+    assert embeddings.search_config(settings).name == "new-model"

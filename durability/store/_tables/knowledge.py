@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from durability.store._sql import Table
+from durability.store._tables.memories import RULES_MODEL
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,11 @@ class MemoryModelTable(Table):
         return None if found is None else str(found)
 
     def stored_models(self) -> dict[str, int]:
-        """How many memories each embedding model made, over every subdir."""
-        rows = self.sql.run("SELECT model, COUNT(*) FROM memories GROUP BY model").fetchall()
+        """How many memories each embedding model made, over every subdir (behaviour rules
+        rows are no memories: left out)."""
+        rows = self.sql.run(
+            "SELECT model, COUNT(*) FROM memories WHERE model <> ? GROUP BY model", (RULES_MODEL,)
+        ).fetchall()
         return {str(m): int(n) for m, n in rows}
 
     def texts(self, model: str, after: str, limit: int) -> list[tuple[str, str, str]]:

@@ -14,6 +14,11 @@ from durability.store._shapes import Shape
 from durability.store._sql import Table
 from durability.store.rows import MemoryRow
 
+#: The "model" of rows that hold a subdir's behaviour rules (behaviour_adjustment), not
+#: memories: no embedding model has this name, so no search ranks them, and listings,
+#: counts and re-embedding leave them out.
+RULES_MODEL = "behaviour-rules"
+
 MEMORIES = Shape(
     MemoryRow,
     json=("metadata",),
@@ -76,15 +81,16 @@ class MemoryTable(Table):
         clause, args = area_clause(areas)
         return self.sql.all(
             MEMORIES,
-            f"SELECT {MEMORIES.select} FROM memories WHERE subdir = ?{clause}"
+            f"SELECT {MEMORIES.select} FROM memories WHERE subdir = ? AND model <> ?{clause}"
             " ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
-            (subdir, *args, limit, offset),
+            (subdir, RULES_MODEL, *args, limit, offset),
         )
 
     def count(self, subdir: str) -> dict[str, int]:
         """How many memories each area of ``subdir`` holds."""
         rows = self.sql.run(
-            "SELECT area, COUNT(*) FROM memories WHERE subdir = ? GROUP BY area", (subdir,)
+            "SELECT area, COUNT(*) FROM memories WHERE subdir = ? AND model <> ? GROUP BY area",
+            (subdir, RULES_MODEL),
         ).fetchall()
         return {str(area): int(n) for area, n in rows}
 

@@ -95,3 +95,15 @@ def test_models_are_remembered_and_memories_move_to_a_new_one(memories):
     found = memories.search("default", vec("alpha", 48), model=NEW, threshold=0.99)
     assert [m.id for m, _ in found] == [a]
     assert memories.get("default", a).model == NEW
+
+
+def test_behaviour_rules_rows_are_no_memories_to_list_count_or_re_embed(memories):
+    """behaviour_adjustment keeps a subdir's rules in a row of model RULES_MODEL: the
+    dashboard's listing and counts and the re-embedding's model census leave it out."""
+    from durability.memory import RULES_MODEL
+
+    memories.save("default", "main", "a fact", {}, vec("a fact"), model=OLD)
+    memories.save("default", "behaviour", "- be brief", {}, vec("rules"), model=RULES_MODEL)
+    assert texts(memories) == ["a fact"]
+    assert memories.counts("default") == {"main": 1}
+    assert EmbeddingModels(memories).stored_models() == {OLD: 1}
