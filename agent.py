@@ -34,7 +34,8 @@ from python.helpers.chat_session import SessionFactory, StreamCallback
 from python.helpers.errors import HandledException, InterventionException, RepairableException
 from python.helpers.extensions import call_extensions, call_extensions_sync
 from python.helpers.history import History, Message
-from python.helpers.models import ChatModel, ModelResult
+from python.helpers import model_preflight
+from python.helpers.models import ChatModel, ModelNotConfigured, ModelResult
 from python.helpers.reply_stream import ReplyStream
 from python.helpers.tool import Response, Tool, find_tool_class, tool_names
 from python.helpers.tool_request import parse_tool_request
@@ -238,8 +239,17 @@ class Agent:
         async def effect() -> ModelResult:
             return await model.call(sent, on_reasoning=on_reasoning, on_response=on_response)
 
+        async def preflight() -> None:  # what is knowable before anything is sent
+            await model_preflight.check(model, kind)
+
         result = await self.context.session.model_call(
-            self, sent, kind, effect, on_reasoning=on_reasoning, on_response=on_response
+            self,
+            sent,
+            kind,
+            effect,
+            on_reasoning=on_reasoning,
+            on_response=on_response,
+            preflight=preflight,
         )
         # ... and a value in its reply is masked before the loop, the log or history see it
         return ModelResult(self.mask(result.response), self.mask(result.reasoning))
@@ -409,6 +419,8 @@ class Agent:
         status = getattr(error, "status", None)
         text = self.mask(f"{type(error).__name__}: {error}")
         kvps = {"code": code, **({"status": status} if status is not None else {})}
+        if isinstance(error, ModelNotConfigured):  # the chat offers a way to the setting
+            kvps.update(reason=error.reason, setting=error.setting, model=error.kind)
         self.context.log.log(
             type="error", heading="Error", content=text, kvps=kvps, agentno=self.number
         )

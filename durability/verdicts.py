@@ -15,6 +15,7 @@ order they apply:
 | the intent at this position has another fingerprint | ``hold`` replay_divergence |
 | no open call (the run as a whole) | ``resume`` |
 | a committed failure of a tool, a repairable or a utility model failure | ``fail`` (again) |
+| a committed model failure proven never sent (``sent: false``) | ``fail`` (again) |
 | a committed model failure, a retry grant not asked yet | ``ask_grant`` |
 | ... a retry grant was used | ``retry`` (same position, attempt + 1) |
 | ... no retry grant | ``hold`` model_failed |
@@ -194,6 +195,8 @@ def _is_child(call: Call) -> bool:
 def _failed(call: Call, ev: Evidence) -> Verdict:
     result = call.result if isinstance(call.result, dict) else {}
     if call.kind != CallKind.MODEL or result.get("error") == "repairable" or ev.utility:
+        return Verdict(Action.FAIL)
+    if result.get("sent") is False:  # proven never sent (no connection): the turn failed on it
         return Verdict(Action.FAIL)
     if ev.grant is None:
         return Verdict(Action.ASK_GRANT)

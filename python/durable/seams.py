@@ -34,7 +34,7 @@ from python.durable.run import DurableHold, DurableRun
 from python.helpers import files
 from python.helpers.errors import InterventionException, RepairableException
 from python.helpers.log import LogItem
-from python.helpers.models import ModelError, ModelResult
+from python.helpers.models import ModelError, ModelNotConfigured, ModelResult
 from python.helpers.tool import Response, Tool
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from python.helpers.chat_session import StreamCallback
 
 MODEL_CALL_NAME = "model"
+NOT_CONFIGURED = ModelNotConfigured.code
 PERMITTED = (Permit.REPLAY, Permit.RUN)  # recovery permits that let an open call run again
 
 
@@ -78,6 +79,9 @@ async def _replay_reply(
 def _recorded_failure(call: Call) -> Exception:
     """A committed model failure, raised again as the first time."""
     result = call.result if isinstance(call.result, dict) else {}
+    if result.get("error") == NOT_CONFIGURED:  # never sent: the turn failed on it, so again
+        message = str(result.get("message") or "the model is not configured")
+        return ModelNotConfigured(message, reason=str(result.get("reason") or ""))
     if result.get("error") == "repairable":  # the loop went on after it: so again
         return RepairableException(str(result.get("message") or "model call failed"))
     # a utility call: the loop copes (compression truncates)
@@ -248,11 +252,16 @@ class CallSeams:
         *,
         on_reasoning: StreamCallback | None = None,
         on_response: StreamCallback | None = None,
+        preflight: Callable[[], Awaitable[None]] | None = None,
     ) -> ModelResult:
-        """Journal one model call; reuse a committed reply instead of calling the model."""
+        """Journal one model call; reuse a committed reply instead of calling the model.
+        ``preflight`` runs before a fresh position's intent is recorded: a model that cannot
+        be called as configured (``ModelNotConfigured``) fails the turn, nothing is held."""
         run = self.state
         journal = self.journal
         args = self._model_args(agent, messages, kind)
+        if preflight is not None and run.fresh_position(agent.number):
+            await preflight()
         while True:
             call, seq = await self._intent(
                 agent, CallKind.MODEL, MODEL_CALL_NAME, args, Policy.HOLD
@@ -277,6 +286,11 @@ class CallSeams:
             start = len(self.context.log.items)
             try:
                 reply = await effect()
+            except ModelNotConfigured as exc:  # the connection was never made: nothing left
+                message = str(exc)[:2000]
+                error = {"error": NOT_CONFIGURED, "reason": exc.reason, "sent": False}
+                await journal.aio.commit_result(call.id, {**error, "message": message}, failed=True)
+                raise
             except ModelError as exc:
                 error = {"error": "model_error", "status": exc.status, "message": str(exc)[:2000]}
                 await journal.aio.commit_result(call.id, error, failed=True)

@@ -356,10 +356,17 @@ class DurableSession:
         *,
         on_reasoning: StreamCallback | None = None,
         on_response: StreamCallback | None = None,
+        preflight: Callable[[], Awaitable[None]] | None = None,
     ) -> ModelResult:
         with self._fenced():
             return await self.scope().model_call(
-                agent, messages, kind, effect, on_reasoning=on_reasoning, on_response=on_response
+                agent,
+                messages,
+                kind,
+                effect,
+                on_reasoning=on_reasoning,
+                on_response=on_response,
+                preflight=preflight,
             )
 
     async def tool_call(
