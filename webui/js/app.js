@@ -140,6 +140,7 @@ async function poll() {
     $("chat-progress").textContent = state.running && snapshot.log_progress_active ? snapshot.log_progress : "";
     state.paused = Boolean(snapshot.paused);
     showHeld(snapshot);
+    showModelProblem(snapshot.model_problem);
     applyControls();
     showConnection(null);
   } catch (error) {
@@ -147,6 +148,14 @@ async function poll() {
   } finally {
     schedulePoll(delay ?? (state.running ? 100 : 250));
   }
+}
+
+// The page says at the top when no model can answer (no key, unknown provider, a malformed
+// base URL), before anything is sent; the poll reads it from the settings.
+function showModelProblem(problem) {
+  const banner = $("model-banner");
+  banner.hidden = !problem;
+  $("model-problem").textContent = problem ? problem.message : "";
 }
 
 function schedulePoll(delay) {
@@ -229,6 +238,8 @@ function init() {
   $("nudge-chat").addEventListener("click", () => act(() => callApi("nudge", { ctxid: state.context })));
   $("stop-chat").addEventListener("click", () => act(() => callApi("chat_stop", { context: state.context })));
   $("settings-open").addEventListener("click", openSettings);
+  $("model-settings").addEventListener("click", openSettings);
+  document.addEventListener("open-settings", openSettings);
   $("attach-input").addEventListener("change", () => {
     const count = $("attach-input").files.length;
     $("attach-count").textContent = count ? `${count} file${count > 1 ? "s" : ""}` : "";
