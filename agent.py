@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from python.helpers import mcp_client
+from python.helpers import mcp_client, model_preflight
 from python.helpers import secrets as secret_store
 from python.helpers.agent_config import AgentConfig
 from python.helpers.chat_context import (
@@ -34,7 +34,6 @@ from python.helpers.chat_session import SessionFactory, StreamCallback
 from python.helpers.errors import HandledException, InterventionException, RepairableException
 from python.helpers.extensions import call_extensions, call_extensions_sync
 from python.helpers.history import History, Message
-from python.helpers import model_preflight
 from python.helpers.models import ChatModel, ModelNotConfigured, ModelResult
 from python.helpers.reply_stream import ReplyStream
 from python.helpers.tool import Response, Tool, find_tool_class, tool_names

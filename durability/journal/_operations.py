@@ -14,6 +14,7 @@ from durability.journal._calls import CallOps
 from durability.journal._chats import ChatOps
 from durability.journal._checkpoints import CheckpointOps
 from durability.journal._documents import DocumentOps, RecordOps
+from durability.journal._grants import GrantOps
 from durability.journal._run_ops import DecisionOps, RunOps
 from durability.journal._tasks import TaskOps
 
@@ -25,6 +26,7 @@ class Operations(
     CheckpointOps,
     RunOps,
     DecisionOps,
+    GrantOps,
     DocumentOps,
     TaskOps,
     ChatOps,

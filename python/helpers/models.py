@@ -5,7 +5,9 @@ a chunk arrived a failure is final. A connection that could not be made (refused
 host: not one byte of the request left) is tried again with backoff (``CONNECT_RETRIES``);
 when it never succeeds the call raises ``ModelNotConfigured`` with ``sent=False``.
 ``preflight`` (python/helpers/model_preflight.py) finds what is knowable before anything is
-sent: the seam asks it before it records a model call's intent. Reasoning comes from ``delta.reasoning_content`` /
+sent: the seam asks it before it records a model call's intent.
+
+Reasoning comes from ``delta.reasoning_content`` /
 ``delta.reasoning`` and from ``<think>...</think>`` in the content (split out, also across
 chunk boundaries). Nothing touches the network at import or construction.
 """
