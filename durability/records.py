@@ -29,6 +29,8 @@ CALL_KINDS = tuple(k.value for k in CallKind)
 CALL_STATES = tuple(s.value for s in CallState)
 DECISIONS = tuple(d.value for d in DecisionKind)
 
+#: What a standing retry grant covers (durability/journal/_grants.py).
+STANDING_SCOPES = ("chat", "profile", "task")
 #: The most retries one grant may allow (the journal, the API and the CLI refuse more).
 MAX_RETRY_ATTEMPTS = 100
 #: The largest integer both backends store (versions, revisions, attempts, sizes).

@@ -29,6 +29,7 @@ order they apply:
 | open child workflow (pinned) | ``child`` |
 | open, the loop asks: recovery permitted it | ``replay`` / ``run`` |
 | open, the loop asks: recovery did not | ``hold`` uncertain_call (not_proven) |
+| open model call at recovery, a standing retry grant covers the run | ``retry`` |
 | open at recovery, safe_replay and its pin matches | ``replay`` (else ``hold``, pin_mismatch) |
 | open at recovery, an adapter proves it completed | ``receipt`` (commit its recorded output) |
 | ... proves it never started | ``run`` |
@@ -225,8 +226,8 @@ def _open(call: Call, ev: Evidence) -> Verdict:
         return _asked_by_loop(call, ev)
     if call.kind == CallKind.SUBORDINATE:
         return Verdict(Action.CHILD) if _is_child(call) else _uncertain(Why.CHILD_NOT_PINNED)
-    if call.kind == CallKind.MODEL:
-        return _uncertain(Why.MODEL_CALL_OUTCOME_UNKNOWN)
+    if call.kind == CallKind.MODEL:  # a standing grant pays for running it again
+        return Verdict(Action.RETRY) if ev.grant else _uncertain(Why.MODEL_CALL_OUTCOME_UNKNOWN)
     if call.policy == Policy.SAFE_REPLAY:
         return Verdict(Action.REPLAY) if ev.pinned else _uncertain(Why.PIN_MISMATCH)
     if call.policy == Policy.JOURNAL_ATOMIC:

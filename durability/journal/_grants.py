@@ -31,6 +31,7 @@ from durability.journal._plan import Plan, read, run_write, write
 from durability.journal._validation import require_int, require_text
 from durability.records import (
     MAX_RETRY_ATTEMPTS,
+    STANDING_SCOPES,
     Call,
     Decision,
     DecisionOutcome,
@@ -40,7 +41,7 @@ from durability.records import (
 from durability.status import CallKind, CallState, RunStatus
 from durability.store.base import StoreTx
 
-SCOPES = ("chat", "profile", "task")
+SCOPES = STANDING_SCOPES
 Scopes = Sequence[tuple[str, str]]
 
 

@@ -28,7 +28,7 @@ from durability.errors import CorruptRecord, InvalidTransition, ReplayDivergence
 from durability.records import fields_of
 from durability.status import CallKind, CallState, Permit, Policy
 from durability.verdicts import Action, Evidence, Verdict, judge
-from python.durable import checkpoint, results
+from python.durable import checkpoint, grants, results
 from python.durable.policy import SUBORDINATE_TOOL
 from python.durable.run import DurableHold, DurableRun
 from python.helpers import files
@@ -238,9 +238,13 @@ class CallSeams:
         found = self.evidence(call, utility=kind == "utility")
         verdict = judge(call, found)
         if verdict.action is Action.ASK_GRANT:
-            run_id = self.state.run_id
-            granted = await self.journal.aio.consume_retry(run_id, call_id=call.id)
+            run_id, journal = self.state.run_id, self.journal
+            scopes = await grants.of_chat(journal, self.context)
+            used = len(await journal.aio.standing_grant_uses(run_id))
+            granted = await journal.aio.consume_retry(run_id, call_id=call.id, scopes=scopes)
             verdict = judge(call, replace(found, grant=granted))
+            if granted and len(await journal.aio.standing_grant_uses(run_id)) > used:
+                await grants.note_used(journal, self.context, run_id)
         return verdict
 
     async def model_call(
