@@ -17,7 +17,8 @@ class DurableRuns(ApiHandler):
         context_id = get_str(input, "context_id") or None
         status = require_status(input)
         limit = min(get_int(input, "limit", default=100, minimum=1), 1000)
-        if get_bool(input, "decided"):  # the history of decided runs, latest decision first
+        decided = get_bool(input, "decided")
+        if decided:  # the history of decided runs, latest decision first
             run_ids = await journal.aio.decided_runs(limit)
         else:
             runs = await journal.aio.list_runs(status, context_id=context_id, limit=limit)
@@ -25,6 +26,7 @@ class DurableRuns(ApiHandler):
         rows = []
         for run_id in run_ids:
             row = detail_row(await journal.aio.read_run(run_id))
-            row.pop("decisions")
+            if not decided:  # the history shows who decided what
+                row.pop("decisions")
             rows.append(add_chat_name(row, self.runtime))
         return {"runs": rows}

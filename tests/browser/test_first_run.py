@@ -1,12 +1,17 @@
-"""A first run that guides (#23 point 1), in a real browser: a fresh usr with no API key says
-so at the top; the first message fails with guidance and a way to Settings, no hold; after
-the key is saved the next message is answered."""
+"""The operator's first hour (#23), seams side, in a real browser: a fresh usr with no API
+key says so at the top, the first message fails with guidance and a way to Settings (no
+hold) and, once the key is saved, the next one is answered; a held model call offers only
+the decisions that fit and is retried from the panel with a count; decided runs are kept."""
 
 from __future__ import annotations
+
+import threading
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.integration._helpers import wait_until
+from tests.support.model_server import ScriptedFailure
 from tests.support.ui_server import SLOW_START
 
 pytestmark = pytest.mark.browser
@@ -53,3 +58,64 @@ def test_a_fresh_install_without_a_key_guides_to_settings_and_holds_nothing(
         "Hello, configured world.", timeout=TIMEOUT_MS
     )
     expect(page.get_by_test_id("held-banner")).to_be_hidden()
+
+
+def test_a_held_model_call_offers_only_what_fits_and_retry_from_the_panel(
+    page: Page, running_ui, model_server
+):
+    provider_up = threading.Event()
+
+    def provider(body: dict):
+        if not provider_up.is_set():
+            return ScriptedFailure(500, "provider down")
+        return {"tool_name": "response", "tool_args": {"text": "back after the retry"}}
+
+    model_server.respond_with(provider)
+    held = running_ui.api_message("hello", input_id="held-1").json()
+    assert held["status"] == "needs_attention", held
+    run = _run(running_ui, held["run_id"])
+    fits = {f["decision"]: f for f in run["decisions_available"]}
+    assert {d for d, f in fits.items() if f["allowed"]} == {"retry_model_call", "stop"}
+    assert "fail again" in fits["resume"]["why"]
+
+    page.goto(running_ui.url)
+    page.get_by_test_id("recovery-open").click()
+    card = page.get_by_test_id("recovery-run")
+    expect(card).to_have_count(1, timeout=TIMEOUT_MS)
+    options = card.locator("[data-testid^='decision-'] input[type=radio]")
+    expect(options).to_have_count(2)
+    for refused in ("resume", "new_attempt", "confirmed_completed", "confirmed_not_completed"):
+        expect(card.get_by_test_id(f"decision-{refused}")).to_have_count(0)
+    provider_up.set()
+    card.get_by_test_id("decision-retry_model_call").click()
+    card.get_by_test_id("decision-attempts").fill("3")
+    card.get_by_test_id("decision-note").fill("provider is back")
+    card.get_by_test_id("decision-submit").click()
+    expect(page.get_by_test_id("recovery-message")).to_contain_text("recorded")
+    expect(page.get_by_test_id("recovery-empty")).to_be_visible(timeout=TIMEOUT_MS)
+    history = page.get_by_test_id("history-run")
+    expect(history).to_have_count(1, timeout=TIMEOUT_MS)
+    expect(history).to_contain_text("retry_model_call")
+    expect(history).to_contain_text("provider is back")
+
+    def completed():
+        row = _run(running_ui, held["run_id"])
+        return row if row["status"] == "completed" else None
+
+    done = wait_until(completed, what="the retried run to complete")
+    assert [(c["attempt"], c["status"]) for c in done["calls"]][:2] == [
+        (1, "superseded"),
+        (2, "completed"),
+    ]
+    assert [(d["decision"], d["note"]) for d in done["decisions"]] == [
+        ("retry_model_call", "provider is back")
+    ]
+    page.get_by_test_id("recovery-refresh").click()
+    expect(history).to_contain_text("now completed", timeout=TIMEOUT_MS)
+
+
+def _run(server, run_id: str) -> dict:
+    with server.ui_client() as client:
+        response = client.post("/api/durable_run", json={"run_id": run_id})
+        assert response.status_code == 200, response.text
+        return response.json()["run"]
