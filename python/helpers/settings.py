@@ -59,6 +59,8 @@ DEFAULTS: dict[str, Any] = {
     "embed_model_rl_requests": 0,
     "embed_model_rl_input": 0,
     "agent_profile": "agent0",
+    # the utility model names a chat after its first exchange (upstream always does; #23)
+    "chat_rename": True,
     "mcp_server_token": "",
     "code_exec_first_output_timeout": 30,
     "code_exec_between_output_timeout": 15,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from durability import DecisionNotApplicable, InvalidArgument, StaleVersion
+from durability import DecisionNotApplicable, InvalidArgument, ReplayDivergence, StaleVersion
 from durability.decision_fit import RETRY_MODEL_CALL, fitting
 from tests.durability.conftest import sha
 
@@ -49,7 +49,7 @@ def test_a_model_failure_fits_retry_and_stop_only_and_resume_is_refused(journal,
 
 
 def test_retry_model_call_grants_supersedes_and_reactivates_once(journal, model_failed):
-    run, call = model_failed
+    run, _call = model_failed
     outcome = journal.retry_model_call(run.id, 2, version=run.version, actor="alice", note="up")
     assert outcome.applied and outcome.run.status == "active"
     assert outcome.decision.decision == RETRY_MODEL_CALL and outcome.decision.note == "up"
@@ -80,7 +80,7 @@ def test_a_divergence_at_a_model_call_is_retried_with_new_messages(journal):
     run = journal.admit("chat-1", "in-1", sha("x")).run
     call = _model_call(journal, run.id, messages="before")
     journal.commit_result(call.id, {"error": "model_error"}, failed=True)
-    with pytest.raises(Exception):  # another fingerprint at the position: held
+    with pytest.raises(ReplayDivergence):  # another fingerprint at the position: held
         _model_call(journal, run.id, messages="after")
     run = journal.get_run(run.id)
     assert run.reason == "replay_divergence"
