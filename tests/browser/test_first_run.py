@@ -10,11 +10,14 @@ import threading
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.integration._durable_system import crashable
 from tests.integration._helpers import wait_until
 from tests.support.model_server import ScriptedFailure
 from tests.support.ui_server import SLOW_START
 
 pytestmark = pytest.mark.browser
+
+__all__ = ["crashable"]  # the fixture
 
 TIMEOUT_MS = 60_000
 
@@ -119,3 +122,45 @@ def _run(server, run_id: str) -> dict:
         response = client.post("/api/durable_run", json={"run_id": run_id})
         assert response.status_code == 200, response.text
         return response.json()["run"]
+
+
+def test_chat_names_survive_sigkill_and_restart(page: Page, crashable, model_server):
+    def respond(body: dict):  # the third chat's run is held: start-up rebuilds it first
+        if "third chat" in str(body["messages"][-1]["content"]):
+            return ScriptedFailure(400, "refused")
+        return {"tool_name": "response", "tool_args": {"text": "ok"}}
+
+    model_server.respond_with(respond)
+    server = crashable.start()
+    first = server.api_message("first chat").json()["context_id"]
+    page.goto(server.url)
+    page.get_by_test_id("new-chat").click()  # a chat made without a message
+    expect(page.get_by_test_id("chat-item")).to_have_count(2, timeout=TIMEOUT_MS)
+    held = server.api_message("third chat").json()
+    assert held["status"] == "needs_attention", held
+    third = held["context_id"]
+    task = crashable.post(
+        "scheduler_task_create",
+        {"name": "nightly report", "prompt": "Report.", "schedule": "0 3 * * *"},
+    ).json()["task"]
+    ran = crashable.post("scheduler_task_run", {"uuid": task["uuid"]})
+    assert ran.status_code == 200, ran.text
+    expect(page.get_by_test_id("chat-item")).to_have_count(4, timeout=TIMEOUT_MS)
+
+    def names() -> dict[str, str]:
+        items = page.get_by_test_id("chat-item")
+        expect(items).to_have_count(4, timeout=TIMEOUT_MS)
+        return {
+            items.nth(i).get_attribute("data-ctxid"): items.nth(i).inner_text().strip()
+            for i in range(items.count())
+        }
+
+    before = names()
+    assert before[task["context_id"]].startswith("nightly report"), before
+    assert len(set(before.values())) == 4, before  # four different names
+    assert before[first] != before[third]
+
+    crashable.kill()  # SIGKILL
+    server = crashable.start()
+    page.goto(server.url)
+    assert names() == before
