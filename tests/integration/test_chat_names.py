@@ -24,7 +24,12 @@ def _title_requests(model_server) -> list[dict]:
 
 
 def _answer(text: str) -> dict[str, Any]:
-    return {"thoughts": ["..."], "headline": "", "tool_name": "response", "tool_args": {"text": text}}
+    return {
+        "thoughts": ["..."],
+        "headline": "",
+        "tool_name": "response",
+        "tool_args": {"text": text},
+    }
 
 
 def _responder(titles: list[str]):

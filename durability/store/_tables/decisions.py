@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 from durability.records import Decision, RetryGrant, StandingGrant, StandingGrantUse
 from durability.store._shapes import Shape
 from durability.store._sql import Table
@@ -36,7 +38,7 @@ class DecisionTable(Table):
             (run_id,),
         )
 
-    def decided_runs(self, limit: int) -> list[str]:
+    def decided_runs(self, limit: int) -> builtins.list[str]:
         """The runs with a decision, the most recently decided first."""
         rows = self.sql.scalars(
             "SELECT run_id FROM decisions GROUP BY run_id ORDER BY MAX(id) DESC LIMIT ?",
@@ -107,7 +109,7 @@ class StandingGrantTable(Table):
             (grant_id, run_id, call_id, now),
         )
 
-    def uses(self, run_id: str) -> list[StandingGrantUse]:
+    def uses(self, run_id: str) -> builtins.list[StandingGrantUse]:
         return self.sql.all(
             USES,
             f"SELECT {USES.select} FROM standing_grant_uses WHERE run_id = ? ORDER BY id",
