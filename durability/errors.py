@@ -257,6 +257,7 @@ ALL_ERRORS: tuple[type[DurabilityError], ...] = (
     InvalidTransition,
     OpenIntents,
     NoOpenCall,
+    DecisionNotApplicable,
     IntentMissing,
     ResultConflict,
     DeferredWriteRefused,
