@@ -228,19 +228,11 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 def _decide(args: argparse.Namespace, out: TextIO) -> int:
     actor = args.actor or f"cli:{login()}"
     with _journal(args.db, mask_secrets=True) as journal:
+        decided = {"version": args.expected_version, "actor": actor, "note": args.note}
         if args.decision == RETRY_MODEL_CALL:
-            outcome = journal.retry_model_call(
-                args.run, args.attempts, version=args.expected_version, actor=actor, note=args.note
-            )
+            outcome = journal.retry_model_call(args.run, args.attempts, **decided)
         else:
-            outcome = journal.decide(
-                args.run,
-                args.decision,
-                version=args.expected_version,
-                actor=actor,
-                note=args.note,
-                call_id=args.call,
-            )
+            outcome = journal.decide(args.run, args.decision, call_id=args.call, **decided)
     if args.json:
         dump(out, outcome.to_dict())
     else:

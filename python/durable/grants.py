@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from agent import AgentContext
     from durability import Journal
-    from durability.records import Run
+    from durability.records import Call, Run
     from durability.schedules import ScheduledTask
     from python.durable.ports import Chats
 
@@ -59,6 +59,17 @@ def for_recovery(chats: Chats) -> Callable[[Run], Scopes]:
         return scopes(run.context_id, profile_of(context), tasks.get(run.context_id))
 
     return scopes_of
+
+
+async def consume(journal: Journal, context: AgentContext, run_id: str, call: Call) -> bool:
+    """Use one retry of a failed model call: the run's own grant, else a standing grant of
+    the chat's scopes (then the chat says so). False when none is left."""
+    scopes = await of_chat(journal, context)
+    used = len(await journal.aio.standing_grant_uses(run_id))
+    granted = await journal.aio.consume_retry(run_id, call_id=call.id, scopes=scopes)
+    if granted and len(await journal.aio.standing_grant_uses(run_id)) > used:
+        await note_used(journal, context, run_id)
+    return granted
 
 
 async def note_used(journal: Journal, context: AgentContext, run_id: str) -> None:

@@ -237,14 +237,9 @@ class CallSeams:
         here, counted down by the journal, which supersedes the call: attempt + 1)."""
         found = self.evidence(call, utility=kind == "utility")
         verdict = judge(call, found)
-        if verdict.action is Action.ASK_GRANT:
-            run_id, journal = self.state.run_id, self.journal
-            scopes = await grants.of_chat(journal, self.context)
-            used = len(await journal.aio.standing_grant_uses(run_id))
-            granted = await journal.aio.consume_retry(run_id, call_id=call.id, scopes=scopes)
+        if verdict.action is Action.ASK_GRANT:  # the run's grants, then a standing one
+            granted = await grants.consume(self.journal, self.context, self.state.run_id, call)
             verdict = judge(call, replace(found, grant=granted))
-            if granted and len(await journal.aio.standing_grant_uses(run_id)) > used:
-                await grants.note_used(journal, self.context, run_id)
         return verdict
 
     async def model_call(
@@ -291,9 +286,9 @@ class CallSeams:
             try:
                 reply = await effect()
             except ModelNotConfigured as exc:  # the connection was never made: nothing left
-                message = str(exc)[:2000]
                 error = {"error": NOT_CONFIGURED, "reason": exc.reason, "sent": False}
-                await journal.aio.commit_result(call.id, {**error, "message": message}, failed=True)
+                error["message"] = str(exc)[:2000]
+                await journal.aio.commit_result(call.id, error, failed=True)
                 raise
             except ModelError as exc:
                 error = {"error": "model_error", "status": exc.status, "message": str(exc)[:2000]}

@@ -30,7 +30,6 @@ from python.durable.admission import Submission
 from python.durable.notices import stop_quietly, warn_held
 from python.durable.run import ClaimLost, DurableRun
 from python.durable.scope import RunScope, current_scope
-from python.helpers.chat_session import StreamCallback
 from python.helpers.errors import DomainError
 from python.helpers.models import ModelResult
 from python.helpers.tool import Response, Tool
@@ -347,27 +346,10 @@ class DurableSession:
         self.chats.in_background(asyncio.to_thread(write))
 
     # the seams: carried out by the run scope of the calling task (python/durable/seams.py)
-    async def model_call(
-        self,
-        agent: Agent,
-        messages: list[dict[str, str]],
-        kind: str,
-        effect: Callable[[], Awaitable[ModelResult]],
-        *,
-        on_reasoning: StreamCallback | None = None,
-        on_response: StreamCallback | None = None,
-        preflight: Callable[[], Awaitable[None]] | None = None,
-    ) -> ModelResult:
+    async def model_call(self, agent: Agent, *args: Any, **kwargs: Any) -> ModelResult:
+        """``ChatSession.model_call``: messages, kind, effect, stream callbacks, preflight."""
         with self._fenced():
-            return await self.scope().model_call(
-                agent,
-                messages,
-                kind,
-                effect,
-                on_reasoning=on_reasoning,
-                on_response=on_response,
-                preflight=preflight,
-            )
+            return await self.scope().model_call(agent, *args, **kwargs)
 
     async def tool_call(
         self, agent: Agent, tool: Tool, effect: Callable[[], Awaitable[Response]]
