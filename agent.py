@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from python.helpers import includes, mcp_client
+from python.helpers import includes, mcp_client, model_preflight
 from python.helpers import secrets as secret_store
 from python.helpers.agent_config import AgentConfig
 from python.helpers.chat_context import (
@@ -34,7 +34,7 @@ from python.helpers.chat_session import SessionFactory, StreamCallback
 from python.helpers.errors import HandledException, InterventionException, RepairableException
 from python.helpers.extensions import call_extensions, call_extensions_sync
 from python.helpers.history import History, Message, content_text
-from python.helpers.models import ChatModel, ModelResult
+from python.helpers.models import ChatModel, ModelNotConfigured, ModelResult
 from python.helpers.reply_stream import ReplyStream
 from python.helpers.tool import Response, Tool, find_tool_class, tool_names
 from python.helpers.tool_request import parse_tool_request
@@ -243,8 +243,17 @@ class Agent:
                 sent, on_reasoning=on_reasoning, on_response=on_response, read_blob=self.read_blob
             )
 
+        async def preflight() -> None:  # what is knowable before anything is sent
+            await model_preflight.check(model, kind)
+
         result = await self.context.session.model_call(
-            self, sent, kind, effect, on_reasoning=on_reasoning, on_response=on_response
+            self,
+            sent,
+            kind,
+            effect,
+            on_reasoning=on_reasoning,
+            on_response=on_response,
+            preflight=preflight,
         )
         # ... and a value in its reply is masked before the loop, the log or history see it
         return ModelResult(self.mask(result.response), self.mask(result.reasoning))
@@ -442,6 +451,8 @@ class Agent:
         status = getattr(error, "status", None)
         text = self.mask(f"{type(error).__name__}: {error}")
         kvps = {"code": code, **({"status": status} if status is not None else {})}
+        if isinstance(error, ModelNotConfigured):  # the chat offers a way to the setting
+            kvps.update(reason=error.reason, setting=error.setting, model=error.kind)
         self.context.log.log(
             type="error", heading="Error", content=text, kvps=kvps, agentno=self.number
         )

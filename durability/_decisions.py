@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from durability import decision_fit
 from durability._runs import bump, load_run
 from durability.canonical import digest
 from durability.errors import (
     CallNotFound,
+    DecisionNotApplicable,
     InvalidTransition,
     NoOpenCall,
     RunNotHeld,
@@ -124,6 +126,10 @@ def apply_decision(
             raise RunNotHeld(
                 "the run is not waiting for a decision", run_id=run_id, status=run.status
             )
+        if decision == DecisionKind.RESUME:  # resume that would only be held again
+            why = decision_fit.refusal(run, tx.calls.list(run_id), decision)
+            if why is not None:
+                raise DecisionNotApplicable(why, run_id=run_id, decision=decision)
         target = _target_call(tx, run, call_id)
         if target is None and decision != DecisionKind.RESUME:
             raise NoOpenCall("the run has no uncertain call to decide on", run_id=run_id)

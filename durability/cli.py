@@ -24,6 +24,7 @@ from durability._cli_text import (
     when,
 )
 from durability.backup import JournalNotFound, create_backup, restore_backup
+from durability.decision_fit import RETRY_MODEL_CALL
 from durability.errors import DurabilityError
 from durability.paths import journal_path
 from durability.records import DECISIONS, RUN_STATUSES
@@ -74,8 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("decide", parents=[common], help="apply a decision to a held run")
     p.add_argument("run", metavar="RUN")
+    choices = (*DECISIONS, RETRY_MODEL_CALL)
     p.add_argument(
-        "decision", choices=DECISIONS, metavar="DECISION", help=f"one of: {', '.join(DECISIONS)}"
+        "decision", choices=choices, metavar="DECISION", help=f"one of: {', '.join(choices)}"
     )
     p.add_argument(
         "--expected-version",
@@ -87,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--note", help="what was checked (required for confirmed_*)")
     p.add_argument("--actor", help="who decides (default: cli:<login name>)")
     p.add_argument("--call", metavar="CALL_ID", help="the uncertain call (default: the latest)")
+    p.add_argument(
+        "--attempts", type=positive_int, default=1, help="tries allowed (retry_model_call; 1)"
+    )
 
     sub.add_parser(
         "verify",
@@ -223,14 +228,11 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 def _decide(args: argparse.Namespace, out: TextIO) -> int:
     actor = args.actor or f"cli:{login()}"
     with _journal(args.db, mask_secrets=True) as journal:
-        outcome = journal.decide(
-            args.run,
-            args.decision,
-            version=args.expected_version,
-            actor=actor,
-            note=args.note,
-            call_id=args.call,
-        )
+        decided = {"version": args.expected_version, "actor": actor, "note": args.note}
+        if args.decision == RETRY_MODEL_CALL:
+            outcome = journal.retry_model_call(args.run, args.attempts, **decided)
+        else:
+            outcome = journal.decide(args.run, args.decision, call_id=args.call, **decided)
     if args.json:
         dump(out, outcome.to_dict())
     else:

@@ -84,6 +84,12 @@ class NoOpenCall(DurabilityError):
     code = "no_open_call"
 
 
+class DecisionNotApplicable(DurabilityError):
+    """The decision does not fit the run's hold (durability/decision_fit.py says why)."""
+
+    code = "decision_not_applicable"
+
+
 class IntentMissing(DurabilityError):
     code = "intent_missing"
 
@@ -251,6 +257,7 @@ ALL_ERRORS: tuple[type[DurabilityError], ...] = (
     InvalidTransition,
     OpenIntents,
     NoOpenCall,
+    DecisionNotApplicable,
     IntentMissing,
     ResultConflict,
     DeferredWriteRefused,

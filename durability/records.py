@@ -29,6 +29,8 @@ CALL_KINDS = tuple(k.value for k in CallKind)
 CALL_STATES = tuple(s.value for s in CallState)
 DECISIONS = tuple(d.value for d in DecisionKind)
 
+#: What a standing retry grant covers (durability/journal/_grants.py).
+STANDING_SCOPES = ("chat", "profile", "task")
 #: The most retries one grant may allow (the journal, the API and the CLI refuse more).
 MAX_RETRY_ATTEMPTS = 100
 #: The largest integer both backends store (versions, revisions, attempts, sizes).
@@ -163,6 +165,32 @@ class RetryGrant(_Record):
     attempts: int
     remaining: int
     actor: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class StandingGrant(_Record):
+    """A person's retry grant made in advance for every run of a chat, a profile or a
+    scheduled task: ``attempts`` automatic retries of interrupted or failed model calls per
+    run (the newest grant of a scope and target is in force; 0 withdraws it)."""
+
+    id: int
+    scope: str  # chat | profile | task
+    target: str  # the chat's id, the profile's name, the task's id
+    attempts: int
+    actor: str
+    note: str | None
+    created_at: float
+
+
+@dataclass(frozen=True)
+class StandingGrantUse(_Record):
+    """One retry a standing grant paid for: the run and the call it ran again."""
+
+    id: int
+    grant_id: int
+    run_id: str
+    call_id: str
     created_at: float
 
 

@@ -12,13 +12,14 @@ chats and resumes the runs it is told to.
 | ``hold`` (run or call) | ``hold`` with the verdict's reason and detail |
 | ``resume``; open calls ``child``, ``replay``, ``run``, ``receipt`` | ``resume`` + permits |
 | an open call ``watch`` (its shell still runs) | ``resume`` + permit ``watch`` (the loop waits) |
+| open model call, a standing grant pays (``retry``) | ``resume``: superseded, use recorded |
 | classifying the run raised (any exception) | ``hold`` (recovery_error); the others go on |
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from durability import integrity, replay
@@ -49,6 +50,10 @@ CHILD_POLICY = Policy.CHILD
 HOLD_POLICY = Policy.HOLD  # nothing proves the outcome: an open intent is held for a person
 SAFE_REPLAY_POLICY = Policy.SAFE_REPLAY
 
+#: A run -> the (scope, target) pairs whose standing grants cover it (chat, task, profile;
+#: the glue knows them): an open model call found at recovery is retried when one pays.
+Scopes = Callable[[Run], Sequence[tuple[str, str]]]
+
 #: policy name (e.g. "adapter:shell") -> callable(call) -> verdict. A verdict may also be
 #: given as a string ("completed", "not_started", "unknown", "rejected:<reason>") or a
 #: tuple ("completed", output).
@@ -65,6 +70,8 @@ class RecoveryPlan:
     detail: dict[str, Any] | None = None
     permits: dict[str, str] = field(default_factory=dict)  # call id -> replay | run
     receipts: dict[str, Any] = field(default_factory=dict)  # call id -> proven output
+    retries: list[str] = field(default_factory=list)  # open model calls a standing grant pays
+    scopes: Sequence[tuple[str, str]] = ()  # whose standing grants cover the run
 
 
 def _position(call: Call) -> dict[str, Any]:
@@ -168,19 +175,26 @@ def classify_run(
     adapters: Mapping[str, Adapter] | None = None,
     is_safe: Callable[[str], bool] = _default_is_safe,
     max_attempts: int = MAX_RECOVERY_ATTEMPTS,
+    scopes_of: Scopes | None = None,
 ) -> RecoveryPlan:
     """Decide, without changing anything but receipt events, what recovery does."""
     evidence, calls = _run_evidence(journal, run, max_attempts)
+    scopes = list(scopes_of(run)) if scopes_of is not None else []
     verdict = judge(None, evidence)
     if verdict.action is Action.SKIP:
         return RecoveryPlan(run, PlanAction.SKIP, run.reason, run.reason_detail)
     if verdict.action is Action.HOLD:
         return RecoveryPlan(run, PlanAction.HOLD, verdict.reason, verdict.hold_detail())
-    plan = RecoveryPlan(run, PlanAction.RESUME)
+    plan = RecoveryPlan(run, PlanAction.RESUME, scopes=scopes)
     for call in [c for c in calls if c.state == CallState.OPEN]:
         call_evidence = _call_evidence(call, adapters or {}, is_safe)
+        if call.kind == CallKind.MODEL and scopes:
+            granted = journal.standing_grant_for(run.id, scopes) is not None
+            call_evidence = replace(call_evidence, grant=granted)
         verdict = judge(call, call_evidence)
-        if verdict.action is Action.RECEIPT and call_evidence.receipt is not None:
+        if verdict.action is Action.RETRY:
+            plan.retries.append(call.id)
+        elif verdict.action is Action.RECEIPT and call_evidence.receipt is not None:
             plan.receipts[call.id] = call_evidence.receipt.output
         elif verdict.action in (Action.REPLAY, Action.RUN):
             plan.permits[call.id] = Permit(verdict.action)
@@ -207,6 +221,15 @@ def apply_plan(journal: Journal, plan: RecoveryPlan) -> RecoveryPlan:
         reason = plan.reason or HoldReason.HELD
         plan.run = journal.mark_needs_attention(run.id, reason, plan.detail)
     elif plan.action == PlanAction.RESUME:
+        for call_id in plan.retries:  # paid by a standing grant: the use is recorded
+            if not journal.use_standing_grant(run.id, call_id, plan.scopes):
+                detail = {"call_id": call_id, "why": Why.MODEL_CALL_OUTCOME_UNKNOWN}
+                plan.action, plan.reason = PlanAction.HOLD, HoldReason.UNCERTAIN_CALL
+                plan.detail = detail
+                return apply_plan(journal, plan)
+            journal.append_event(
+                run.context_id, "standing_grant_used", {"call_id": call_id}, run_id=run.id
+            )
         for call_id, output in plan.receipts.items():
             journal.commit_result(call_id, {"receipt": output})
         progress = _progress(journal, run.id)
@@ -223,13 +246,19 @@ def scan(
     adapters: Mapping[str, Adapter] | None = None,
     is_safe: Callable[[str], bool] = _default_is_safe,
     max_attempts: int = MAX_RECOVERY_ATTEMPTS,
+    scopes_of: Scopes | None = None,
 ) -> list[RecoveryPlan]:
     """Classify and record every non-terminal run; the caller resumes the ``resume`` plans."""
     plans = []
     for run in journal.list_nonterminal_runs():
         try:
             plan = classify_run(
-                journal, run, adapters=adapters, is_safe=is_safe, max_attempts=max_attempts
+                journal,
+                run,
+                adapters=adapters,
+                is_safe=is_safe,
+                max_attempts=max_attempts,
+                scopes_of=scopes_of,
             )
             plans.append(apply_plan(journal, plan))
         except Exception as exc:  # one bad run never stops the scan of the others

@@ -15,6 +15,7 @@ order they apply:
 | the intent at this position has another fingerprint | ``hold`` replay_divergence |
 | no open call (the run as a whole) | ``resume`` |
 | a committed failure of a tool, a repairable or a utility model failure | ``fail`` (again) |
+| a committed model failure proven never sent (``sent: false``) | ``fail`` (again) |
 | a committed model failure, a retry grant not asked yet | ``ask_grant`` |
 | ... a retry grant was used | ``retry`` (same position, attempt + 1) |
 | ... no retry grant | ``hold`` model_failed |
@@ -29,6 +30,7 @@ order they apply:
 | open child workflow (pinned: call_subordinate, browser_agent) | ``child`` |
 | open, the loop asks: recovery permitted it | ``replay`` / ``run`` / ``watch`` |
 | open, the loop asks: recovery did not | ``hold`` uncertain_call (not_proven) |
+| open model call at recovery, a standing retry grant covers the run | ``retry`` |
 | open at recovery, safe_replay and its pin matches | ``replay`` (else ``hold``, pin_mismatch) |
 | open at recovery, an adapter proves it completed | ``receipt`` (commit its recorded output) |
 | ... proves it never started | ``run`` |
@@ -223,7 +225,7 @@ def _failed(call: Call, ev: Evidence) -> Verdict:
     result = call.result if isinstance(call.result, dict) else {}
     if call.kind != CallKind.MODEL or result.get("error") == "repairable" or ev.utility:
         return Verdict(Action.FAIL)
-    if _is_embedding(call):
+    if _is_embedding(call) or result.get("sent") is False:  # asked again / never sent
         return Verdict(Action.FAIL)
     if ev.grant is None:
         return Verdict(Action.ASK_GRANT)
@@ -256,8 +258,8 @@ def _open(call: Call, ev: Evidence) -> Verdict:
         return Verdict(Action.CHILD) if _is_child(call) else _uncertain(Why.CHILD_NOT_PINNED)
     if _is_embedding(call):
         return Verdict(Action.REPLAY)
-    if call.kind == CallKind.MODEL:
-        return _uncertain(Why.MODEL_CALL_OUTCOME_UNKNOWN)
+    if call.kind == CallKind.MODEL:  # a standing grant pays for running it again
+        return Verdict(Action.RETRY) if ev.grant else _uncertain(Why.MODEL_CALL_OUTCOME_UNKNOWN)
     if call.policy == Policy.SAFE_REPLAY:
         return Verdict(Action.REPLAY) if ev.pinned else _uncertain(Why.PIN_MISMATCH)
     if call.policy == Policy.JOURNAL_ATOMIC:

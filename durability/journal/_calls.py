@@ -23,7 +23,7 @@ from durability.journal._operation import JournalBase, deferrable, operation
 from durability.journal._plan import Plan, deferred, read, run_write
 from durability.journal._validation import mask_only, require_int, require_text
 from durability.records import CALL_KINDS, Call, CheckpointData
-from durability.status import RESULT_STATES, CallState, HoldReason, RunStatus
+from durability.status import RESULT_STATES, CallKind, CallState, HoldReason, RunStatus
 from durability.store.base import StoreTx
 
 
@@ -79,7 +79,12 @@ class CallOps:
             run = load_run(tx, run_id)
             require_active(run)
             latest = tx.calls.latest_at(run_id, agent_no, seq)
-            if latest is not None and latest.fingerprint != fp:
+            retried_model = (  # a person or a grant asked this model call again, on purpose:
+                latest is not None  # its messages may differ now (a new attempt, not a replay)
+                and latest.state == CallState.SUPERSEDED
+                and latest.kind == kind == CallKind.MODEL
+            )
+            if latest is not None and latest.fingerprint != fp and not retried_model:
                 detail = {
                     "agent_no": agent_no,
                     "seq": seq,

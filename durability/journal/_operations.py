@@ -15,6 +15,7 @@ from durability.journal._chats import ChatOps
 from durability.journal._checkpoints import CheckpointOps
 from durability.journal._documents import DocumentOps, RecordOps
 from durability.journal._evidence import EvidenceOps
+from durability.journal._grants import GrantOps
 from durability.journal._run_ops import DecisionOps, RunOps
 from durability.journal._tasks import TaskOps
 
@@ -27,6 +28,7 @@ class Operations(
     RunOps,
     DecisionOps,
     EvidenceOps,
+    GrantOps,
     DocumentOps,
     TaskOps,
     ChatOps,

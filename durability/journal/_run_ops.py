@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from durability import _decisions
@@ -15,6 +15,7 @@ from durability.errors import (
     InvalidTransition,
     NoteRequired,
 )
+from durability.journal import _grants
 from durability.journal._operation import JournalBase, operation
 from durability.journal._plan import Plan, read, run_write, write
 from durability.journal._validation import (
@@ -204,10 +205,16 @@ class DecisionOps:
 
     @operation()
     def consume_retry(
-        journal: JournalBase, run_id: str, *, call_id: str | None = None
+        journal: JournalBase,
+        run_id: str,
+        *,
+        call_id: str | None = None,
+        scopes: Sequence[tuple[str, str]] = (),
     ) -> Plan[bool]:
         """Use one granted retry; False when none is left. With ``call_id`` (a failed call),
-        that call is superseded so the next intent at its position is attempt + 1."""
+        that call is superseded so the next intent at its position is attempt + 1. When the
+        run has no grant of its own, a standing grant of one of ``scopes`` pays (its use is
+        recorded; durability/journal/_grants.py)."""
         now = journal.clock()
 
         def op(tx: StoreTx) -> bool:
@@ -221,7 +228,9 @@ class DecisionOps:
                     raise InvalidTransition(
                         "only a failed call can be retried", call_id=call_id, state=call.state
                     )
-            if not tx.grants.consume(run_id):
+            if not tx.grants.consume(run_id) and (
+                call is None or not _grants.use_standing(tx, run_id, call, list(scopes), now)
+            ):
                 return False
             if call is not None:
                 tx.calls.update(

@@ -23,7 +23,7 @@ from durability.store._tables.blobs import BlobTable
 from durability.store._tables.calls import CallTable
 from durability.store._tables.checkpoints import CheckpointTable
 from durability.store._tables.claims import ClaimTable
-from durability.store._tables.decisions import DecisionTable, GrantTable
+from durability.store._tables.decisions import DecisionTable, GrantTable, StandingGrantTable
 from durability.store._tables.documents import ConflictTable, DocumentTable
 from durability.store._tables.events import EventTable
 from durability.store._tables.knowledge import KnowledgeFileTable, MemoryModelTable
@@ -97,6 +97,10 @@ class StoreTx:
     @cached_property
     def grants(self) -> GrantTable:
         return GrantTable(self.sql)
+
+    @cached_property
+    def standing(self) -> StandingGrantTable:
+        return StandingGrantTable(self.sql)
 
     @cached_property
     def events(self) -> EventTable:

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from durability import integrity
+from durability.decision_fit import fitting
 from durability.records import RESULT_STATES, RUN_STATUSES, TERMINAL_RUN_STATUSES, fields_of
 from durability.status import CallState
 from python.server.api import bad_request, get_str
@@ -82,9 +83,11 @@ def run_row(run: Any, calls: list[Any] | None = None) -> dict[str, Any]:
 
 
 def detail_row(detail: Any) -> dict[str, Any]:
-    """A run with its calls and decisions (``journal.read_run``)."""
+    """A run with its calls and decisions (``journal.read_run``), and which decisions fit
+    it now and why the others do not (durability/decision_fit.py)."""
     row = run_row(detail.run, detail.calls)
     row["calls"] = [call_row(c) for c in detail.calls]
+    row["decisions_available"] = [f.to_dict() for f in fitting(detail.run, detail.calls)]
     row["decisions"] = [
         {
             "decision": d.decision,
@@ -114,3 +117,25 @@ def require_status(input: dict[str, Any]) -> str | None:
     if status is not None and status not in RUN_STATUSES:
         raise bad_request(f"'status' must be one of {', '.join(RUN_STATUSES)}")
     return status
+
+
+async def add_standing_uses(row: dict[str, Any], journal: Any) -> dict[str, Any]:
+    """``standing_grant_uses``: each retry a standing grant paid for in this run, with the
+    grant's scope, author and note."""
+    uses = await journal.aio.standing_grant_uses(row["run_id"])
+    row["standing_grant_uses"] = [
+        {
+            "grant_id": use.grant_id,
+            "call_id": use.call_id,
+            "created_at": use.created_at,
+            **(standing_row(grant) if grant is not None else {}),
+        }
+        for use, grant in uses
+    ]
+    return row
+
+
+def standing_row(grant: Any) -> dict[str, Any]:
+    return fields_of(
+        grant, "grant_id=id", "scope", "target", "attempts", "actor", "note", "created_at"
+    )

@@ -1,11 +1,12 @@
-"""POST /api/durable_run: one run with its phase, calls (with their evidence) and decisions."""
+"""POST /api/durable_run: one run with its phase, calls (with their evidence), decisions, the
+decisions that fit it now (and why the others do not) and the standing grants it used."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from python.api._durable_evidence import add_call_evidence, add_evidence
-from python.api._durable_runs import add_chat_name, detail_row, require_run_id
+from python.api._durable_runs import add_chat_name, add_standing_uses, detail_row, require_run_id
 from python.server.api import ApiHandler
 
 
@@ -23,4 +24,5 @@ class DurableRun(ApiHandler):
             run_id=row["run_id"], limit=100_000, verify=False
         )
         row = add_call_evidence(row, events)
+        row = await add_standing_uses(row, runtime.journal)
         return {"run": add_chat_name(row, runtime)}

@@ -38,6 +38,24 @@ def _held_state(
     return row, len(held), {r.context_id: str(r.reason or "") for r in held}
 
 
+def model_problem() -> dict[str, Any] | None:
+    """The first thing that stops the chat or utility model as configured (no key, unknown
+    provider, no or malformed base URL, no name), read from the settings only: the page
+    says so at the top before anything is sent (python/helpers/model_preflight.py)."""
+    from python.helpers import model_preflight
+    from python.helpers import settings as settings_mod
+    from python.helpers.agent_config import AgentConfig
+
+    config = AgentConfig.from_settings(settings_mod.load())
+    for kind in ("chat", "utility"):
+        model = config.model_config(kind)
+        has_key = bool(settings_mod.get_api_key(model.provider))
+        found = model_preflight.problem(model, has_key, kind)
+        if found is not None:
+            return found.to_dict()
+    return None
+
+
 class Poll(ApiHandler):
     async def process(self, input: dict[str, Any], request) -> dict[str, Any]:
         ctx_id = context_id_of(input, "context")
@@ -78,6 +96,7 @@ class Poll(ApiHandler):
             snapshot["running"] = ctx.is_running()
         selected = ctx.id if ctx is not None else None
         held, count, reasons = await asyncio.to_thread(_held_state, runtime.journal, selected)
+        snapshot["model_problem"] = await asyncio.to_thread(model_problem)  # this fork
         snapshot["held_run"], snapshot["held_runs"] = held, count
         for row in contexts:  # this fork: a chat whose run waits for a decision
             row["held"] = row["id"] in reasons

@@ -41,6 +41,7 @@ MAX_PARALLEL_RESUMES = 2
 #: ``A0_CRASH_MODE=freeze``: durability/failpoints.py); requests still load them.
 REBUILD_FAILPOINT = "startup.idle_rebuild"
 ConfigFactory = Callable[[], AgentConfig]
+DEFAULT_NAME_PREFIX = "Chat "
 
 
 def _settings_config() -> AgentConfig:
@@ -99,10 +100,24 @@ class DurableChats:
         config: AgentConfig | None = None,
         type: AgentContextType = AgentContextType.USER,
     ) -> AgentContext:
-        """A new chat with its durable session (``config`` defaults to the factory's)."""
+        """A new chat with its durable session (``config`` defaults to the factory's). A user
+        chat without a name gets one now ("Chat N"), which its first checkpoint stores: the
+        name stays the same across restarts and workers (a rebuilt chat takes the stored
+        name back), unlike the process-local number ``no``."""
+        if name is None and type == AgentContextType.USER:
+            name = self.next_chat_names(1)[0]
         return AgentContext(
             config or self.config(), id=id, name=name, type=type, session=self._new_session
         )
+
+    def next_chat_names(self, count: int) -> list[str]:
+        """``count`` default names after those of the chats loaded here ("Chat N")."""
+        highest = len(self._sessions)
+        for session in self._sessions.values():
+            number = (session.context.name or "").removeprefix(DEFAULT_NAME_PREFIX)
+            if number.isdigit():
+                highest = max(highest, int(number))
+        return [f"{DEFAULT_NAME_PREFIX}{highest + n}" for n in range(1, count + 1)]
 
     async def open(self, specs: Sequence[ChatSpec]) -> list[AgentContext]:
         """Make the chats a request asks for (chat_create, chat_load), journaled first, all

@@ -5,16 +5,18 @@
 it in the chat's task (``DurableSession.resume``; a shared worker only when it holds or
 wins the run's claim: else the worker holding it resumes it, python/durable/shared.py);
 ``stop`` on a working chat stops its task too. ``grant_retries`` allows failed model calls
-to be asked again and continues a run held for one.
+to be asked again; a run held at a model call retries it at once (``retry_model_call``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from durability import decision_fit
+from durability.decision_fit import RETRY_MODEL_CALL
 from durability.errors import DurabilityError
 from durability.records import DecisionOutcome, RetryGrant
-from durability.status import DecisionKind, HoldReason, RunStatus
+from durability.status import DecisionKind, RunStatus
 from python.durable.session import session_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,11 +32,19 @@ async def apply_decision(
     actor: str,
     note: str | None = None,
     call_id: str | None = None,
+    attempts: int = 1,
 ) -> DecisionOutcome:
-    """Record a person's decision and act on it in the run's chat (when loaded here)."""
-    outcome = await chats.journal.aio.decide(
-        run_id, decision, version=version, actor=actor, note=note, call_id=call_id
-    )
+    """Record a person's decision and act on it in the run's chat (when loaded here).
+    ``retry_model_call`` grants ``attempts`` retries and runs the held model call again."""
+    journal = chats.journal
+    if decision == RETRY_MODEL_CALL:
+        outcome = await journal.aio.retry_model_call(
+            run_id, attempts, version=version, actor=actor, note=note
+        )
+    else:
+        outcome = await journal.aio.decide(
+            run_id, decision, version=version, actor=actor, note=note, call_id=call_id
+        )
     context = chats.get(outcome.run.context_id)
     if not outcome.applied or context is None:
         return outcome
@@ -62,12 +72,14 @@ async def grant_retries(
 ) -> RetryGrant:
     """Grant retries of failed model calls; a run held for one (model_failed) resumes."""
     journal = chats.journal
-    grant = await journal.aio.grant_retries(run_id, attempts, actor=actor)
-    run = await journal.aio.get_run(run_id)
-    if run.status == RunStatus.NEEDS_ATTENTION and run.reason == HoldReason.MODEL_FAILED:
-        try:
-            resume = DecisionKind.RESUME
-            await apply_decision(chats, run_id, resume, version=run.version, actor=actor)
+    detail = await journal.aio.read_run(run_id)
+    if decision_fit.held_model_call(detail.run, detail.calls) is not None:
+        try:  # a held model call: retry it now (the decision records the grant)
+            version = detail.run.version
+            await apply_decision(
+                chats, run_id, RETRY_MODEL_CALL, version=version, actor=actor, attempts=attempts
+            )
+            return (await journal.aio.list_retry_grants(run_id))[-1]
         except DurabilityError:
-            pass  # someone decided first; the grant stays for the next attempt
-    return grant
+            pass  # someone decided first: a plain grant stays for the next attempt
+    return await journal.aio.grant_retries(run_id, attempts, actor=actor)

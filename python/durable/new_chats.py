@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from agent import AgentConfig, AgentContext, new_context_id
@@ -49,6 +49,8 @@ async def open_chats(chats: Chats, specs: Sequence[ChatSpec]) -> list[AgentConte
         ids: list[str] = []
         for spec in specs:
             ids.append(await _pick_id(chats, spec, ids))
+        unnamed = iter(chats.next_chat_names(sum(1 for spec in specs if not spec.name)))
+        specs = [spec if spec.name else replace(spec, name=next(unnamed)) for spec in specs]
         configs = [chats.config() for _ in specs]
         projections = [
             checkpoint.new_chat_projection(config, spec.name, spec.history, spec.log)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from durability import recovery
 from durability.status import HoldReason, PlanAction
+from python.durable import grants
 from python.durable.notices import warn_held
 from python.durable.rebuild import hold_open_run
 from python.durable.session import session_of
@@ -32,7 +33,11 @@ async def recover(
     journal = chats.journal
     scan = recovery.scan
     plans = await asyncio.to_thread(
-        scan, journal, adapters=adapters, is_safe=chats.policy.shipped_is_safe
+        scan,
+        journal,
+        adapters=adapters,
+        is_safe=chats.policy.shipped_is_safe,
+        scopes_of=grants.for_recovery(chats),
     )
     for plan in plans:
         context = chats.get(plan.run.context_id)

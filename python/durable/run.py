@@ -39,12 +39,17 @@ class DurableRun:
     start_agent: int = 0
     seq: dict[int, int] = field(default_factory=dict)  # next sequence number per agent
     known_calls: set[str] = field(default_factory=set)  # call ids journaled before a resume
+    known_positions: set[tuple[int, int]] = field(default_factory=set)  # (agent, seq) of those
     permits: dict[str, str] = field(default_factory=dict)  # call id -> replay | run
     resume_base: Projection | None = None  # the state a resumed run continues from
     iteration_calls: dict[int, list[str]] = field(default_factory=dict)  # names, per agent
 
     def note_call(self, agent_no: int, name: str) -> None:
         self.iteration_calls.setdefault(agent_no, []).append(name)
+
+    def fresh_position(self, agent_no: int) -> bool:
+        """The agent's next call has no journaled record (not a resumed position)."""
+        return (agent_no, self.seq.get(agent_no, 0)) not in self.known_positions
 
     def take_seq(self, agent_no: int) -> int:
         seq = self.seq.get(agent_no, 0)

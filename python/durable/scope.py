@@ -90,7 +90,11 @@ class RunScope(EmbeddingSeam):
             return None
         calls = await journal.aio.list_calls(run_id)
         known = {c.id for c in calls}
-        scope = cls(session, DurableRun(run_id, run.input_id, permits=permits, known_calls=known))
+        positions = {(c.agent_no, c.seq) for c in calls}
+        state = DurableRun(
+            run_id, run.input_id, permits=permits, known_calls=known, known_positions=positions
+        )
+        scope = cls(session, state)
         try:
             latest = await journal.aio.latest_checkpoint(run_id)
         except CorruptCheckpoint as exc:

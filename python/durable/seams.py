@@ -29,13 +29,13 @@ from durability.errors import CorruptRecord, InvalidTransition, ReplayDivergence
 from durability.records import fields_of
 from durability.status import CallKind, CallState, Permit, Policy
 from durability.verdicts import Action, Evidence, Verdict, judge
-from python.durable import adoption, checkpoint, results
+from python.durable import adoption, checkpoint, grants, results
 from python.durable.policy import SUBORDINATE_TOOL
 from python.durable.run import DurableHold, DurableRun
 from python.helpers import files, includes, prompts
 from python.helpers.errors import InterventionException, RepairableException
 from python.helpers.log import LogItem
-from python.helpers.models import ModelError, ModelResult
+from python.helpers.models import ModelError, ModelNotConfigured, ModelResult
 from python.helpers.shell import Timeouts
 from python.helpers.tool import Response, Tool
 
@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MODEL_CALL_NAME = "model"
 EVIDENCE_EVENT = "call_evidence"  # what an effect tool saw just before it acted
+NOT_CONFIGURED = ModelNotConfigured.code
 PERMITTED = (Permit.REPLAY, Permit.RUN)  # recovery permits that let an open call run again
 WATCHED = Permit.WATCH  # its shell still runs: the loop waits for its receipt (adoption.py)
 
@@ -82,6 +83,9 @@ async def _replay_reply(
 def recorded_failure(call: Call) -> Exception:
     """A committed model failure, raised again as the first time."""
     result = call.result if isinstance(call.result, dict) else {}
+    if result.get("error") == NOT_CONFIGURED:  # never sent: the turn failed on it, so again
+        message = str(result.get("message") or "the model is not configured")
+        return ModelNotConfigured(message, reason=str(result.get("reason") or ""))
     if result.get("error") == "repairable":  # the loop went on after it: so again
         return RepairableException(str(result.get("message") or "model call failed"))
     # a utility call: the loop copes (compression truncates)
@@ -258,9 +262,8 @@ class CallSeams:
         here, counted down by the journal, which supersedes the call: attempt + 1)."""
         found = self.evidence(call, utility=kind == "utility")
         verdict = judge(call, found)
-        if verdict.action is Action.ASK_GRANT:
-            run_id = self.state.run_id
-            granted = await self.journal.aio.consume_retry(run_id, call_id=call.id)
+        if verdict.action is Action.ASK_GRANT:  # the run's grants, then a standing one
+            granted = await grants.consume(self.journal, self.context, self.state.run_id, call)
             verdict = judge(call, replace(found, grant=granted))
         return verdict
 
@@ -273,11 +276,16 @@ class CallSeams:
         *,
         on_reasoning: StreamCallback | None = None,
         on_response: StreamCallback | None = None,
+        preflight: Callable[[], Awaitable[None]] | None = None,
     ) -> ModelResult:
-        """Journal one model call; reuse a committed reply instead of calling the model."""
+        """Journal one model call; reuse a committed reply instead of calling the model.
+        ``preflight`` runs before a fresh position's intent is recorded: a model that cannot
+        be called as configured (``ModelNotConfigured``) fails the turn, nothing is held."""
         run = self.state
         journal = self.journal
         args = self._model_args(agent, messages, kind)
+        if preflight is not None and run.fresh_position(agent.number):
+            await preflight()
         while True:
             call, seq = await self._intent(
                 agent, CallKind.MODEL, MODEL_CALL_NAME, args, Policy.HOLD
@@ -302,6 +310,11 @@ class CallSeams:
             start = len(self.context.log.items)
             try:
                 reply = await effect()
+            except ModelNotConfigured as exc:  # the connection was never made: nothing left
+                error = {"error": NOT_CONFIGURED, "reason": exc.reason, "sent": False}
+                error["message"] = str(exc)[:2000]
+                await journal.aio.commit_result(call.id, error, failed=True)
+                raise
             except ModelError as exc:
                 error = {"error": "model_error", "status": exc.status, "message": str(exc)[:2000]}
                 await journal.aio.commit_result(call.id, error, failed=True)

@@ -31,7 +31,6 @@ from python.durable.atomic import Effect, atomic_call
 from python.durable.notices import stop_quietly, warn_held
 from python.durable.run import ClaimLost, DurableRun
 from python.durable.scope import RunScope, current_scope
-from python.helpers.chat_session import StreamCallback
 from python.helpers.errors import DomainError
 from python.helpers.models import ModelResult
 from python.helpers.tool import Response, Tool
@@ -346,21 +345,11 @@ class DurableSession:
             return
         self.chats.in_background(asyncio.to_thread(write))
 
-    # the seams, carried out by the calling task's run scope (seams.py, atomic.py)
-    async def model_call(
-        self,
-        agent: Agent,
-        messages: list[dict[str, str]],
-        kind: str,
-        effect: Callable[[], Awaitable[ModelResult]],
-        *,
-        on_reasoning: StreamCallback | None = None,
-        on_response: StreamCallback | None = None,
-    ) -> ModelResult:
+    # the seams: carried out by the run scope of the calling task (seams.py, atomic.py)
+    async def model_call(self, agent: Agent, *args: Any, **kwargs: Any) -> ModelResult:
+        """``ChatSession.model_call``: messages, kind, effect, stream callbacks, preflight."""
         with self._fenced():
-            return await self.scope().model_call(
-                agent, messages, kind, effect, on_reasoning=on_reasoning, on_response=on_response
-            )
+            return await self.scope().model_call(agent, *args, **kwargs)
 
     async def embedding_call(
         self, agent: Agent, args: dict[str, Any], effect: Callable[[], Awaitable[dict[str, Any]]]

@@ -58,6 +58,7 @@ class ChatSession(Protocol):
         *,
         on_reasoning: StreamCallback | None = None,
         on_response: StreamCallback | None = None,
+        preflight: Callable[[], Awaitable[None]] | None = None,
     ) -> ModelResult: ...
 
     async def embedding_call(

@@ -1,7 +1,13 @@
 """The model transport: one streaming chat call to an OpenAI-compatible endpoint.
 
 Retries 408/429/5xx (at most twice, short backoff) only while no chunk has arrived; once
-a chunk arrived a failure is final. Reasoning comes from ``delta.reasoning_content`` /
+a chunk arrived a failure is final. A connection that could not be made (refused, no such
+host: not one byte of the request left) is tried again with backoff (``CONNECT_RETRIES``);
+when it never succeeds the call raises ``ModelNotConfigured`` with ``sent=False``.
+``preflight`` (python/helpers/model_preflight.py) finds what is knowable before anything is
+sent: the seam asks it before it records a model call's intent.
+
+Reasoning comes from ``delta.reasoning_content`` /
 ``delta.reasoning`` and from ``<think>...</think>`` in the content (split out, also across
 chunk boundaries). Nothing touches the network at import or construction.
 """
@@ -26,6 +32,7 @@ from python.helpers.rate_limiter import RateLimiter, approx_tokens
 PROVIDERS_FILE = "conf/model_providers.yaml"
 RETRY_STATUSES = frozenset({408, 429}) | frozenset(range(500, 600))
 MAX_RETRIES = 2
+CONNECT_RETRIES = 3  # a connection refused before any byte left: tried again, with backoff
 _RESERVED_KWARGS = {"model", "messages", "stream", "stream_options", "n"}
 
 StreamCallback = Callable[[str, str], Awaitable[None]]
@@ -41,8 +48,37 @@ class ModelError(Exception):
         self.message = message
         self.status = status
 
+    #: False: proven that not one byte of the request left (the connection was never made)
+    sent: bool | None = None
+
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, "status": self.status}
+
+
+class ModelNotConfigured(ModelError):
+    """The model cannot be called as configured, and nothing was sent: no API key, an
+    unknown provider, a malformed base URL, a server that refuses the connection. Not an
+    uncertain call: the turn fails with this error (the chat shows it with a way to the
+    settings), nothing is held. ``reason`` is stable (docs/errors.md), ``setting`` names
+    what to fix."""
+
+    code = "model_not_configured"
+    sent = False
+
+    def __init__(self, message: str, *, reason: str, setting: str = "", kind: str = "chat"):
+        super().__init__(message, None)
+        self.reason = reason
+        self.setting = setting
+        self.kind = kind
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "reason": self.reason,
+            "setting": self.setting,
+            "kind": self.kind,
+        }
 
 
 @dataclass
@@ -196,6 +232,7 @@ class ModelClient:
     comma-separated), the endpoint, and masking the key out of error text."""
 
     retry_delay = 1.5  # seconds between retries (tests lower it)
+    connect_delay = 0.5  # first wait after a refused connection; doubles each time
 
     def __init__(self, config: ModelConfig, api_key: str | None) -> None:
         self.config = config
@@ -204,6 +241,11 @@ class ModelClient:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config.provider}/{self.config.name})"
+
+    @property
+    def has_key(self) -> bool:
+        """Whether an API key is configured (never the key itself)."""
+        return any(k.strip() for k in (self._api_key or "").split(","))
 
     def _headers(self, key: str) -> dict[str, str]:
         headers = {"Authorization": f"Bearer {key}"}
@@ -253,6 +295,14 @@ class ModelClient:
 class ChatModel(ModelClient):
     """Streams one chat completion per ``call``; see the module docstring for retries."""
 
+    def _unreachable(self, base: str, error: ModelError) -> ModelNotConfigured:
+        return ModelNotConfigured(
+            f"the model server at {base} could not be reached ({error.message}); "
+            "is it running, and is the model's API base URL right?",
+            reason="connection_refused",
+            setting="api_base",
+        )
+
     async def call(
         self,
         messages: list[dict],
@@ -268,13 +318,19 @@ class ChatModel(ModelClient):
         messages = await images.to_wire(messages, self.config.vision, read_blob)
         limiter = limiter_for(self.config)
         kwargs = {k: v for k, v in self.config.kwargs.items() if k not in _RESERVED_KWARGS}
-        attempt = 0
+        attempt = connects = 0
         while True:
             await limiter.acquire(_message_tokens(messages))
             stream = _Stream(on_reasoning, on_response)
             try:
                 await self._stream_once(base, key, messages, kwargs, stream)
             except ModelError as error:
+                if error.sent is False:  # the connection was never made: nothing left
+                    if connects >= CONNECT_RETRIES:
+                        raise self._unreachable(base, error) from None
+                    connects += 1
+                    await asyncio.sleep(self.connect_delay * 2 ** (connects - 1))
+                    continue
                 if stream.received or attempt >= MAX_RETRIES or error.status not in RETRY_STATUSES:
                     raise
                 attempt += 1
@@ -308,6 +364,10 @@ class ChatModel(ModelClient):
                 await stream.finish()
         except ModelError as error:
             raise ModelError(self._mask(error.message), error.status) from None
+        except httpx.ConnectError as exc:  # no connection: not one byte of the request left
+            unsent = ModelError(self._mask(f"could not connect: {exc}"))
+            unsent.sent = False
+            raise unsent from None
         except (httpx.HTTPError, SSEError, OSError, ValueError) as exc:
             where = "after the stream began" if stream.received else "before any reply"
             raise ModelError(

@@ -87,6 +87,8 @@ DEFAULTS: dict[str, Any] = {
     "memory_memorize_consolidation": True,
     "memory_memorize_replace_threshold": 0.9,
     "agent_profile": "agent0",
+    # the utility model names a chat after its first exchange (upstream always does; #23)
+    "chat_rename": True,
     "mcp_server_token": "",
     "code_exec_first_output_timeout": 30,
     "code_exec_between_output_timeout": 15,

@@ -87,6 +87,7 @@ STATUS: dict[str, int] = {
     "invalid_transition": 409,
     "open_intents": 409,
     "no_open_call": 409,
+    "decision_not_applicable": 409,
     "intent_missing": 409,
     "result_conflict": 409,
     "deferred_write_refused": 409,

@@ -19,13 +19,12 @@ __all__ = ["crashable"]  # the fixture
 
 TIMEOUT_MS = 60_000
 KEY = {"X-API-KEY": "test-token"}
+# a model_failed hold offers what fits it (#23): Retry model call and Stop
 DECISION_WORDS = {
-    "resume": "recorded as abandoned",
+    "retry_model_call": "Call the model again",
     "stop": "End the run",
-    "new_attempt": "again, on purpose",
-    "confirmed_completed": "it did happen",
-    "confirmed_not_completed": "it did not happen",
 }
+NOT_OFFERED = ("resume", "new_attempt", "confirmed_completed", "confirmed_not_completed")
 
 
 def test_held_run_banner_panel_stale_refresh_and_decision(page: Page, running_ui, model_server):
@@ -54,18 +53,22 @@ def test_held_run_banner_panel_stale_refresh_and_decision(page: Page, running_ui
     expect(card.get_by_test_id("reason-detail")).to_contain_text("provider down")
     expect(card.get_by_test_id("timeline-step")).to_have_count(1)
     expect(card.get_by_test_id("decision-history")).to_have_text("None yet.")
-    # the five decisions are readable in full, each with its explanation, none cut off
+    # the decisions that fit are readable in full, each with its explanation, none cut off
     for name, words in DECISION_WORDS.items():
         option = card.get_by_test_id(f"decision-{name}")
         expect(option).to_be_visible()
         expect(option).to_contain_text(words)
         box = option.bounding_box()
         assert box is not None and box["width"] > 300, (name, box)
+    # the others are not offered, each with the server's reason
+    for name in NOT_OFFERED:
+        expect(card.get_by_test_id(f"decision-{name}")).to_have_count(0)
+    card.get_by_test_id("decision-unavailable").locator("summary").click()
+    expect(card.get_by_test_id("unavailable-resume")).to_contain_text("fail again")
 
-    # a confirmed_* decision needs a note
-    card.get_by_test_id("decision-confirmed_completed").click()
+    # no decision chosen: the panel says so
     card.get_by_test_id("decision-submit").click()
-    expect(page.get_by_test_id("recovery-message")).to_contain_text("note is required")
+    expect(page.get_by_test_id("recovery-message")).to_contain_text("Choose one")
 
     # someone else acts meanwhile: a retry grant resumes the run, it fails and holds again
     version = _run(running_ui, run_id)["version"]

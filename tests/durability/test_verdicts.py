@@ -192,12 +192,20 @@ ROWS: list[tuple[str, dict[str, Any] | None, dict[str, Any], Action, str | None,
     ),
     # open intents at start-up or takeover
     (
-        "code: an open model call is held at recovery (no standing grants yet)",
+        "open model call at recovery, no standing grant: held",
         MODEL,
-        {**REC, "grant": True},
+        REC,
         HOLD,
         UNCERTAIN,
         Why.MODEL_CALL_OUTCOME_UNKNOWN,
+    ),
+    (
+        "open model call at recovery, a standing grant pays: retried (#23)",
+        MODEL,
+        {**REC, "grant": True},
+        Action.RETRY,
+        None,
+        None,
     ),
     ("open child workflow, pinned: resumes", CHILD, REC, Action.CHILD, None, None),
     (

@@ -34,6 +34,7 @@ def make_settings(model_url: str, workdir: Path, **extra: Any) -> dict:
     values["chat_model_ctx_length"] = 100_000
     values["chat_model_ctx_history"] = 0.7
     values["agent_profile"] = "agent0"
+    values["chat_rename"] = False  # tests/support/ui_server.py: exactly the scripted calls
     values["workdir"] = str(workdir)
     for timeout in ("first_output", "between_output"):
         values[f"code_exec_{timeout}_timeout"] = 10

@@ -298,3 +298,24 @@ async def test_a_stop_before_the_run_began_still_ends_it(harness):
     assert harness.journal.get_run(started.run_id).status == "stopped"
     assert harness.model.calls == 0
     assert await harness.send(ctx, "again") == "later"
+
+
+async def test_a_standing_grant_for_the_chat_retries_a_failed_model_call_by_itself(harness):
+    ctx = harness.chat()
+    harness.journal.grant_standing("chat", ctx.id, 1, actor="alice", note="flaky provider")
+    harness.model.fail(500, "provider hiccup", times=3)  # the transport's own tries, all failed
+    harness.model.tool("response", {"text": "answered on the second attempt"})
+    assert await harness.send(ctx, "go") == "answered on the second attempt"
+    run = harness.run_of(ctx.id)
+    assert run.status == "completed"
+    calls = harness.journal.list_calls(run.id)
+    assert [(c.seq, c.attempt, c.state) for c in calls[:2]] == [
+        (0, 1, "superseded"),
+        (0, 2, "completed"),
+    ]
+    [(use, grant)] = harness.journal.standing_grant_uses(run.id)
+    assert (use.call_id, grant.actor, grant.note) == (calls[0].id, "alice", "flaky provider")
+    notes = [
+        i for i in ctx.log.output() if i["heading"] == "Model call retried by a standing grant"
+    ]
+    assert notes and "alice" in notes[0]["content"]

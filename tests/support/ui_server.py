@@ -38,8 +38,11 @@ def free_port() -> int:
 
 
 def ui_env_for(model: ScriptedModel, token: str = "test-token") -> dict[str, str]:
-    """Environment that points both models at the scripted server and sets the API token."""
-    env = {"API_KEY_OTHER": "test", "A0_SET_mcp_server_token": token}
+    """Environment that points both models at the scripted server and sets the API token
+    (chat renaming off)."""
+    # chat_rename off: a scripted turn gets exactly the model calls its test scripts (the
+    # rename's own tests turn it on)
+    env = {"API_KEY_OTHER": "test", "A0_SET_mcp_server_token": token, "A0_SET_chat_rename": "false"}
     for prefix in ("chat_model", "util_model"):
         env[f"A0_SET_{prefix}_provider"] = "other"
         env[f"A0_SET_{prefix}_api_base"] = model.url

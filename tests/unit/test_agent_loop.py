@@ -38,6 +38,7 @@ def _settings(model: ScriptedModel, workdir: Path, **extra) -> dict:
             "chat_model_ctx_length": 100_000,
             "chat_model_ctx_history": 0.7,
             "agent_profile": "agent0",
+            "chat_rename": False,  # exactly the scripted model calls (tests/support/ui_server.py)
             "workdir": str(workdir),
             "code_exec_first_output_timeout": 10,
             "code_exec_between_output_timeout": 10,

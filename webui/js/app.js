@@ -143,6 +143,7 @@ async function poll() {
     $("chat-progress").textContent = state.running && snapshot.log_progress_active ? snapshot.log_progress : "";
     state.paused = Boolean(snapshot.paused);
     showHeld(snapshot);
+    showModelProblem(snapshot.model_problem);
     applyControls();
     showConnection(null);
   } catch (error) {
@@ -150,6 +151,14 @@ async function poll() {
   } finally {
     schedulePoll(delay ?? (state.running ? 100 : 250));
   }
+}
+
+// The page says at the top when no model can answer (no key, unknown provider, a malformed
+// base URL), before anything is sent; the poll reads it from the settings.
+function showModelProblem(problem) {
+  const banner = $("model-banner");
+  banner.hidden = !problem;
+  $("model-problem").textContent = problem ? problem.message : "";
 }
 
 function schedulePoll(delay) {
@@ -232,6 +241,8 @@ function init() {
   $("stop-chat").addEventListener("click", () => act(() => callApi("chat_stop", { context: state.context })));
   $("settings-open").addEventListener("click", openSettings);
   attachments.init();
+  $("model-settings").addEventListener("click", openSettings);
+  document.addEventListener("open-settings", openSettings);
   initSettings(notifyError);
   initNotifications();
   initRecovery();

@@ -1,12 +1,16 @@
 // The Recovery panel ("Continue with confidence"): held runs with the evidence to check
-// (calls, commands, shell receipts, attempts, earlier decisions, a timeline) and the five
-// decisions, each explained.
+// (calls, commands, shell receipts, attempts, earlier decisions, a timeline) and the
+// decisions that fit each hold, each explained; standing retry grants; decided runs.
 
 import { ApiCallError, callApi } from "./api.js";
 import { el } from "./dom.js";
 import { when, keyValues, callTimeline, callsList, decisionsList } from "./recovery_view.js";
 
 export const DECISIONS = [
+  ["retry_model_call", "Retry model call",
+    "Call the model again at the held position, on purpose (attempt + 1). The count is how " +
+    "many tries you allow in all; if the call fails again and tries are left, it is retried " +
+    "by itself."],
   ["resume", "Resume",
     "Continue from the last safe checkpoint. The uncertain step is recorded as abandoned " +
     "(outcome unknown) and the agent is told not to repeat it blindly."],
@@ -81,25 +85,49 @@ export function heldDetail(run) {
   return "";
 }
 
+// Only the decisions that fit the hold are offered (the server says which, and why the
+// others do not: run.decisions_available); the others are listed with their reason.
 function decisionForm(run) {
   const name = `decision-${run.run_id}`;
-  const options = DECISIONS.map(([value, label, help]) =>
+  const fits = new Map((run.decisions_available || []).map((f) => [f.decision, f]));
+  const offered = DECISIONS.filter(([value]) => !fits.size || fits.get(value)?.allowed);
+  const refused = DECISIONS.filter(([value]) => fits.size && !fits.get(value)?.allowed);
+  const options = offered.map(([value, label, help]) =>
     el("label", { className: "decision-option", testid: `decision-${value}` },
       el("input", { type: "radio", name, value }),
       el("span", {}, el("strong", { text: label }), el("span", { className: "muted", text: ` ${help}` }))));
+  const attempts = el("input", { type: "number", min: 1, max: 100, value: 1, testid: "decision-attempts" });
+  const attemptsRow = offered.some(([value]) => value === "retry_model_call")
+    ? el("label", { className: "attempts" }, "Tries allowed for Retry model call ", attempts) : null;
+  const notOffered = refused.length ? el("details", { className: "not-offered", testid: "decision-unavailable" },
+    el("summary", { text: `Not offered for this hold (${refused.length})` }),
+    el("ul", {}, ...refused.map(([value, label]) => el("li", { testid: `unavailable-${value}` },
+      el("strong", { text: label }), `: ${fits.get(value)?.why || ""}`)))) : null;
   const note = el("textarea", {
     rows: 2, testid: "decision-note",
     placeholder: "What did you check? (required for the two 'confirmed' decisions)",
   });
   const submit = el("button", { className: "primary", type: "button", text: "Decide", testid: "decision-submit" });
   const form = el("fieldset", { className: "decision-form" },
-    el("legend", { text: `Decide on version ${run.version}` }), ...options, note,
+    el("legend", { text: `Decide on version ${run.version}` }), ...options, attemptsRow, notOffered, note,
     el("div", { className: "dialog-buttons" }, submit));
   submit.addEventListener("click", () => {
     const chosen = form.querySelector(`input[name="${CSS.escape(name)}"]:checked`);
-    decide(run, chosen ? chosen.value : "", note.value);
+    decide(run, chosen ? chosen.value : "", note.value, Number(attempts.value) || 1);
   });
   return form;
+}
+
+// The standing grants that paid for a retry in this run: who authorised it, for what, why.
+function standingUses(run) {
+  const uses = run.standing_grant_uses || [];
+  if (!uses.length) return null;
+  return el("div", { className: "standing-uses", testid: "standing-uses" },
+    el("h4", { text: "Retried by standing grants" }),
+    el("ul", {}, ...uses.map((u) => el("li", {},
+      `call ${u.call_id.slice(0, 8)} retried at ${when(u.created_at)}, paid by grant #${u.grant_id} ` +
+      `(${u.scope} ${u.target}, ${u.attempts} per run) of ${u.actor}`,
+      u.note ? el("div", { className: "note", text: `Note: ${u.note}` }) : null))));
 }
 
 // The chat's name (the id only when the chat is not loaded) and a link that opens it.
@@ -125,6 +153,7 @@ function runCard(run) {
     el("h4", { text: "Timeline" }), callTimeline(run.calls, heldCall),
     el("h4", { text: `Calls (${run.calls.length})` }), callsList(run.calls, heldCall),
     el("h4", { text: "Earlier decisions" }), decisionsList(run.decisions),
+    standingUses(run),
     decisionForm(run));
 }
 
@@ -145,9 +174,9 @@ function whatChanged(before, after) {
   return lines;
 }
 
-async function decide(run, decision, note) {
+async function decide(run, decision, note, attempts = 1) {
   if (!decision) {
-    notice("Choose one of the five decisions first.");
+    notice("Choose one of the decisions first.");
     return;
   }
   if (NEEDS_NOTE.has(decision) && !note.trim()) {
@@ -157,6 +186,7 @@ async function decide(run, decision, note) {
   try {
     await callApi("durable_decide", {
       run_id: run.run_id, decision, expected_version: run.version, note: note.trim() || undefined,
+      attempts: decision === "retry_model_call" ? attempts : undefined,
     });
     notice(`Decision '${decision}' recorded.`);
   } catch (error) {
@@ -186,6 +216,56 @@ export async function loadRuns(clearNotice = true) {
   } catch (error) {
     notice(errorText(error));
   }
+  await Promise.all([loadHistory(), loadGrants()]);
+}
+
+// The history of decided runs: each with its chat, its status now and its latest decision.
+async function loadHistory() {
+  const box = $("recovery-history");
+  try {
+    const { runs } = await callApi("durable_runs", { decided: true, limit: 20 });
+    box.replaceChildren(...(runs.length ? runs.map(historyRow)
+      : [el("p", { className: "muted", text: "No run was decided yet." })]));
+  } catch (error) {
+    box.replaceChildren(el("p", { className: "error-text", text: errorText(error) }));
+  }
+}
+
+function historyRow(run) {
+  const last = (run.decisions || []).at(-1);
+  const said = last ? `${last.decision} by ${last.actor} at ${when(last.created_at)}` : "";
+  return el("div", { className: "history-row", testid: "history-run" },
+    el("strong", { text: `Run ${run.run_id.slice(0, 8)}` }), " in ", chatLink(run),
+    ` · now ${run.status} · ${said}`, last?.note ? el("span", { className: "muted", text: ` (${last.note})` }) : null);
+}
+
+// Standing retry grants: N automatic retries of interrupted or failed model calls per run,
+// authorised in advance for a chat, a profile or a scheduled task (0 withdraws).
+async function loadGrants() {
+  const list = $("standing-list");
+  try {
+    const { grants } = await callApi("durable_standing_grants", { limit: 50 });
+    const inForce = grants.filter((g) => g.in_force && g.attempts > 0);
+    list.replaceChildren(...(inForce.length ? inForce.map((g) => el("li", { testid: "standing-grant" },
+      `${g.scope} ${g.target}: ${g.attempts} per run, by ${g.actor} at ${when(g.created_at)}`,
+      g.note ? el("span", { className: "muted", text: ` (${g.note})` }) : null))
+      : [el("li", { className: "muted", text: "None: a failed or interrupted model call waits for a person." })]));
+  } catch (error) {
+    list.replaceChildren(el("li", { className: "error-text", text: errorText(error) }));
+  }
+}
+
+async function addGrant() {
+  try {
+    await callApi("durable_standing_grant", {
+      scope: $("standing-scope").value, target: $("standing-target").value.trim(),
+      attempts: Number($("standing-attempts").value), note: $("standing-note").value.trim() || undefined,
+    });
+    notice("Standing grant recorded.");
+  } catch (error) {
+    notice(errorText(error));
+  }
+  await loadGrants();
 }
 
 // Refresh asks the held runs' evidence again first: a receipt that now proves the outcome
@@ -215,6 +295,7 @@ export function initRecovery() {
   $("held-open").addEventListener("click", openRecovery);
   $("recovery-refresh").addEventListener("click", () => recheckRuns());
   $("recovery-close").addEventListener("click", () => $("recovery-dialog").close());
+  $("standing-add").addEventListener("click", addGrant);
 }
 
 export function showHeld(snapshot) {

@@ -134,6 +134,34 @@ export function renderItem(node, item) {
   renderImages(pictures, item.kvps?.images);
   renderScreenshot(node, item);
   renderRestored(node, heading, item);
+  renderSettingsLink(node, item);
+}
+
+// A turn that failed because the model cannot be called as configured (no key, unknown
+// provider, a server that refuses connections): the error says what to fix and offers the
+// way to Settings. Nothing was held; after the fix the next message works.
+function renderSettingsLink(node, item) {
+  const wanted = item.type === "error" && item.kvps && item.kvps.code === "model_not_configured";
+  let guide = node.querySelector(".settings-guide");
+  if (!wanted) {
+    if (guide) guide.remove();
+    return;
+  }
+  if (guide) return;
+  guide = document.createElement("div");
+  guide.className = "settings-guide";
+  guide.setAttribute("data-testid", "model-guide");
+  const text = document.createElement("span");
+  const setting = item.kvps.setting ? ` (${item.kvps.setting})` : "";
+  text.textContent = `The model is not configured${setting}: nothing was sent and nothing waits ` +
+    "for a decision. Fix it in Settings, then send your message again.";
+  const button = document.createElement("button");
+  button.type = "button";
+  button.textContent = "Open Settings";
+  button.setAttribute("data-testid", "guide-settings");
+  button.addEventListener("click", () => document.dispatchEvent(new CustomEvent("open-settings")));
+  guide.append(text, button);
+  node.append(guide);
 }
 
 // A browser_agent step shows the screenshot taken after it (fetched with the session's
