@@ -37,6 +37,9 @@ def _embed_settings(model_server) -> dict:
         "embed_model_provider": "other",
         "embed_model_name": "scripted-embedding",
         "embed_model_api_base": model_server.url,
+        # with an embedding model, recall and memorize would ask the model too (docs/memory.md)
+        "memory_recall_enabled": False,
+        "memory_memorize_enabled": False,
     }
 
 

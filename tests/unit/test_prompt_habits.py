@@ -26,6 +26,7 @@ TIME_LINE = re.compile(r"The user's current local date and time: (\d{4}-\d\d-\d\
 
 def _settings(model: ScriptedModel, workdir: Path, **extra) -> dict:
     values = dict(settings_mod.DEFAULTS)
+    values["chat_rename"] = False  # exactly the scripted model calls (tests/support/ui_server.py)
     for prefix in ("chat_model", "util_model"):
         values.update(
             {
