@@ -4,7 +4,6 @@
 
 import { callApiRaw } from "./api.js";
 import { renderMarkdown, renderText } from "./markdown.js";
-import { callApiRaw } from "./api.js";
 
 const HEADINGS = {
   user: "You", agent: "Thinking", response: "Answer", tool: "Tool", code_exe: "Code",
