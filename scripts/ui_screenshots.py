@@ -206,7 +206,7 @@ def tasks(page: Page, server: UiServer, out: Path) -> None:
 
 
 def crash_mid_shell_call(server: UiServer, model: ScriptedModel, gate: Path) -> int:
-    """Start a shell command that waits on ``gate``, SIGKILL the server mid-call."""
+    """Start a shell command that waits on ``gate``, SIGKILL the server and the shell mid-call."""
     code = f"echo 'backup: 120 of 300 files copied'; while [ ! -e {gate} ]; do sleep 0.1; done"
     model.tool(
         "code_execution_tool",
@@ -227,7 +227,19 @@ def crash_mid_shell_call(server: UiServer, model: ScriptedModel, gate: Path) -> 
     start = outputs[0].with_suffix(".start")
     shell_pid = int(json.loads(start.read_text())["shell_pid"])
     server.kill()
+    # the shell dies with it (as when a container stops): a shell that outlives the server
+    # is adopted and its run goes on by itself, with nothing for the panel to show
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(shell_pid, signal.SIGKILL)
+    wait_until(lambda: not Path(f"/proc/{shell_pid}").exists() or _zombie(shell_pid), "shell end")
     return shell_pid
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z"
+    except OSError:
+        return True
 
 
 def recovery(page: Page, server: UiServer, out: Path) -> None:
