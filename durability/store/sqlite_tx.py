@@ -126,7 +126,26 @@ class SqliteRuns(RunTable):
 
 
 class SqliteMemories(MemoryTable):
-    """Ranks in SQL with sqlite-vec (loaded into every connection of the store)."""
+    """Ranks in SQL with sqlite-vec (loaded into every connection of the store), and tells
+    an in-memory copy of the vectors what changed (migration 0010)."""
+
+    def matrix_state(self) -> tuple[int, int] | None:
+        row = self.sql.conn.execute(
+            "SELECT (SELECT rewrites FROM memory_changes WHERE one = 1),"
+            " (SELECT COALESCE(MAX(seq), 0) FROM memories)"
+        ).fetchone()
+        return int(row[0]), int(row[1])
+
+    def matrix_rows(
+        self, subdir: str, model: str, dim: int, after: int
+    ) -> Iterator[tuple[int, str, str, bytes]]:
+        cursor = self.sql.conn.execute(
+            "SELECT seq, id, area, vector FROM memories NOT INDEXED WHERE seq > ? AND subdir = ?"
+            " AND model = ? AND dim = ? ORDER BY seq",
+            (after, subdir, model, dim),
+        )
+        while batch := cursor.fetchmany(_BATCH):
+            yield from batch
 
     def nearest(
         self,

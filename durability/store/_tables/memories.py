@@ -102,6 +102,20 @@ class MemoryTable(Table):
         ).fetchall()
         return [(str(i), bytes(v)) for i, v in rows]
 
+    def matrix_state(self) -> tuple[int, int] | None:
+        """(vector-moving changes so far, the newest memory's ``seq``) as this transaction
+        sees them, for a process that keeps the vectors in memory (durability/memory/
+        _matrix.py); None on an engine that does not track them (the vectors are read per
+        search)."""
+        return None
+
+    def matrix_rows(
+        self, subdir: str, model: str, dim: int, after: int
+    ) -> Iterator[tuple[int, str, str, bytes]]:
+        """(seq, id, area, vector) of the memories of ``subdir``, ``model`` and ``dim`` with
+        a ``seq`` above ``after``, in ``seq`` order; only where ``matrix_state`` is kept."""
+        raise NotImplementedError(f"{type(self).__name__} does not track memory changes")
+
     def nearest(
         self,
         subdir: str,
