@@ -41,8 +41,12 @@ _CORE_KEYS = ("id", "area", "timestamp")
 
 
 def new_memory_id() -> str:
-    """Upstream's id shape: 10 random letters and digits."""
-    return "".join(secrets.choice(_ID_ALPHABET) for _ in range(10))
+    """Upstream's id shape: 10 random letters and digits (uniform: a byte is kept only
+    below 248 = 4 x 62, so each letter is as likely as any other)."""
+    chosen: list[str] = []
+    while len(chosen) < 10:
+        chosen += [_ID_ALPHABET[b % 62] for b in secrets.token_bytes(16) if b < 248]
+    return "".join(chosen[:10])
 
 
 def _name(field: str, value: Any) -> str:

@@ -26,10 +26,15 @@ def encode(vector: Sequence[float], field: str = "vector") -> bytes:
     if not 0 < len(vector) <= MAX_DIM:
         raise InvalidArgument(f"{field} must have 1 to {MAX_DIM} values", field=field)
     try:
-        values = array("f", (float(v) for v in vector))
+        values = array("f", vector)  # plain numbers, converted in C
     except (TypeError, ValueError, OverflowError):
-        raise InvalidArgument(f"{field} must be a list of numbers", field=field) from None
-    if not all(math.isfinite(v) for v in values) or not any(values):
+        try:  # anything float() takes, one by one
+            values = array("f", (float(v) for v in vector))
+        except (TypeError, ValueError, OverflowError):
+            raise InvalidArgument(f"{field} must be a list of numbers", field=field) from None
+    # the float64 sum of float32 values cannot overflow (16,384 x 3.4e38), so it is finite
+    # exactly when every value is (an inf or a NaN makes it inf or NaN)
+    if not math.isfinite(sum(values)) or not any(values):
         raise InvalidArgument(f"{field} must hold finite numbers, not all zero", field=field)
     if sys.byteorder != "little":  # pragma: no cover - every platform we ship on is little
         values.byteswap()

@@ -31,6 +31,9 @@ def area_clause(areas: Sequence[str] | None) -> tuple[str, list[Any]]:
 
 
 class MemoryTable(Table):
+    #: the subdir condition of a lookup by ids (SQLite's keeps its planner on the id index)
+    _BY_IDS = "subdir = ?"
+
     def insert(self, row: MemoryRow, vector: bytes) -> None:
         values = (*MEMORIES.values(row), vector)
         self.sql.run(_INSERT, values)
@@ -55,7 +58,7 @@ class MemoryTable(Table):
             where, args = self.sql.among("id", batch)
             found += self.sql.all(
                 MEMORIES,
-                f"SELECT {MEMORIES.select} FROM memories WHERE subdir = ? AND {where}",
+                f"SELECT {MEMORIES.select} FROM memories WHERE {self._BY_IDS} AND {where}",
                 (subdir, *args),
             )
         return found
@@ -65,7 +68,7 @@ class MemoryTable(Table):
         for batch in self.sql.batches(ids):
             where, args = self.sql.among("id", batch)
             cursor = self.sql.run(
-                f"DELETE FROM memories WHERE subdir = ? AND {where}", (subdir, *args)
+                f"DELETE FROM memories WHERE {self._BY_IDS} AND {where}", (subdir, *args)
             )
             deleted += max(0, int(cursor.rowcount))
         return deleted
