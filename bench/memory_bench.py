@@ -239,6 +239,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=None, help="temporary folder's parent")
     parser.add_argument("--seed", type=int, default=19)
     parser.add_argument(
+        "--faiss-threads",
+        type=int,
+        default=None,
+        help="FAISS's OpenMP threads (its default: one per core)",
+    )
+    parser.add_argument(
         "--rounds", type=int, default=None, help="alternate ours and FAISS's (3; smoke 1)"
     )
     args = parser.parse_args(argv)
@@ -246,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     dims = args.dims or [384, 1536]
     queries = args.queries or (10 if args.smoke else 100)
     rounds = args.rounds or (1 if args.smoke else 3)
+    if faiss is not None and args.faiss_threads:
+        faiss.omp_set_num_threads(args.faiss_threads)
     folder = Path(tempfile.mkdtemp(prefix="memory-bench-", dir=args.dir))
     try:
         rows = [
@@ -261,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         "bench": "memory",
         "backend": "sqlite-vec",
         "faiss": getattr(faiss, "__version__", None) if faiss is not None else None,
+        "faiss_threads": faiss.omp_get_max_threads() if faiss is not None else None,
         "results": rows,
         "environment": _common.environment(),
     }
