@@ -2,13 +2,16 @@
 dimension), so a search is one matrix-vector product instead of a scan of the table.
 
 Never stale. Each search reads, inside its own transaction, the table's change state
-(``tx.memories.matrix_state()``: how many vector-moving changes there were, and the newest
-memory's ``seq``) and ranks with the matrix only when the matrix reflects exactly that
-state. A read transaction that sees a newer state first brings the matrix up to it: the
-memories saved since (``seq`` above the last one seen, by this process or any other) are
-appended; after a delete or a moved vector the matrix is loaded again. A transaction that
-sees an older state than the matrix (or a write transaction, whose uncommitted changes
-must never reach a shared copy) gets ``None`` and ranks in SQL as before.
+(``tx.memories.matrix_state()``: counts of moved vectors and of deletes, the highest
+``seq`` ever deleted, the newest ``seq``) and ranks with the matrix only when the matrix
+reflects exactly that state. A read transaction that sees a newer state first brings the
+matrix up to it: memories saved since (``seq`` above the last one seen, by this process or
+any other) are appended; deleted ones are found by the ``seq`` numbers still in the table
+and masked (the matrix is compacted when a quarter of it is dead); after a moved vector
+(an update of vector, model, dimension, area, subdir or id), or a delete of a memory at or
+above the newest one seen (its ``seq`` may be given again), the matrix is loaded again. A
+transaction that sees an older state than the matrix (or a write transaction, whose
+uncommitted changes must never reach a shared copy) gets ``None`` and ranks in SQL.
 
 The rows are unit vectors, so the product is the cosine; the order is the SQL search's:
 best first, then by id. Without numpy, or on an engine that does not keep the change state
@@ -31,6 +34,10 @@ try:
 except ImportError:  # pragma: no cover - numpy is optional on SQLite
     np = None  # type: ignore[assignment]
 
+#: (moved vectors, deletes, highest seq deleted, newest seq): see MemoryTable.matrix_state
+State = tuple[int, int, int, int]
+Row = tuple[int, str, str, bytes]  # seq, id, area, vector
+
 
 class _Matrix:
     """The unit vectors of one (subdir, model, dimension), in ``seq`` order."""
@@ -38,18 +45,27 @@ class _Matrix:
     def __init__(self, dim: int) -> None:
         self.dim = dim
         self.lock = threading.Lock()
-        self.state: tuple[int, int] | None = None
+        self.state: State | None = None
+        self.loads = 0  # full loads so far (tests read it)
         self.clear()
 
     def clear(self) -> None:
         self.data = np.empty((0, self.dim), dtype=np.float32)
         self.areas = np.empty(0, dtype=np.int32)
+        self.seqs = np.empty(0, dtype=np.int64)
+        self.live = np.empty(0, dtype=bool)
         self.ids: list[str] = []
         self.area_codes: dict[str, int] = {}
         self.n = 0
+        self.dead = 0
 
-    def extend(self, rows: Iterable[tuple[int, str, str, bytes]]) -> None:
-        batch: list[tuple[int, str, str, bytes]] = []
+    def load(self, rows: Iterable[Row]) -> None:
+        self.clear()
+        self.loads += 1
+        self.extend(rows)
+
+    def extend(self, rows: Iterable[Row]) -> None:
+        batch: list[Row] = []
         for row in rows:
             batch.append(row)
             if len(batch) == _BATCH:
@@ -58,31 +74,63 @@ class _Matrix:
         if batch:
             self._append(batch)
 
-    def _append(self, rows: list[tuple[int, str, str, bytes]]) -> None:
+    def _append(self, rows: list[Row]) -> None:
         end = self.n + len(rows)
         if end > len(self.data):  # room for twice as many (amortised appends)
             size = max(_MIN_ROWS, 2 * len(self.data), end)
-            data = np.empty((size, self.dim), dtype=np.float32)
-            data[: self.n] = self.data[: self.n]
-            areas = np.empty(size, dtype=np.int32)
-            areas[: self.n] = self.areas[: self.n]
-            self.data, self.areas = data, areas
+            self._resize(size, np.arange(self.n))
         block = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").reshape(-1, self.dim)
         norms = np.sqrt(np.einsum("ij,ij->i", block, block))
         self.data[self.n : end] = block / np.where(norms == 0, 1.0, norms)[:, None]
         codes = self.area_codes
         self.areas[self.n : end] = [codes.setdefault(r[2], len(codes)) for r in rows]
+        self.seqs[self.n : end] = [r[0] for r in rows]
+        self.live[self.n : end] = True
         self.ids.extend(r[1] for r in rows)
         self.n = end
 
+    def _resize(self, size: int, kept: Any) -> None:
+        """New arrays of ``size`` rows holding the rows ``kept`` (views keep the old)."""
+        count = len(kept)
+        data = np.empty((size, self.dim), dtype=np.float32)
+        data[:count] = self.data[kept]
+        areas = np.empty(size, dtype=np.int32)
+        areas[:count] = self.areas[kept]
+        seqs = np.empty(size, dtype=np.int64)
+        seqs[:count] = self.seqs[kept]
+        live = np.zeros(size, dtype=bool)
+        live[:count] = self.live[kept]
+        self.data, self.areas, self.seqs, self.live = data, areas, seqs, live
+        if count != self.n:
+            self.ids = [self.ids[i] for i in kept.tolist()]
+        self.n = count
+
+    def drop_missing(self, present: Sequence[int]) -> None:
+        """Mask the rows whose ``seq`` is no longer in the table (``present``: the seqs of
+        the subdir and model); compact when a quarter of the matrix is dead."""
+        keep = np.isin(self.seqs[: self.n], np.asarray(present, dtype=np.int64))
+        live = self.live.copy()  # a new array: views taken before keep theirs
+        live[: self.n] &= keep
+        self.live = live
+        self.dead = self.n - int(np.count_nonzero(live[: self.n]))
+        if self.dead > max(_MIN_ROWS, self.n // 4):
+            kept = np.flatnonzero(live[: self.n])
+            self._resize(max(_MIN_ROWS, len(kept)), kept)
+            self.dead = 0
+
     def view(self) -> _View:
-        # rows below n never change in place: a reload or a growth makes new arrays
-        return _View(self.data[: self.n], self.areas[: self.n], self.ids, dict(self.area_codes))
+        # rows below n never change in place: a reload, growth or compaction makes new
+        # arrays, and a delete a new mask
+        live = self.live[: self.n] if self.dead else None
+        return _View(self.data[: self.n], self.areas[: self.n], self.ids, self.area_codes, live)
 
 
 class _View:
-    def __init__(self, data: Any, areas: Any, ids: list[str], codes: dict[str, int]) -> None:
-        self.data, self.areas, self.ids, self.codes = data, areas, ids, codes
+    def __init__(
+        self, data: Any, areas: Any, ids: list[str], codes: dict[str, int], live: Any
+    ) -> None:
+        self.data, self.areas, self.ids, self.live = data, areas, ids, live
+        self.codes = dict(codes)
 
     def ranked(
         self, query: bytes, areas: Sequence[str] | None, min_cosine: float, limit: int | None
@@ -95,6 +143,8 @@ class _View:
             target = target / norm
         scores = (self.data @ target).astype(np.float64)
         keep = scores >= min_cosine
+        if self.live is not None:
+            keep &= self.live
         if areas:
             keep &= np.isin(self.areas, [self.codes[a] for a in areas if a in self.codes])
         left = np.flatnonzero(keep)
@@ -124,27 +174,43 @@ class MatrixCache:
         """The matrix as ``tx`` sees the table, or None (rank in SQL): see the module."""
         if np is None:
             return None
-        state = tx.memories.matrix_state()
+        state: State | None = tx.memories.matrix_state()
         if state is None:
             return None
+        key = (subdir, model, dim)
         with self._lock:
-            matrix = self._matrices.setdefault((subdir, model, dim), _Matrix(dim))
+            matrix = self._matrices.get(key)
+            if matrix is None:
+                matrix = self._matrices[key] = _Matrix(dim)
         with matrix.lock:
-            if matrix.state == state:
+            known = matrix.state
+            if known == state:
                 return matrix.view()
-            if not refresh:
-                return None
-            known, matrix.state = matrix.state, None  # half brought up is never used
-            if known is not None and known[0] == state[0] and known[1] < state[1]:
-                matrix.extend(tx.memories.matrix_rows(subdir, model, dim, known[1]))
-            elif known is None or known[0] < state[0]:
-                matrix.clear()
-                matrix.extend(tx.memories.matrix_rows(subdir, model, dim, 0))
-            else:  # this transaction sees an older state than the matrix holds
-                matrix.state = known
-                return None
+            if not refresh or (known is not None and _older(state, known)):
+                return None  # a write, or a transaction that sees less than the matrix
+            matrix.state = None  # half brought up is never used
+            moves, deletes, top_deleted, newest = state
+            if (
+                known is None
+                or moves != known[0]
+                or (deletes != known[1] and top_deleted >= known[3])
+            ):
+                matrix.load(tx.memories.matrix_rows(subdir, model, dim, 0))
+            else:
+                if deletes != known[1]:
+                    matrix.drop_missing(tx.memories.matrix_seqs(subdir, model))
+                if newest != known[3]:
+                    matrix.extend(tx.memories.matrix_rows(subdir, model, dim, known[3]))
             matrix.state = state
             return matrix.view()
+
+
+def _older(state: State, known: State) -> bool:
+    """True when ``state`` is earlier than ``known``: the counts and the highest deleted
+    ``seq`` only grow, and the newest ``seq`` grows while nothing is deleted."""
+    if any(now < then for now, then in zip(state[:3], known[:3], strict=True)):
+        return True
+    return state[1] == known[1] and state[3] < known[3]
 
 
 _CACHES: weakref.WeakKeyDictionary[Any, MatrixCache] = weakref.WeakKeyDictionary()

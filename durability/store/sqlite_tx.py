@@ -133,12 +133,19 @@ class SqliteMemories(MemoryTable):
     # (subdir, ...) instead of looking the few ids up (a 10-id get read all 10k rows)
     _BY_IDS = "+subdir = ?"
 
-    def matrix_state(self) -> tuple[int, int] | None:
+    def matrix_state(self) -> tuple[int, int, int, int] | None:
         row = self.sql.conn.execute(
-            "SELECT (SELECT rewrites FROM memory_changes WHERE one = 1),"
-            " (SELECT COALESCE(MAX(seq), 0) FROM memories)"
+            "SELECT moves, deletes, top_deleted, (SELECT COALESCE(MAX(seq), 0) FROM memories)"
+            " FROM memory_changes WHERE one = 1"
         ).fetchone()
-        return int(row[0]), int(row[1])
+        return int(row[0]), int(row[1]), int(row[2]), int(row[3])
+
+    def matrix_seqs(self, subdir: str, model: str) -> list[int]:
+        # read from the index on (subdir, model, area), which holds each row's seq
+        rows = self.sql.conn.execute(
+            "SELECT seq FROM memories WHERE subdir = ? AND model = ?", (subdir, model)
+        ).fetchall()
+        return [int(r[0]) for r in rows]
 
     def matrix_rows(
         self, subdir: str, model: str, dim: int, after: int

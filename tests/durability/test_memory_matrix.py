@@ -47,8 +47,12 @@ def _in_sql(memories: Memories, query_vector, **options):
     return store.read(lambda tx: search_in(tx, "sqlite-vec", "", query))
 
 
+def _matrix(memories: Memories):
+    return cache_of(memories.journal.store)._matrices.get(("default", MODEL, DIM))
+
+
 def _loaded(memories: Memories) -> bool:
-    matrix = cache_of(memories.journal.store)._matrices.get(("default", MODEL, DIM))
+    matrix = _matrix(memories)
     return matrix is not None and matrix.state is not None and matrix.n > 0
 
 
@@ -112,11 +116,27 @@ def test_a_write_through_another_journal_handle_is_seen_by_the_next_search(tmp_p
         found = here.search("default", target, model=MODEL, threshold=0.0, limit=3)
         assert new_id not in [m.id for m, _ in found]
         _same(found, _in_sql(here, target, threshold=0.0, limit=3))
-        # deleted through the other handle: gone from here too
+        # deleted through the other handle: gone from here too (masked, not reloaded)
+        loads = _matrix(here).loads
         best = found[0][0].id
         assert there.delete("default", [best]) == 1
         found = here.search("default", target, model=MODEL, threshold=0.0, limit=3)
         assert best not in [m.id for m, _ in found]
+        _same(found, _in_sql(here, target, threshold=0.0, limit=3))
+        assert _matrix(here).loads == loads and _matrix(here).dead == 1
+        # the newest memory deleted and its seq given again to a new one there
+        newest = there.save("default", "main", "newest", {}, _vector(rng), model=MODEL)
+        here.search("default", target, model=MODEL, threshold=0.0, limit=3)
+        assert there.delete("default", [newest]) == 1
+        reused = there.save("default", "main", "reused", {}, target, model=MODEL)
+        seqs = second.store.read(
+            lambda tx: tx.sql.conn.execute(
+                "SELECT seq FROM memories WHERE id = ?", (reused,)
+            ).fetchone()
+        )
+        assert seqs[0] == _matrix(here).state[3]  # the same seq as the deleted newest
+        found = here.search("default", target, model=MODEL, threshold=0.0, limit=3)
+        assert found[0][0].id == reused
         _same(found, _in_sql(here, target, threshold=0.0, limit=3))
         # and an area moved there is filtered by its new area here
         moved = found[0][0].id
@@ -195,3 +215,29 @@ def test_schema_9_memories_keep_their_order_in_seq(tmp_path):
         assert rows == [(1, "zz"), (2, "aa"), (3, "mm")]
         found = Memories(journal).search("default", [0.0] * (DIM - 1) + [1.0], model=MODEL)
         assert [m.id for m, _ in found] == ["aa", "mm", "zz"]  # ties by id, as in SQL
+
+
+def test_deletes_are_masked_then_compacted(journal, monkeypatch):
+    from durability.memory import _matrix as matrix_module
+
+    monkeypatch.setattr(matrix_module, "_MIN_ROWS", 4)
+    rng = random.Random(11)
+    memories = Memories(journal)
+    ids = [
+        memories.save("default", "main", f"m{i}", {}, _vector(rng), model=MODEL) for i in range(40)
+    ]
+    target = _vector(rng)
+    memories.search("default", target, model=MODEL, threshold=0.0, limit=40)
+    matrix = _matrix(memories)
+    assert memories.delete("default", ids[:5]) == 5  # 5 of 40: masked
+    found = memories.search("default", target, model=MODEL, threshold=0.0, limit=40)
+    assert (matrix.n, matrix.dead, len(found)) == (40, 5, 35)
+    _same(found, _in_sql(memories, target, threshold=0.0, limit=40))
+    assert memories.delete("default", ids[5:20]) == 15  # 20 of 40: compacted
+    found = memories.search("default", target, model=MODEL, threshold=0.0, limit=40)
+    assert (matrix.n, matrix.dead, len(found), matrix.loads) == (20, 0, 20, 1)
+    _same(found, _in_sql(memories, target, threshold=0.0, limit=40))
+    added = memories.save("default", "main", "after", {}, target, model=MODEL)
+    found = memories.search("default", target, model=MODEL, threshold=0.0, limit=40)
+    assert found[0][0].id == added and matrix.loads == 1
+    _same(found, _in_sql(memories, target, threshold=0.0, limit=40))

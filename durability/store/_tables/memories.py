@@ -105,12 +105,16 @@ class MemoryTable(Table):
         ).fetchall()
         return [(str(i), bytes(v)) for i, v in rows]
 
-    def matrix_state(self) -> tuple[int, int] | None:
-        """(vector-moving changes so far, the newest memory's ``seq``) as this transaction
-        sees them, for a process that keeps the vectors in memory (durability/memory/
-        _matrix.py); None on an engine that does not track them (the vectors are read per
-        search)."""
+    def matrix_state(self) -> tuple[int, int, int, int] | None:
+        """(updates that moved a vector, deletes, the highest ``seq`` ever deleted, the
+        newest memory's ``seq``) as this transaction sees them, for a process that keeps
+        the vectors in memory (durability/memory/_matrix.py); None on an engine that does
+        not track them (the vectors are read per search)."""
         return None
+
+    def matrix_seqs(self, subdir: str, model: str) -> list[int]:
+        """The ``seq`` of every memory of ``subdir`` and ``model`` (any dimension)."""
+        raise NotImplementedError(f"{type(self).__name__} does not track memory changes")
 
     def matrix_rows(
         self, subdir: str, model: str, dim: int, after: int

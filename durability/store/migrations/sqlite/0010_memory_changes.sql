@@ -2,9 +2,12 @@
 -- (durability/memory/_matrix.py, docs/memory.md). `seq` numbers the memories in the order
 -- they were stored: an INTEGER PRIMARY KEY, so it is the rowid itself and VACUUM keeps it;
 -- a new memory always gets a larger one than every memory already there, so "seq > last
--- seen" finds exactly the memories saved since. memory_changes counts every other change
--- that moves a vector (a delete, or an update of its vector, model, dimension, area, subdir
--- or id): a searcher whose count differs reloads. A save bumps nothing (no extra write).
+-- seen" finds exactly the memories saved since, unless the newest memories were deleted
+-- (their numbers are given again). memory_changes counts the updates that move a vector
+-- (of its seq, id, subdir, area, model, dimension or vector: a searcher whose count
+-- differs reloads) and the deletes, with the highest seq ever deleted (a searcher masks
+-- the memories gone, or reloads when one at or above its newest went). A save bumps
+-- nothing: it writes no extra page.
 CREATE TABLE memories_new (
     seq         INTEGER PRIMARY KEY,
     id          TEXT NOT NULL UNIQUE,
@@ -28,14 +31,18 @@ CREATE INDEX memories_by_subdir ON memories(subdir, model, area);
 CREATE INDEX memories_by_time ON memories(subdir, created_at);
 CREATE TABLE memory_changes (
     one         INTEGER PRIMARY KEY CHECK (one = 1),
-    rewrites    INTEGER NOT NULL
+    moves       INTEGER NOT NULL,
+    deletes     INTEGER NOT NULL,
+    top_deleted INTEGER NOT NULL
 ) STRICT;
-INSERT INTO memory_changes (one, rewrites) VALUES (1, 0);
+INSERT INTO memory_changes (one, moves, deletes, top_deleted) VALUES (1, 0, 0, 0);
 CREATE TRIGGER memories_deleted AFTER DELETE ON memories
 BEGIN
-    UPDATE memory_changes SET rewrites = rewrites + 1 WHERE one = 1;
+    UPDATE memory_changes SET deletes = deletes + 1, top_deleted = max(top_deleted, OLD.seq)
+    WHERE one = 1;
 END;
-CREATE TRIGGER memories_moved AFTER UPDATE OF id, subdir, area, model, dim, vector ON memories
+CREATE TRIGGER memories_moved AFTER UPDATE OF seq, id, subdir, area, model, dim, vector
+ON memories
 BEGIN
-    UPDATE memory_changes SET rewrites = rewrites + 1 WHERE one = 1;
+    UPDATE memory_changes SET moves = moves + 1 WHERE one = 1;
 END;
