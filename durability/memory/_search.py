@@ -1,10 +1,12 @@
 """Ranking memories inside one store transaction, on either engine.
 
 ``search_in(tx, backend, ...)`` is used by reads and by writes alike (``forget`` searches
-and deletes in one transaction). ``sqlite-vec`` ranks in SQL; ``exact`` reads the candidate
-vectors and ranks them on the worker with numpy (PostgreSQL without pgvector). Either way
-the search is exhaustive: every memory of the subdir, model and areas is compared, and
-the filter is applied in rank order until ``limit`` memories are accepted.
+and deletes in one transaction). On SQLite the process's matrix of the vectors ranks when
+it matches what the transaction sees (_matrix.py), else ``sqlite-vec`` ranks in SQL;
+``exact`` reads the candidate vectors and ranks them on the worker with numpy (PostgreSQL
+without pgvector). Either way the search is exhaustive: every memory of the subdir, model
+and areas is compared, and the filter is applied in rank order until ``limit`` memories
+are accepted.
 """
 
 from __future__ import annotations
