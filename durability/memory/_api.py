@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from durability.canonical import canonical_json
 from durability.errors import InvalidArgument, MemoryNotFound
 from durability.memory._filter import compile_filter
+from durability.memory._matrix import cache_of
 from durability.memory._records import Memory, to_memory
 from durability.memory._search import Query, chosen_areas, search_in
 from durability.memory._vectors import decode, encode
@@ -40,8 +41,12 @@ _CORE_KEYS = ("id", "area", "timestamp")
 
 
 def new_memory_id() -> str:
-    """Upstream's id shape: 10 random letters and digits."""
-    return "".join(secrets.choice(_ID_ALPHABET) for _ in range(10))
+    """Upstream's id shape: 10 random letters and digits (uniform: a byte is kept only
+    below 248 = 4 x 62, so each letter is as likely as any other)."""
+    chosen: list[str] = []
+    while len(chosen) < 10:
+        chosen += [_ID_ALPHABET[b % 62] for b in secrets.token_bytes(16) if b < 248]
+    return "".join(chosen[:10])
 
 
 def _name(field: str, value: Any) -> str:
@@ -120,10 +125,15 @@ class Memories:
             compile_filter(filter),
         )
 
-    def _search_op(self, query: Query) -> Callable[[StoreTx], list[tuple[Memory, float]]]:
+    def _search_op(
+        self, query: Query, *, refresh: bool = False
+    ) -> Callable[[StoreTx], list[tuple[Memory, float]]]:
+        """``refresh`` only for a read transaction: a write's own uncommitted changes must
+        never reach the process's shared copy of the vectors (_matrix.py)."""
         store = self.journal.store
         backend, problem = store.memory_search_backend, store.memory_search_problem
-        return lambda tx: search_in(tx, backend, problem, query)
+        matrices = cache_of(store)
+        return lambda tx: search_in(tx, backend, problem, query, matrices, refresh=refresh)
 
     # write functions: run alone or in a call's result transaction --------------------------
     def save_write(
@@ -260,7 +270,7 @@ class Memories:
         """At most ``limit`` memories at or above ``threshold`` (relevance, 0..1), best
         first, of the areas named (all when None) and accepted by ``filter``."""
         query = self._query(subdir, model, query_vector, threshold, limit, areas, filter)
-        return self._read(self._search_op(query))
+        return self._read(self._search_op(query, refresh=True))
 
     def delete(self, subdir: str, ids: Sequence[str]) -> int:
         return int(self._write(self.delete_write(subdir, ids)))

@@ -1,19 +1,23 @@
 """Ranking memories inside one store transaction, on either engine.
 
 ``search_in(tx, backend, ...)`` is used by reads and by writes alike (``forget`` searches
-and deletes in one transaction). ``sqlite-vec`` ranks in SQL; ``exact`` reads the candidate
-vectors and ranks them on the worker with numpy (PostgreSQL without pgvector). Either way
-the search is exhaustive: every memory of the subdir, model and areas is compared, and
-the filter is applied in rank order until ``limit`` memories are accepted.
+and deletes in one transaction). On SQLite the process's matrix of the vectors ranks when
+it matches what the transaction sees (_matrix.py), else ``sqlite-vec`` ranks in SQL;
+``exact`` reads the candidate vectors and ranks them on the worker with numpy (PostgreSQL
+without pgvector). Either way the search is exhaustive: every memory of the subdir, model
+and areas is compared, and the filter is applied in rank order until ``limit`` memories
+are accepted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 from durability.errors import MemoryBackendUnavailable
 from durability.memory._filter import Accept
+from durability.memory._matrix import MatrixCache
 from durability.memory._records import Memory, names_of, to_memory
 from durability.memory._vectors import min_cosine, relevance
 from durability.store.base import StoreTx
@@ -34,9 +38,29 @@ class Query:
     accept: Accept | None
 
 
-def search_in(tx: StoreTx, backend: str, problem: str, query: Query) -> list[tuple[Memory, float]]:
-    """The memories matching ``query``, best first, with their relevance."""
-    if backend in ("sqlite-vec", "pgvector"):  # ranked in SQL
+def search_in(
+    tx: StoreTx,
+    backend: str,
+    problem: str,
+    query: Query,
+    matrices: MatrixCache | None = None,
+    *,
+    refresh: bool = False,
+) -> list[tuple[Memory, float]]:
+    """The memories matching ``query``, best first, with their relevance. With
+    ``matrices``, ranked in this process's copy of the vectors when it matches what ``tx``
+    sees (``refresh``: a read transaction may bring it up to date first; _matrix.py)."""
+    view = None
+    if matrices is not None and backend in ("sqlite-vec", "exact"):
+        view = matrices.view(tx, query.subdir, query.model, query.dim, refresh=refresh)
+    if view is not None:
+        limit = query.limit if query.accept is None else None
+        ranked: Iterator[tuple[MemoryRow, float]] = _rows_of(
+            tx,
+            query.subdir,
+            view.ranked(query.vector, query.areas, min_cosine(query.threshold), limit),
+        )
+    elif backend in ("sqlite-vec", "pgvector"):  # ranked in SQL
         # without a filter the limit is the database's; with one, rows stream in rank order
         limit = query.limit if query.accept is None else None
         ranked = tx.memories.nearest(
@@ -65,6 +89,20 @@ def search_in(tx: StoreTx, backend: str, problem: str, query: Query) -> list[tup
         if query.limit is not None and len(found) >= query.limit:
             break
     return found
+
+
+def _rows_of(
+    tx: StoreTx, subdir: str, ranked: Iterator[tuple[str, float]]
+) -> Iterator[tuple[MemoryRow, float]]:
+    """The rows of ranked ids, fetched a few at a time as the caller reads on."""
+    size = 16
+    while chunk := list(islice(ranked, size)):
+        rows = {row.id: row for row in tx.memories.get(subdir, [i for i, _ in chunk])}
+        for memory_id, cosine in chunk:
+            row = rows.get(memory_id)
+            if row is not None:
+                yield row, cosine
+        size = min(_FETCH, size * 4)
 
 
 def _exact(tx: StoreTx, query: Query) -> Iterator[tuple[MemoryRow, float]]:

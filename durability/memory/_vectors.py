@@ -8,7 +8,9 @@ correctly too.
 
 from __future__ import annotations
 
+import functools
 import math
+import struct
 import sys
 from array import array
 from collections.abc import Sequence
@@ -25,15 +27,35 @@ def encode(vector: Sequence[float], field: str = "vector") -> bytes:
         raise InvalidArgument(f"{field} must be a list of numbers", field=field)
     if not 0 < len(vector) <= MAX_DIM:
         raise InvalidArgument(f"{field} must have 1 to {MAX_DIM} values", field=field)
+    invalid = InvalidArgument(f"{field} must hold finite numbers, not all zero", field=field)
+    packer, magnitude = _layout(len(vector))
     try:
-        values = array("f", (float(v) for v in vector))
-    except (TypeError, ValueError, OverflowError):
-        raise InvalidArgument(f"{field} must be a list of numbers", field=field) from None
-    if not all(math.isfinite(v) for v in values) or not any(values):
-        raise InvalidArgument(f"{field} must hold finite numbers, not all zero", field=field)
-    if sys.byteorder != "little":  # pragma: no cover - every platform we ship on is little
-        values.byteswap()
-    return values.tobytes()
+        data = packer.pack(*vector)  # numbers, converted in C (an embedder's list of floats)
+        total = sum(vector)
+    except OverflowError:  # beyond float32
+        raise invalid from None
+    except (TypeError, ValueError, struct.error):
+        try:  # anything float() takes, one by one
+            values = [float(v) for v in vector]
+            data = packer.pack(*values)
+        except OverflowError:
+            raise invalid from None
+        except (TypeError, ValueError, struct.error):
+            raise InvalidArgument(f"{field} must be a list of numbers", field=field) from None
+        total = sum(values)
+    # every value is within float32's range here, so their float64 sum cannot overflow: it
+    # is finite exactly when every value is (an inf or a NaN makes it inf or NaN)
+    if not math.isfinite(total) or not int.from_bytes(data, "little") & magnitude:
+        raise invalid
+    return data
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(dim: int) -> tuple[struct.Struct, int]:
+    """The packer of ``dim`` float32 values (little-endian), and the mask of every bit
+    but the signs: the bytes read as one integer are zero under it when all values are
+    +0 or -0."""
+    return struct.Struct(f"<{dim}f"), int.from_bytes(b"\xff\xff\xff\x7f" * dim, "little")
 
 
 def decode(data: bytes) -> list[float]:

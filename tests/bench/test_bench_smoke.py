@@ -134,10 +134,11 @@ def test_memory_bench_smoke(tmp_path: Path) -> None:
     for row in result["results"]:
         assert row["ours"]["p95_ms"] >= row["ours"]["p50_ms"] > 0
         assert row["save_ms"] > 0 and row["journal_commit_ms"] > 0 and row["rss_mb"] > 0
+        assert row["first_search_ms"] > 0 and row["rounds"] == 1
         if result["faiss"] is None:
             assert row["faiss"] is None  # skipped, and the output said so
         else:
-            assert row["same_top"] is True  # both searches are exact
+            assert row["same_top"] is True and row["same_top10"] is True  # both are exact
     assert result["backend"] == "sqlite-vec"
     assert list(tmp_path.iterdir()) == []  # its temporary folder is gone
 

@@ -36,6 +36,9 @@ def area_clause(areas: Sequence[str] | None) -> tuple[str, list[Any]]:
 
 
 class MemoryTable(Table):
+    #: the subdir condition of a lookup by ids (SQLite's keeps its planner on the id index)
+    _BY_IDS = "subdir = ?"
+
     def insert(self, row: MemoryRow, vector: bytes) -> None:
         values = (*MEMORIES.values(row), vector)
         self.sql.run(_INSERT, values)
@@ -60,7 +63,7 @@ class MemoryTable(Table):
             where, args = self.sql.among("id", batch)
             found += self.sql.all(
                 MEMORIES,
-                f"SELECT {MEMORIES.select} FROM memories WHERE subdir = ? AND {where}",
+                f"SELECT {MEMORIES.select} FROM memories WHERE {self._BY_IDS} AND {where}",
                 (subdir, *args),
             )
         return found
@@ -70,7 +73,7 @@ class MemoryTable(Table):
         for batch in self.sql.batches(ids):
             where, args = self.sql.among("id", batch)
             cursor = self.sql.run(
-                f"DELETE FROM memories WHERE subdir = ? AND {where}", (subdir, *args)
+                f"DELETE FROM memories WHERE {self._BY_IDS} AND {where}", (subdir, *args)
             )
             deleted += max(0, int(cursor.rowcount))
         return deleted
@@ -107,6 +110,24 @@ class MemoryTable(Table):
             (subdir, model, dim, *args),
         ).fetchall()
         return [(str(i), bytes(v)) for i, v in rows]
+
+    def matrix_state(self) -> tuple[int, int, int, int] | None:
+        """(updates that moved a vector, deletes, the highest ``seq`` ever deleted, the
+        newest memory's ``seq``) as this transaction sees them, for a process that keeps
+        the vectors in memory (durability/memory/_matrix.py); None on an engine that does
+        not track them (the vectors are read per search)."""
+        return None
+
+    def matrix_seqs(self, subdir: str, model: str) -> list[int]:
+        """The ``seq`` of every memory of ``subdir`` and ``model`` (any dimension)."""
+        raise NotImplementedError(f"{type(self).__name__} does not track memory changes")
+
+    def matrix_rows(
+        self, subdir: str, model: str, dim: int, after: int
+    ) -> Iterator[tuple[int, str, str, bytes]]:
+        """(seq, id, area, vector) of the memories of ``subdir``, ``model`` and ``dim`` with
+        a ``seq`` above ``after``, in ``seq`` order; only where ``matrix_state`` is kept."""
+        raise NotImplementedError(f"{type(self).__name__} does not track memory changes")
 
     def nearest(
         self,
