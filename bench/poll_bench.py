@@ -80,7 +80,7 @@ def one_set(usr: Path, model: ScriptedModel, polls: int) -> dict[str, Any]:
             token = client.get("/api/csrf_token")
             token.raise_for_status()
             client.headers["X-CSRF-Token"] = token.json()["token"]
-            first_s, first, first_bytes = _poll(client, 0)  # rebuilds the chat if not yet
+            first_s, _, first_bytes = _poll(client, 0)  # rebuilds the chat if not yet
             again_s, full, full_bytes = _poll(client, 0)  # the whole log, chat in memory
             version = int(full["log_version"])
             times, sent, sizes = [], 0, []

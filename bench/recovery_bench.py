@@ -17,9 +17,9 @@ Goal (issue #13): resumed run completed within 0.5 s of process start.
 empty one: process start to health, to the "journal open" line, to every chat rebuilt
 (idle chats are rebuilt in the background once the server answers: "idle chats rebuilt"),
 and the idle resident memory (VmRSS once the process used no CPU for 0.3 s). Goal (issue
-#24): health within 1.5x of the empty journal, idle memory within 2x. Then, in-process, the engine's half of the rebuild: the newest checkpoint of
-every seeded chat read back, with all its history chains and with only those a rebuild
-uses.
+#24): health within 1.5x of the empty journal, idle memory within 2x. Then, in-process,
+the engine's half of the rebuild: the newest checkpoint of every seeded chat read back,
+with all its history chains and with only those a rebuild uses.
 
     .venv/bin/python bench/recovery_bench.py [--mode restart|seeded|all] [--repeat N]
         [--chats N] [--steps N] [--dir PATH] [--source] [--json] [--smoke]
