@@ -23,8 +23,10 @@ per commit on the WAL). ``strace`` slows the server, so its latencies are not re
     .venv/bin/python bench/bytes_bench.py [--turns N] [--repeat N] [--no-strace]
         [--dir PATH] [--source] [--json] [--smoke]
 
-Each set (``--repeat``) starts a new server on a new journal; the table shows the median of
-the sets' medians. Prints a table, then one JSON document (the last line of output).
+Each set (``--repeat``) starts a new server on a new journal. Bytes per turn are the mean
+of a set's turns (a WAL checkpoint lands in one turn of many and belongs to all of them;
+the median turn is in the JSON too), latency the median; the table shows the median of the
+sets. Prints a table, then one JSON document (the last line of output).
 """
 
 from __future__ import annotations
