@@ -249,13 +249,16 @@ class RunScope(EmbeddingSeam):
             open_calls = await journal.aio.open_intents(run_id)
             if open_calls:
                 break
-        if open_calls:  # never end a run whose call has no journaled outcome: hold it instead
-            reason = HoldReason.UNCERTAIN_CALL
-            detail = {**position(open_calls[-1]), "why": Why.RUN_ENDED_WITH_OPEN_CALL}
-            with contextlib.suppress(InvalidTransition):
-                await journal.aio.mark_needs_attention(run_id, reason, detail)
-            content = (
-                "The run ended with a call whose outcome is not journaled; it waits "
-                f"for a person's decision (reason: {reason})."
-            )
-            warn(self.context, HELD, content, run_id=run_id, reason=reason)
+        if not open_calls:  # refused twice, yet no open call read after either: left active
+            logger.warning("run %s not closed: its open calls changed while it ended", run_id)
+            return
+        # never end a run whose call has no journaled outcome: hold it instead
+        reason = HoldReason.UNCERTAIN_CALL
+        detail = {**position(open_calls[-1]), "why": Why.RUN_ENDED_WITH_OPEN_CALL}
+        with contextlib.suppress(InvalidTransition):
+            await journal.aio.mark_needs_attention(run_id, reason, detail)
+        content = (
+            "The run ended with a call whose outcome is not journaled; it waits "
+            f"for a person's decision (reason: {reason})."
+        )
+        warn(self.context, HELD, content, run_id=run_id, reason=reason)
