@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -98,9 +99,44 @@ def seed_chat(journal: Any, chat: int, steps: int) -> None:
     journal.set_run_status(run.id, "completed")
 
 
-def seed_journal(path: Path, chats: int, steps: int) -> float:
-    """Write ``chats`` finished chats of ``steps`` steps to a new journal at ``path``.
-    Seeds on a RAM disk when there is one, then copies the closed file. Returns seconds."""
+def seed_long_chat(journal: Any, context_id: str, items: int, messages: int = 200) -> None:
+    """One finished chat whose log holds ``items`` items (and agent 0 ``messages`` history
+    messages), written as one run of two steps: the UI's long chat (bench/poll_bench.py)."""
+    from durability import CheckpointData
+
+    task = f"a long chat: {_common.MESSAGE}"
+    digest = hashlib.sha256(task.encode()).hexdigest()
+    run = journal.admit(context_id, f"{context_id}-input", digest, message={"text": task}).run
+    history = [journal.freeze({"current": ""})]
+    for n in range(messages):
+        body = {"id": n + 1, "ai": n % 2 == 1, "content": f"{n}:{_common.MESSAGE}"}
+        history.append(journal.freeze({"m": body}))
+    kinds = ("user", "agent", "tool", "code_exe", "response", "info")
+    log = [
+        _log_item(no, kinds[no % len(kinds)], f"heading {no}", f"{no}:{_common.MESSAGE}")
+        for no in range(items)
+    ]
+    for step in range(2):
+        args = {"provider": "other", "model": "scripted", "kind": "chat", "messages_digest": digest}
+        call = journal.record_intent(
+            run.id, agent_no=0, seq=step, kind="model", name="model", args=args, policy="hold"
+        )
+        state = _state(step)
+        data = CheckpointData(
+            {"current": state, "resume": state},
+            {"agent:0": history, "log": log, "resume:agent:0": history, "resume:log": log},
+            seq=step,
+        )
+        journal.commit_result(call.id, {"content": "answer"}, checkpoint=data)
+    journal.set_run_status(run.id, "completed")
+
+
+def seed_journal(
+    path: Path, chats: int, steps: int, extra: Callable[[Any], None] | None = None
+) -> float:
+    """Write ``chats`` finished chats of ``steps`` steps to a new journal at ``path`` (and
+    whatever ``extra(journal)`` writes). Seeds on a RAM disk when there is one, then copies
+    the closed file. Returns seconds."""
     _common.use_repo()
     from durability import Journal
 
@@ -112,6 +148,8 @@ def seed_journal(path: Path, chats: int, steps: int) -> float:
         try:
             with ThreadPoolExecutor(SEED_THREADS) as pool:
                 list(pool.map(lambda chat: seed_chat(journal, chat, steps), range(chats)))
+            if extra is not None:
+                extra(journal)
         finally:
             journal.close()  # the last connection folds the WAL into the file
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -12,14 +12,14 @@ with the server's output lines stamped as they arrive (the start-up phases seen 
 outside), plus ``python -X importtime`` of what run_ui.py imports before it serves.
 Goal (issue #13): resumed run completed within 0.5 s of process start.
 
-``seeded`` mode: the start-up of a server whose journal holds 100 chats of 50 steps (100
-finished runs, written through the journal API) against an empty one: process start to
-health, to the "journal open" line, to every chat rebuilt (idle chats are rebuilt in the
-background once the server answers: "idle chats rebuilt"), and the idle resident memory
-(VmRSS once the process used no CPU for 0.3 s). Goal: both within 1.5x of the empty
-journal. Then, in-process, the engine's half of the rebuild: the newest checkpoint of
-every seeded chat read back, with all its history chains and with only those a rebuild
-uses.
+``seeded`` mode: the start-up of a server whose journal holds 1,000 chats of 50 steps
+(``--chats``, ``--steps``; 1,000 finished runs, written through the journal API) against an
+empty one: process start to health, to the "journal open" line, to every chat rebuilt
+(idle chats are rebuilt in the background once the server answers: "idle chats rebuilt"),
+and the idle resident memory (VmRSS once the process used no CPU for 0.3 s). Goal (issue
+#24): health within 1.5x of the empty journal, idle memory within 2x. Then, in-process,
+the engine's half of the rebuild: the newest checkpoint of every seeded chat read back,
+with all its history chains and with only those a rebuild uses.
 
     .venv/bin/python bench/recovery_bench.py [--mode restart|seeded|all] [--repeat N]
         [--chats N] [--steps N] [--dir PATH] [--source] [--json] [--smoke]
@@ -59,6 +59,7 @@ from tests.support.model_server import ScriptedModel  # noqa: E402
 
 GOAL_RESUMED_S = 0.5
 GOAL_SEEDED_RATIO = 1.5
+GOAL_RSS_RATIO = 2.0
 POLL_S = 0.005
 TASK = "bench: write the plan, then answer"
 
@@ -152,7 +153,9 @@ def seeded_start(usr: Path, model: ScriptedModel) -> dict[str, Any]:
     start = server.start()
     try:
         health = server.wait_healthy(deadline=start + 120)
-        rss = server.idle_rss_kib(deadline=time.monotonic() + 20)
+        # every chat rebuilt (in the background) and the process quiet: 1,000 chats take a
+        # while on a loaded machine
+        rss = server.idle_rss_kib(deadline=time.monotonic() + 180)
         phases = server.phases()
         opened = next((line for _, line in server.lines if "journal open:" in line), "")
     finally:
@@ -275,8 +278,10 @@ def run_seeded(folder: Path, repeat: int, chats: int, steps: int) -> dict[str, A
     out["ratios"] = ratios
     out["engine"] = engine_rebuild(journal_path(seeded_usr), repeat)
     out["goal_ratio"] = GOAL_SEEDED_RATIO
-    goals = ("to_health_s", "idle_rss_mib")  # restore_s is a part of to_health_s, shown apart
-    out["meets_goal"] = all(k in ratios and ratios[k] <= GOAL_SEEDED_RATIO for k in goals)
+    out["goal_rss_ratio"] = GOAL_RSS_RATIO
+    # restore_s is a part of to_health_s, shown apart
+    goals = {"to_health_s": GOAL_SEEDED_RATIO, "idle_rss_mib": GOAL_RSS_RATIO}
+    out["meets_goal"] = all(k in ratios and ratios[k] <= goal for k, goal in goals.items())
     return out
 
 
@@ -338,8 +343,8 @@ def table(result: dict[str, Any]) -> str:
         lines.append(
             f"seeded ({seeded['chats']} chats x {seeded['steps_per_chat']} steps, "
             f"{seeded['journal_bytes'] / 1e6:.1f} MB, seeded in {seeded['seed_seconds']:.1f}s) "
-            f"over empty: {ratios}: {verdict} the goal (health and RSS <= "
-            f"{seeded['goal_ratio']}x)"
+            f"over empty: {ratios}: {verdict} the goal (health <= {seeded['goal_ratio']}x, "
+            f"RSS <= {seeded['goal_rss_ratio']}x)"
         )
     env = result["environment"]
     compiled = (
@@ -356,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=("restart", "seeded", "all"), default="all")
     parser.add_argument("--repeat", type=int, default=3, help="starts per measurement")
-    parser.add_argument("--chats", type=int, default=100, help="seeded chats (default 100)")
+    parser.add_argument("--chats", type=int, default=1000, help="seeded chats (default 1000)")
     parser.add_argument("--steps", type=int, default=50, help="steps per seeded chat")
     parser.add_argument("--dir", type=Path, help="folder for the usr dirs (a temp dir)")
     parser.add_argument(

@@ -285,13 +285,21 @@ def _packed_prefix(messages: list[Any], prev: _HistoryHead, limit: int) -> int:
 
 
 def _store_history(
-    tx: StoreTx, masker: Masker, messages: list[Any], prev: _HistoryHead | None, now: float
+    tx: StoreTx,
+    masker: Masker,
+    messages: list[Any],
+    prev: _HistoryHead | None,
+    now: float,
+    known: dict[tuple[str, ...], str | None] | None = None,
 ) -> _HistoryHead:
     """Store the messages not already in ``prev``'s chain; return the new head.
 
     The unchanged prefix is found from the packed bytes; past it (or without them) each
     message is masked and hashed, and a message whose hash still matches the previous
-    one at its position extends the prefix.
+    one at its position extends the prefix. ``known`` maps the messages (their hashes) of
+    the chains stored so far in this checkpoint to their heads: a chain with the very same
+    messages reuses that head instead of a node of its own (a run's resume base taken at
+    this step equals the current history: one node less per chain, issue #24).
     """
     limit = 0 if prev is None else min(len(prev.hashes), len(messages))
     keep = 0
@@ -332,14 +340,20 @@ def _store_history(
     packed = b"".join(parts) if parts is not None else None
     packed_ends = tuple(ends) if packed is not None else None
     frozen = tuple(messages) if all_frozen and messages else None
+    all_hashes = tuple(hashes)
     if prev is not None and keep == len(prev.hashes) == len(messages):
-        return _HistoryHead(prev.head, tuple(hashes), packed, packed_ends, frozen)
-    base = prev.head if (prev is not None and keep > 0) else None
-    node = canonical_json({"base": base, "keep": keep if base else 0, "add": hashes[keep:]})
-    node_data = node.encode("utf-8")
-    head = digest_bytes(node_data)
-    tx.blobs.put(head, node_data, now)
-    return _HistoryHead(head, tuple(hashes), packed, packed_ends, frozen)
+        head: str | None = prev.head
+    elif known is not None and all_hashes in known:
+        head = known[all_hashes]  # the same messages as a chain stored just before
+    else:
+        base = prev.head if (prev is not None and keep > 0) else None
+        node = canonical_json({"base": base, "keep": keep if base else 0, "add": hashes[keep:]})
+        node_data = node.encode("utf-8")
+        head = digest_bytes(node_data)
+        tx.blobs.put(head, node_data, now)
+    if known is not None:
+        known.setdefault(all_hashes, head)
+    return _HistoryHead(head, all_hashes, packed, packed_ends, frozen)
 
 
 def store_checkpoint(
@@ -354,8 +368,10 @@ def store_checkpoint(
     """Write one checkpoint in ``tx``; return it and the cache entry to keep after commit."""
     previous = _previous_heads(tx, run_id, context_id, cache)
     heads: dict[str, _HistoryHead] = {}
+    known: dict[tuple[str, ...], str | None] = {}
     for key, messages in data.histories.items():
-        heads[str(key)] = _store_history(tx, masker, list(messages), previous.get(str(key)), now)
+        prev = previous.get(str(key))
+        heads[str(key)] = _store_history(tx, masker, list(messages), prev, now, known)
     masked_state = masker.mask(dict(data.state))
     body = canonical_json(
         {

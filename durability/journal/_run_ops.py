@@ -8,7 +8,7 @@ from typing import Any
 
 from durability import _decisions
 from durability._runs import bump, load_run, require_active, transition
-from durability.canonical import storable_json
+from durability.canonical import digest, storable_json
 from durability.errors import (
     CallNotFound,
     InvalidArgument,
@@ -106,6 +106,35 @@ class RunOps:
         return run_write(
             lambda tx: transition(tx, load_run(tx, run_id), status, now, reason), run_id=run_id
         )
+
+    @operation(prepare="payload")
+    def finish_run(
+        journal: JournalBase,
+        run_id: str,
+        status: str,
+        *,
+        context_id: str,
+        event_type: str,
+        payload: Any = None,
+    ) -> Plan[Run]:
+        """End a run and append its closing event (``run_result``) in one transaction: one
+        durable commit where ``append_event`` then ``set_run_status`` took two. Refused as
+        ``set_run_status`` refuses (``OpenIntents``, ``InvalidTransition``), and then neither
+        is written; a run already in ``status`` gets the event alone."""
+        if status not in TERMINAL_RUN_STATUSES:
+            raise InvalidArgument(f"not a final run status: {str(status)[:30]}", field="status")
+        require_text("context_id", context_id)
+        require_text("event_type", event_type, max_length=64)
+        masked = mask_storable(journal.masker, payload)
+        payload_digest = digest(masked)
+        now = journal.clock()
+
+        def op(tx: StoreTx) -> Run:
+            run = transition(tx, load_run(tx, run_id), status, now)
+            tx.events.insert(context_id, run_id, event_type, masked, now, payload_digest)
+            return run
+
+        return run_write(op, run_id=run_id)
 
     @operation()
     def note_recovery_attempt(journal: JournalBase, run_id: str) -> Plan[Run]:

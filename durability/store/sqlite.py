@@ -26,6 +26,16 @@ T = TypeVar("T")
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations" / "sqlite"
 BUSY_TIMEOUT_MS = 10_000
+#: The page size of a new journal file (issue #24). A commit writes to the WAL one whole
+#: page per B-tree page it touches (a run's row, each index entry, a blob): ~50 pages a
+#: turn, most holding a row of a few hundred bytes. At 1 KiB a page, a turn writes about
+#: half the bytes it wrote at SQLite's default 4 KiB (bench/bytes_bench.py). A file keeps
+#: the size it was made with (an existing journal is not rewritten).
+PAGE_SIZE = 1024
+#: The WAL is folded back into the file once it holds this many bytes of pages (SQLite's
+#: default is 1,000 pages, 4 MiB at 4 KiB): the same WAL size whatever the page size, so a
+#: page rewritten by many commits of a cycle is copied back once.
+WAL_AUTOCHECKPOINT_BYTES = 4 * 1024 * 1024
 
 
 def migrations() -> list[tuple[int, Path]]:
@@ -104,9 +114,14 @@ class SqliteStore(Store):
         conn: sqlite3.Connection | None = None
         try:
             conn = self._connect()
+            if conn.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file
+                conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StorageError("could not switch the journal to WAL", reason=str(mode))
+            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+            pages = max(1, WAL_AUTOCHECKPOINT_BYTES // int(page_size))
+            conn.execute(f"PRAGMA wal_autocheckpoint={pages}")
             if quick_check:
                 problems = self._check(conn, full=False)
                 if problems:

@@ -226,22 +226,43 @@ class RunScope(EmbeddingSeam):
         )
 
     async def _finish(self, response: str, *, failed: bool) -> None:
+        """The run's answer and its end in one commit (``finish_run``: the open-call check
+        runs inside it, after the deferred writes ahead of it, so no read forces those to
+        commit on their own first). A run that still has an open call is held instead."""
         run_id, journal = self.state.run_id, self.journal
-        open_calls = await journal.aio.open_intents(run_id)
-        if open_calls:  # never end a run whose call has no journaled outcome: hold it instead
-            reason = HoldReason.UNCERTAIN_CALL
-            detail = {**position(open_calls[-1]), "why": Why.RUN_ENDED_WITH_OPEN_CALL}
-            with contextlib.suppress(InvalidTransition):
-                await journal.aio.mark_needs_attention(run_id, reason, detail)
-            content = (
-                "The run ended with a call whose outcome is not journaled; it waits "
-                f"for a person's decision (reason: {reason})."
-            )
-            warn(self.context, HELD, content, run_id=run_id, reason=reason)
-            return
         payload = {"response": response, "failed": failed}
-        await journal.aio.append_event(self.context.id, "run_result", payload, run_id=run_id)
-        try:
-            await journal.aio.set_run_status(run_id, FAILED if failed else COMPLETED)
-        except (OpenIntents, InvalidTransition, RunNotActive) as exc:
-            logger.warning("run %s could not be closed: %s", run_id, exc.code)
+        status = FAILED if failed else COMPLETED
+        for _ in range(2):  # again if the open call got its result between the two
+            try:
+                await journal.aio.finish_run(
+                    run_id,
+                    status,
+                    context_id=self.context.id,
+                    event_type="run_result",
+                    payload=payload,
+                )
+                return
+            except OpenIntents:
+                pass
+            except (InvalidTransition, RunNotActive) as exc:  # ended meanwhile: answer alone
+                await journal.aio.append_event(
+                    self.context.id, "run_result", payload, run_id=run_id
+                )
+                logger.warning("run %s could not be closed: %s", run_id, exc.code)
+                return
+            open_calls = await journal.aio.open_intents(run_id)
+            if open_calls:
+                break
+        if not open_calls:  # refused twice, yet no open call read after either: left active
+            logger.warning("run %s not closed: its open calls changed while it ended", run_id)
+            return
+        # never end a run whose call has no journaled outcome: hold it instead
+        reason = HoldReason.UNCERTAIN_CALL
+        detail = {**position(open_calls[-1]), "why": Why.RUN_ENDED_WITH_OPEN_CALL}
+        with contextlib.suppress(InvalidTransition):
+            await journal.aio.mark_needs_attention(run_id, reason, detail)
+        content = (
+            "The run ended with a call whose outcome is not journaled; it waits "
+            f"for a person's decision (reason: {reason})."
+        )
+        warn(self.context, HELD, content, run_id=run_id, reason=reason)

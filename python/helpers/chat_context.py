@@ -208,7 +208,7 @@ class ChatContext:
             "no": self.no,
             "log_guid": self.log.guid,
             "log_version": self.log.version,
-            "log_length": len(self.log.output()),
+            "log_length": len(self.log.items),  # not output(): a dict per item per poll
             "paused": self.paused,
             "last_message": self.last_message.isoformat(),
             "type": self.type.value,

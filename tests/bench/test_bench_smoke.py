@@ -123,7 +123,44 @@ def test_recovery_bench_smoke(tmp_path: Path) -> None:
     assert empty["all_chats_s"] is None
     assert empty["idle_rss_mib"] > 10 and full["idle_rss_mib"] > 10
     assert set(seeded["ratios"]) == {"to_health_s", "restore_s", "idle_rss_mib"}
+    assert (seeded["goal_ratio"], seeded["goal_rss_ratio"]) == (1.5, 2.0)  # issue #24
     assert full["restore_s"] > 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bytes_bench_smoke(tmp_path: Path) -> None:
+    """A real server's full turns through the HTTP API: start-up, memory, latency and the
+    bytes each turn writes, with the breakdown by file when strace is there."""
+    result = run_bench("bytes_bench.py", "--smoke", "--dir", str(tmp_path), timeout=240)
+    (one,) = result["runs"]
+    assert one["to_health_s"] > 0 and one["idle_rss_mib"] > 10
+    summary = result["summary"]
+    for kind in ("new_chat", "same_chat"):
+        measured = one[kind]
+        assert measured["turns"] == 2
+        assert measured["latency_ms"] > 0
+        assert measured["write_kib"] > 0  # every commit reaches the disk
+        assert measured["calls_per_turn"] == 2  # one step: the model call and the response
+        assert measured["tables"]["checkpoint_rows"] >= 1
+        assert summary[kind]["write_kib_per_call"] > 0
+        traced = measured.get("traced")
+        if traced is not None:  # strace on PATH: the WAL's bytes and one fsync per commit
+            assert traced["wal_bytes"] > 0 and traced["wal_syncs"] >= 1
+    assert summary["goals_kib"] == {"new_chat": 100, "same_chat": 120}
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_poll_bench_smoke(tmp_path: Path) -> None:
+    """The UI's poll of a long chat: whole log once, then nothing new, then only new items."""
+    result = run_bench("poll_bench.py", "--smoke", "--dir", str(tmp_path), timeout=240)
+    (one,) = result["runs"]
+    assert one["log_items"] == 200  # the seeded long chat, whole
+    assert one["chats_listed"] == 3  # it and the two small chats
+    assert one["idle_poll_ms"]["count"] == 20 and one["idle_poll_items_sent"] == 0
+    after = one["after_turn"]
+    assert after["new_items"] > 0
+    assert 0 < after["items_sent"] <= after["new_items"] + 1  # only what changed
+    assert result["summary"]["only_new_items_sent"] is True
     assert list(tmp_path.iterdir()) == []
 
 

@@ -63,3 +63,33 @@ def test_random_edit_sequences_round_trip(tmp_path):
                 assert cp.state == {"i": i}
 
         check()
+
+
+def _nodes(journal: Journal) -> int:
+    return journal.store.read_raw(
+        lambda c: c.execute(
+            "SELECT count(*) FROM blobs WHERE substr(data, 1, 6) = CAST(? AS BLOB)", ('{"add"',)
+        ).fetchone()[0]
+    )
+
+
+def test_chains_with_the_same_messages_in_one_checkpoint_share_one_node(tmp_path):
+    """A run's resume base taken at a step equals the current history (issue #24): the
+    second chain reuses the first one's head, though their previous heads differ (a node
+    of its own would differ too, being based on its own chain); both read back whole."""
+    with Journal.open_sqlite(tmp_path / "j.sqlite") as journal:
+        run = journal.admit("chat", "in-1", sha("x")).run
+        log, base = [{"m": 1}, {"m": 2}], [{"m": 1}]
+        journal.write_checkpoint(run.id, CheckpointData({}, {"log": log, "resume:log": base}))
+        assert _nodes(journal) == 2
+        log = [*log, {"m": 3}]
+        journal.write_checkpoint(run.id, CheckpointData({}, {"log": log, "resume:log": log}))
+        assert _nodes(journal) == 3  # one node for both chains (two before #24)
+        latest = journal.latest_checkpoint(run.id)
+        assert latest is not None and latest.histories == {"log": log, "resume:log": log}
+        log = [*log, {"m": 4}]  # the chains part again: each stores its own change
+        journal.write_checkpoint(run.id, CheckpointData({}, {"log": log, "resume:log": base}))
+        assert _nodes(journal) == 5
+    with Journal.open_sqlite(tmp_path / "j.sqlite") as journal:  # no cache: from the rows
+        latest = journal.latest_checkpoint(run.id)
+        assert latest is not None and latest.histories == {"log": log, "resume:log": base}

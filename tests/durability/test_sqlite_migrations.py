@@ -9,12 +9,12 @@ from dataclasses import replace
 import pytest
 
 from durability import CheckpointData, Journal
-from durability.store.sqlite import migrations
+from durability.store.sqlite import PAGE_SIZE, migrations
 from tests.durability.conftest import sha
 
 pytestmark = pytest.mark.unit
 
-FRAME = 4096 + 24  # one WAL frame: a page and its header
+FRAME = PAGE_SIZE + 24  # one WAL frame: a page (1 KiB in a new journal) and its header
 
 
 def index_columns(path, name):
@@ -97,10 +97,18 @@ def test_a_version_bump_rewrites_only_the_runs_page(tmp_path):
 
 def test_a_journaled_step_writes_four_pages_per_commit(tmp_path):
     """Intent: the call row and its two indexes, the run row. Result and checkpoint: the
-    call row, the run row, the checkpoint row and its index (no new history to store)."""
+    call row, the run row, the checkpoint row and its index (no new history to store).
+    Counted in a file of 4 KiB pages (an existing file keeps its page size): in 1 KiB pages
+    a leaf fills after a few rows, and a split or the file's growth adds pages now and then."""
     path = tmp_path / "journal.sqlite"
     wal = f"{path}-wal"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA page_size=4096")
+    conn.execute("VACUUM")  # an empty file of 4 KiB pages
+    conn.close()
+    frame = 4096 + 24
     with Journal.open_sqlite(path) as journal:
+        assert journal.store._writer_conn.execute("PRAGMA page_size").fetchone()[0] == 4096
         run = journal.admit("chat", "in-1", sha("x")).run
         data = CheckpointData({"i": 0}, {"0": ["same history"]})
         journal.write_checkpoint(run.id, data)
@@ -112,7 +120,7 @@ def test_a_journaled_step_writes_four_pages_per_commit(tmp_path):
             middle = os.path.getsize(wal)
             journal.commit_result(call.id, {"ok": seq}, checkpoint=data)
             after = os.path.getsize(wal)
-            assert (middle - before, after - middle) == (4 * FRAME, 4 * FRAME), seq
+            assert (middle - before, after - middle) == (4 * frame, 4 * frame), seq
 
 
 def test_events_written_before_schema_5_get_the_digest_of_their_payload(tmp_path):

@@ -105,3 +105,23 @@ def test_integrity_check_on_demand(path):
     with Journal.open_sqlite(path) as journal:
         assert journal.integrity_check() == []
         assert journal.integrity_check(full=True) == []
+
+
+def test_a_new_journal_has_small_pages_and_a_wal_of_4_mib(path):
+    """Issue #24: 1 KiB pages (a turn's WAL bytes), autocheckpoint at 4 MiB of pages."""
+    with Journal.open_sqlite(path) as journal:
+        writer = journal.store._writer_conn
+        assert writer.execute("PRAGMA page_size").fetchone()[0] == 1024
+        assert writer.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 4096
+
+
+def test_an_existing_journal_keeps_its_page_size(path):
+    path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA page_size=4096")
+    conn.execute("CREATE TABLE old_data (x)")  # the file exists with 4 KiB pages
+    conn.close()
+    with Journal.open_sqlite(path) as journal:
+        writer = journal.store._writer_conn
+        assert writer.execute("PRAGMA page_size").fetchone()[0] == 4096
+        assert writer.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1024

@@ -31,7 +31,12 @@ async def test_results_of_safe_tools_and_checkpoints_ride_on_the_next_write(harn
     assert states == ["completed"] * 4
     assert journal.store.deferred_alone == 0
     # deferred: the base checkpoint (rides on the first model intent), the first
-    # iteration's checkpoint (on the second model intent), and the response's result with
-    # the last checkpoint (together, on the read at the end of the chain, which waits for
-    # them); the side effect's and the model's results are awaited as before
-    assert at_once - deferred == 3, (at_once, deferred)
+    # iteration's checkpoint (on the second model intent), and the response's result and
+    # the last checkpoint (both on the run's end); the side effect's and the model's
+    # results are awaited as before
+    assert at_once - deferred == 4, (at_once, deferred)
+    # admission; three intents and two awaited results; the response's intent; the run's
+    # end with its answer event (one write, #24), carrying the response's result and the
+    # last checkpoint
+    assert deferred == 9, deferred
+    assert at_once == 13, at_once  # the run's end and its answer: one write

@@ -154,3 +154,28 @@ def test_contexts_with_runs_names_the_chats_that_still_have_one(journal):
     journal.delete_run(first.id)
     assert journal.contexts_with_runs(["chat-a", "chat-b"]) == {"chat-b"}
     assert journal.contexts_with_runs([]) == set()
+
+
+def test_finish_run_ends_the_run_with_its_event_in_one_write(journal):
+    run = start(journal, "a")
+    before = journal.store.batches if hasattr(journal.store, "batches") else None
+    done = journal.finish_run(
+        run.id, "completed", context_id="a", event_type="run_result", payload={"response": "ok"}
+    )
+    assert done.status == "completed" and done.version == run.version + 1
+    events = journal.list_events(run_id=run.id)
+    assert [(e.type, e.payload) for e in events][-1] == ("run_result", {"response": "ok"})
+    if before is not None:  # SQLite's writer counts its transactions
+        assert journal.store.batches == before + 1
+
+
+def test_finish_run_with_an_open_call_writes_nothing(journal):
+    run = start(journal, "a")
+    journal.record_intent(run.id, agent_no=0, seq=0, kind="tool", name="t", args={}, policy="hold")
+    events = len(journal.list_events(run_id=run.id))
+    with pytest.raises(OpenIntents):
+        journal.finish_run(run.id, "completed", context_id="a", event_type="run_result")
+    assert journal.get_run(run.id).status == "active"
+    assert len(journal.list_events(run_id=run.id)) == events  # no answer without the end
+    with pytest.raises(InvalidArgument):  # only a final status ends a run
+        journal.finish_run(run.id, "needs_attention", context_id="a", event_type="run_result")
