@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from durability import decision_fit
-from durability._runs import bump, load_run
+from durability._runs import bump, load_run, stale
 from durability.canonical import digest
 from durability.errors import (
     CallNotFound,
@@ -19,7 +19,6 @@ from durability.errors import (
     InvalidTransition,
     NoOpenCall,
     RunNotHeld,
-    StaleVersion,
 )
 from durability.records import (
     OPEN_RUN_STATUSES,
@@ -98,13 +97,7 @@ def apply_decision(
     if prior is not None and prior.decision == decision and call_id in (None, prior.call_id):
         return DecisionOutcome(prior, run, applied=False)  # the same decision again
     if prior is not None or version != run.version:
-        raise StaleVersion(
-            "the run changed since this decision was made",
-            run_id=run_id,
-            version=version,
-            current_version=run.version,
-            status=run.status,
-        )
+        raise stale(run, version)
     target: Call | None
     if decision == DecisionKind.STOP:
         if run.status not in OPEN_RUN_STATUSES:
