@@ -28,21 +28,12 @@ from durability.records import (
     DecisionOutcome,
     Run,
 )
-from durability.status import CallState, DecisionKind, HoldReason, RunStatus
+from durability.status import CallState, DecisionKind, RunStatus
 from durability.store.base import StoreTx
 
 
-def _damaged_call_id(run: Run) -> str | None:
-    """The call a ``corrupt_record`` hold names (its damaged result is what is decided on)."""
-    detail = run.reason_detail
-    if run.reason != HoldReason.CORRUPT_RECORD or not isinstance(detail, dict):
-        return None
-    call_id = detail.get("call_id")
-    return call_id if isinstance(call_id, str) else None
-
-
 def _target_call(tx: StoreTx, run: Run, call_id: str | None) -> Call | None:
-    damaged = _damaged_call_id(run)
+    damaged = decision_fit.damaged_call_id(run)
     if call_id is not None:
         call = tx.calls.get(call_id)
         if call is None or call.run_id != run.id:
@@ -58,7 +49,7 @@ def _target_call(tx: StoreTx, run: Run, call_id: str | None) -> Call | None:
 
 
 def _damaged_call(tx: StoreTx, run: Run) -> Call | None:
-    damaged = _damaged_call_id(run)
+    damaged = decision_fit.damaged_call_id(run)
     call = tx.calls.get(damaged) if damaged is not None else None
     if (
         call is not None
