@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from durability import decision_fit
-from durability._runs import bump, load_run
+from durability._runs import bump, load_run, stale
 from durability.canonical import digest
 from durability.errors import (
     CallNotFound,
@@ -19,7 +19,6 @@ from durability.errors import (
     InvalidTransition,
     NoOpenCall,
     RunNotHeld,
-    StaleVersion,
 )
 from durability.records import (
     OPEN_RUN_STATUSES,
@@ -29,21 +28,12 @@ from durability.records import (
     DecisionOutcome,
     Run,
 )
-from durability.status import CallState, DecisionKind, HoldReason, RunStatus
+from durability.status import CallState, DecisionKind, RunStatus
 from durability.store.base import StoreTx
 
 
-def _damaged_call_id(run: Run) -> str | None:
-    """The call a ``corrupt_record`` hold names (its damaged result is what is decided on)."""
-    detail = run.reason_detail
-    if run.reason != HoldReason.CORRUPT_RECORD or not isinstance(detail, dict):
-        return None
-    call_id = detail.get("call_id")
-    return call_id if isinstance(call_id, str) else None
-
-
 def _target_call(tx: StoreTx, run: Run, call_id: str | None) -> Call | None:
-    damaged = _damaged_call_id(run)
+    damaged = decision_fit.damaged_call_id(run)
     if call_id is not None:
         call = tx.calls.get(call_id)
         if call is None or call.run_id != run.id:
@@ -59,7 +49,7 @@ def _target_call(tx: StoreTx, run: Run, call_id: str | None) -> Call | None:
 
 
 def _damaged_call(tx: StoreTx, run: Run) -> Call | None:
-    damaged = _damaged_call_id(run)
+    damaged = decision_fit.damaged_call_id(run)
     call = tx.calls.get(damaged) if damaged is not None else None
     if (
         call is not None
@@ -98,13 +88,7 @@ def apply_decision(
     if prior is not None and prior.decision == decision and call_id in (None, prior.call_id):
         return DecisionOutcome(prior, run, applied=False)  # the same decision again
     if prior is not None or version != run.version:
-        raise StaleVersion(
-            "the run changed since this decision was made",
-            run_id=run_id,
-            version=version,
-            current_version=run.version,
-            status=run.status,
-        )
+        raise stale(run, version)
     target: Call | None
     if decision == DecisionKind.STOP:
         if run.status not in OPEN_RUN_STATUSES:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from durability.errors import InvalidTransition, OpenIntents, RunNotActive, RunNotFound
+from durability.errors import (
+    InvalidTransition,
+    OpenIntents,
+    RunNotActive,
+    RunNotFound,
+    StaleVersion,
+)
 from durability.records import TERMINAL_RUN_STATUSES, Run
 from durability.status import CallState, RunStatus
 from durability.store.base import StoreTx
@@ -16,6 +22,17 @@ def load_run(tx: StoreTx, run_id: str) -> Run:
     if run is None:
         raise RunNotFound("no such run", run_id=run_id)
     return run
+
+
+def stale(run: Run, version: int, since: str = "this decision was made") -> StaleVersion:
+    """The refusal of a change made against ``version`` when ``run`` is at another one."""
+    return StaleVersion(
+        f"the run changed since {since}",
+        run_id=run.id,
+        version=version,
+        current_version=run.version,
+        status=run.status,
+    )
 
 
 def require_active(run: Run) -> None:

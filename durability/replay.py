@@ -55,7 +55,9 @@ SAFE_REPLAY: dict[str, str] = {
     # durable_plan: reads or replaces the chat's plan document only; a replace sent again
     # with the same content is a no-op in the journal, so a replay gives the same answer;
     # a damaged stored plan raises corrupt_record (the run is held), nothing is written
-    "durable_plan": "45e140d0d679729b90de80325a649ede59b0ec0ca29bb11f23cfd01d2d05e41c",
+    # (reviewed again for #18: its refusal text and JSON helpers moved to
+    # python/helpers/tool.py, pure functions; still nothing but the plan document)
+    "durable_plan": "5b5b99ca5e6af468bd26bd389e969d97893a689ea1979c940110d9ed9ad88d42",
     # search_engine: one GET of the SearXNG instance's search endpoint and formatting of the
     # answer; it changes nothing anywhere, so asking again after a crash is harmless (the
     # answer may differ, which is what asking again means)

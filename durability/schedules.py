@@ -20,6 +20,7 @@ canonical, with its SHA-256, at most ``MAX_DEFINITION_BYTES``. Rules:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,23 +61,9 @@ class ScheduledTask:
 def _task(row: TaskRow) -> ScheduledTask:
     value, damage = integrity.task_definition(row.body, row.digest)
     skip = integrity.load_json(row.last_skip)
-    return ScheduledTask(
-        id=row.id,
-        revision=row.revision,
-        definition=value,
-        digest=row.digest,
-        created_at=row.created_at,
-        created_by=row.created_by,
-        updated_at=row.updated_at,
-        updated_by=row.updated_by,
-        done_until=row.done_until,
-        last_slot=row.last_slot,
-        last_input_id=row.last_input_id,
-        last_run_id=row.last_run_id,
-        last_fired_at=row.last_fired_at,
-        last_skip=skip if isinstance(skip, dict) else None,
-        damage=damage,
-    )
+    stored = {f.name: getattr(row, f.name) for f in dataclasses.fields(row) if f.name != "body"}
+    stored["last_skip"] = skip if isinstance(skip, dict) else None
+    return ScheduledTask(**stored, definition=value, damage=damage)
 
 
 def prepare_definition(definition: Any, masked: Any) -> tuple[str, str]:

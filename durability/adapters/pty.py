@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from durability.adapters._local import read_json_object
 from durability.adapters._wrapper import check_identity
 from durability.canonical import is_digest
 from durability.status import Policy, ReceiptOutcome
@@ -93,7 +94,7 @@ class TerminalInbox:
         fsync_path(self.folder)
 
     def delivered(self, call_id: str) -> dict[str, Any] | None:
-        return _read_json(self.path(call_id, ".delivered"))
+        return _read_json_file(self.path(call_id, ".delivered"))
 
     def refused(self, call_id: str) -> bool:
         return self.path(call_id, ".refused").exists()
@@ -108,7 +109,7 @@ class TerminalInbox:
         taken = self.path(call_id, ".taken")
         marker_file = self.path(call_id, ".delivered")
         if marker_file.exists():
-            marker, header = _read_json(marker_file), _read_json(taken)
+            marker, header = _read_json_file(marker_file), _read_json_file(taken)
             if marker is None or header is None:
                 return Delivery("rejected", call_id, reason="malformed_receipt")
             for found in (marker, header):
@@ -219,7 +220,10 @@ def running_commands(receipts_folder: Path) -> set[str]:
     process is there): their receipts stay, a server that adopts the terminal reads them."""
     found = set()
     for folder in (Path(receipts_folder) / PTY_FOLDER).glob("*"):
-        relay, command = _read_json(folder / "relay.json"), _read_json(folder / "command.json")
+        relay, command = (
+            _read_json_file(folder / "relay.json"),
+            _read_json_file(folder / "command.json"),
+        )
         pid = (relay or {}).get("pid")
         if command is None or not isinstance(pid, int) or pid <= 0:
             continue
@@ -241,13 +245,5 @@ def _payload_digest(header: dict[str, Any]) -> str | None:
         return None
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(_MAX_FILE_BYTES + 1)
-        if len(raw) > _MAX_FILE_BYTES:
-            return None
-        value = json.loads(raw.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
+def _read_json_file(path: Path) -> dict[str, Any] | None:
+    return read_json_object(path, _MAX_FILE_BYTES)

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from durability.adapters._local import pid_alive, read_json_object
 from durability.adapters._wrapper import CALL_ID as _CALL_ID
 from durability.adapters._wrapper import ReceiptError as ReceiptError
 from durability.adapters._wrapper import ReceiptExists, wrap_command
@@ -189,7 +190,7 @@ class ShellReceipts:
             "output_file": str(self.output_path(call_id)),
         }
         if not exit_file.exists():
-            detail["shell_alive"] = _pid_alive(start["shell_pid"])
+            detail["shell_alive"] = pid_alive(start["shell_pid"])
             return ReceiptVerdict(UNKNOWN, call_id, detail=detail)
         end = _read_marker(exit_file, _EXIT_FIELDS)
         if end is None or end["output_file"] != f"{call_id}.out" or end["output_bytes"] < 0:
@@ -337,15 +338,8 @@ _EXIT_FIELDS: dict[str, type | tuple[type, ...]] = {
 
 
 def _read_marker(path: Path, fields: dict[str, Any]) -> dict[str, Any] | None:
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(_MAX_MARKER_BYTES + 1)
-        if len(raw) > _MAX_MARKER_BYTES:
-            return None
-        value = json.loads(raw.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(value, dict):
+    value = read_json_object(path, _MAX_MARKER_BYTES)
+    if value is None:
         return None
     for name, kind in fields.items():
         item = value.get(name)
@@ -366,22 +360,6 @@ def _identity_problem(marker: dict[str, Any], call_id: str, args_digest: str) ->
 
 def _rejected(call_id: str, reason: str, **detail: Any) -> ReceiptVerdict:
     return ReceiptVerdict(REJECTED, call_id, reason=reason, detail=detail)
-
-
-def _pid_alive(pid: int) -> bool:
-    """Informational only: a pid can be reused, so this never proves anything."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError, IndexError):  # Linux: a zombie is not running
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    return True
 
 
 def _call_fields(call: Call | Mapping[str, Any]) -> tuple[str | None, Any]:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from durability._runs import bump, load_run
+from durability._runs import bump, load_run, stale
 from durability.canonical import canonical_json, digest, digest_text
-from durability.errors import CallNotFound, InvalidArgument, NoOpenCall, RunNotHeld, StaleVersion
+from durability.errors import CallNotFound, InvalidArgument, NoOpenCall, RunNotHeld
 from durability.journal._operation import JournalBase, operation
 from durability.journal._plan import Plan, write
 from durability.journal._validation import mask_only, mask_storable, require_int, require_text
@@ -61,13 +61,7 @@ class EvidenceOps:
             if run.status != RunStatus.NEEDS_ATTENTION:
                 raise RunNotHeld("the run is not held", run_id=run_id, status=run.status)
             if run.version != version:
-                raise StaleVersion(
-                    "the run changed since its evidence was read",
-                    run_id=run_id,
-                    version=version,
-                    current_version=run.version,
-                    status=run.status,
-                )
+                raise stale(run, version, "its evidence was read")
             call = tx.calls.get(call_id)
             if call is None or call.run_id != run_id:
                 raise CallNotFound("no such call in this run", run_id=run_id, call_id=call_id)

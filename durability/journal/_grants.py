@@ -17,14 +17,13 @@ import dataclasses
 from collections.abc import Sequence
 
 from durability import decision_fit
-from durability._runs import bump, load_run
+from durability._runs import bump, load_run, stale
 from durability.errors import (
     CallNotFound,
     DecisionNotApplicable,
     InvalidArgument,
     InvalidTransition,
     RunNotHeld,
-    StaleVersion,
 )
 from durability.journal._operation import JournalBase, operation
 from durability.journal._plan import Plan, read, run_write, write
@@ -103,13 +102,7 @@ class GrantOps:
             if prior is not None and prior.decision == kind:
                 return DecisionOutcome(prior, run, applied=False)
             if prior is not None or version != run.version:
-                raise StaleVersion(
-                    "the run changed since this decision was made",
-                    run_id=run_id,
-                    version=version,
-                    current_version=run.version,
-                    status=run.status,
-                )
+                raise stale(run, version)
             if run.status != RunStatus.NEEDS_ATTENTION:
                 raise RunNotHeld("the run is not waiting for a decision", run_id=run_id)
             calls = tx.calls.list(run_id)

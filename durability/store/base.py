@@ -36,6 +36,22 @@ from durability.store._tables.web_sessions import WebSessionTable
 T = TypeVar("T")
 
 
+class _table(Generic[T]):
+    """A table of ``StoreTx`` built with the transaction's ``sql`` on first use, then kept
+    (as ``cached_property`` would; the engine-dependent tables are written out below)."""
+
+    def __init__(self, build: Callable[[Sql], T]) -> None:
+        self.build = build
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, tx: StoreTx, owner: type | None = None) -> T:
+        table = self.build(tx.sql)
+        tx.__dict__[self.name] = table
+        return table
+
+
 class StoreTx:
     """One transaction: an object per table, built with the engine's dialect on first use.
 
@@ -58,14 +74,23 @@ class StoreTx:
     def __init__(self, sql: Sql) -> None:
         self.sql = sql
 
-    @cached_property
-    def contexts(self) -> ContextTable:
-        return ContextTable(self.sql)
+    contexts = _table(ContextTable)
+    inputs = _table(InputTable)
+    blobs = _table(BlobTable)
+    checkpoints = _table(CheckpointTable)
+    documents = _table(DocumentTable)
+    conflicts = _table(ConflictTable)
+    decisions = _table(DecisionTable)
+    grants = _table(GrantTable)
+    standing = _table(StandingGrantTable)
+    events = _table(EventTable)
+    tasks = _table(TaskTable)
+    web_sessions = _table(WebSessionTable)
+    embedding_cache = _table(EmbeddingCacheTable)
+    knowledge_files = _table(KnowledgeFileTable)
+    memory_models = _table(MemoryModelTable)
 
-    @cached_property
-    def inputs(self) -> InputTable:
-        return InputTable(self.sql)
-
+    # the tables whose class is the engine's
     @cached_property
     def runs(self) -> RunTable:
         return self.Runs(self.sql)
@@ -75,60 +100,8 @@ class StoreTx:
         return self.Calls(self.sql, self.runs, self.blobs)
 
     @cached_property
-    def blobs(self) -> BlobTable:
-        return BlobTable(self.sql)
-
-    @cached_property
-    def checkpoints(self) -> CheckpointTable:
-        return CheckpointTable(self.sql)
-
-    @cached_property
-    def documents(self) -> DocumentTable:
-        return DocumentTable(self.sql)
-
-    @cached_property
-    def conflicts(self) -> ConflictTable:
-        return ConflictTable(self.sql)
-
-    @cached_property
-    def decisions(self) -> DecisionTable:
-        return DecisionTable(self.sql)
-
-    @cached_property
-    def grants(self) -> GrantTable:
-        return GrantTable(self.sql)
-
-    @cached_property
-    def standing(self) -> StandingGrantTable:
-        return StandingGrantTable(self.sql)
-
-    @cached_property
-    def events(self) -> EventTable:
-        return EventTable(self.sql)
-
-    @cached_property
-    def tasks(self) -> TaskTable:
-        return TaskTable(self.sql)
-
-    @cached_property
-    def web_sessions(self) -> WebSessionTable:
-        return WebSessionTable(self.sql)
-
-    @cached_property
     def memories(self) -> MemoryTable:
         return self.Memories(self.sql)
-
-    @cached_property
-    def embedding_cache(self) -> EmbeddingCacheTable:
-        return EmbeddingCacheTable(self.sql)
-
-    @cached_property
-    def knowledge_files(self) -> KnowledgeFileTable:
-        return KnowledgeFileTable(self.sql)
-
-    @cached_property
-    def memory_models(self) -> MemoryModelTable:
-        return MemoryModelTable(self.sql)
 
     @cached_property
     def claims(self) -> ClaimTable:

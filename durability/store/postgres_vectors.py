@@ -12,13 +12,13 @@ the store searches exactly on the worker with numpy, and says why in
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
 from psycopg import sql as pgsql
 
-from durability.store._tables.memories import MemoryTable, area_clause
+from durability.store._tables.memories import MemoryTable, Ranking
 from durability.store.rows import MemoryRow
 
 _BATCH = 256
@@ -100,35 +100,16 @@ def memories_table(schema: str) -> type[MemoryTable]:
                 for memory_id, data in found.fetchall():
                     self._embed(str(memory_id), bytes(data))
 
-        def nearest(
-            self,
-            subdir: str,
-            model: str,
-            query: bytes,
-            dim: int,
-            areas: Sequence[str] | None,
-            min_cosine: float,
-            limit: int | None,
-        ) -> Iterator[tuple[MemoryRow, float]]:
-            clause, args = area_clause(areas)
+        batch = _BATCH
+
+        def ranking(self, query: bytes) -> Ranking:
             distance = f"(embedding OPERATOR({quoted}.<=>) ?::{quoted}.vector)"
-            tail = " LIMIT ?" if limit is not None else ""
-            statement = (
-                f"SELECT id, 1.0 - {distance} AS score FROM memories"
-                f" WHERE subdir = ? AND model = ? AND dim = ?{clause}"
-                f" AND embedding IS NOT NULL AND 1.0 - {distance} >= ?"
-                f" ORDER BY score DESC, id{tail}"
-            )
             text = vector_text(query)
-            values: list[Any] = [text, subdir, model, dim, *args, text, min_cosine]
-            if limit is not None:
-                values.append(limit)
-            ranked = [(str(i), float(s)) for i, s in self.sql.run(statement, values).fetchall()]
-            for start in range(0, len(ranked), _BATCH):
-                chunk = ranked[start : start + _BATCH]
-                rows = {row.id: row for row in self.get(subdir, [i for i, _ in chunk])}
-                for memory_id, score in chunk:
-                    if memory_id in rows:
-                        yield rows[memory_id], score
+            return Ranking(
+                f"SELECT id, 1.0 - {distance} AS score FROM memories",
+                [text],
+                f"embedding IS NOT NULL AND 1.0 - {distance} >= ?",
+                [text],
+            )
 
     return PgvectorMemories

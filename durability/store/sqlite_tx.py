@@ -21,10 +21,9 @@ from durability.store._tables.calls import (
     Closing,
     closed_call,
 )
-from durability.store._tables.memories import MemoryTable, area_clause
+from durability.store._tables.memories import MemoryTable, Ranking
 from durability.store._tables.runs import RunTable, run_change
 from durability.store.base import StoreTx
-from durability.store.rows import MemoryRow
 
 R = TypeVar("R")
 
@@ -158,36 +157,18 @@ class SqliteMemories(MemoryTable):
         while batch := cursor.fetchmany(_BATCH):
             yield from batch
 
-    def nearest(
-        self,
-        subdir: str,
-        model: str,
-        query: bytes,
-        dim: int,
-        areas: Sequence[str] | None,
-        min_cosine: float,
-        limit: int | None,
-    ) -> Iterator[tuple[MemoryRow, float]]:
-        clause, args = area_clause(areas)
-        tail = " LIMIT ?" if limit is not None else ""
+    batch = _BATCH
+
+    def ranking(self, query: bytes) -> Ranking:
         # rank ids only (the vector is the one column read per row), then fetch the winners
         # one pass over the table (NOT INDEXED: a scan reads pages in order, where the
         # subdir index would visit every row by a random lookup)
-        sql = (
-            "SELECT id, 1.0 - vec_distance_cosine(vector, ?) AS score FROM memories NOT INDEXED"
-            f" WHERE subdir = ? AND model = ? AND dim = ?{clause} AND score >= ?"
-            f" ORDER BY score DESC, id{tail}"
+        return Ranking(
+            "SELECT id, 1.0 - vec_distance_cosine(vector, ?) AS score FROM memories NOT INDEXED",
+            [query],
+            "score >= ?",
+            [],
         )
-        values = [query, subdir, model, dim, *args, min_cosine]
-        if limit is not None:
-            values.append(limit)
-        ranked = [(str(i), float(score)) for i, score in self.sql.conn.execute(sql, values)]
-        for start in range(0, len(ranked), _BATCH):
-            chunk = ranked[start : start + _BATCH]
-            rows = {row.id: row for row in self.get(subdir, [i for i, _ in chunk])}
-            for memory_id, score in chunk:
-                if memory_id in rows:
-                    yield rows[memory_id], score
 
 
 class SqliteTx(StoreTx):

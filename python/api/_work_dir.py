@@ -155,17 +155,27 @@ async def save_upload(folder: WorkPath, upload: UploadFile) -> dict[str, Any]:
     target = resolve(folder.root, f"{folder.rel}/{name}" if folder.rel else name)
     if target.real.is_dir():
         raise ApiError("is_a_directory", f"'{target.rel}' is a folder; not replaced.")
-    tmp = target.real.parent / f".{name}.upload-{os.getpid()}-{id(upload)}"
+    size = await write_upload(upload, target.real, name, MAX_UPLOAD_BYTES, "100 MiB")
+    return {"name": name, "path": target.rel, "size": size}
+
+
+async def write_upload(
+    upload: UploadFile, target: Path, name: str, limit: int, limit_text: str
+) -> int:
+    """Stream ``upload`` (``name`` to the user) into ``target`` through a temporary file
+    beside it, replaced in one step (nothing half-written stays); more than ``limit`` bytes
+    is ``payload_too_large``. Returns the size written."""
+    tmp = target.parent / f".{name}.upload-{os.getpid()}-{id(upload)}"
     size = 0
     try:
         with open(tmp, "wb") as out:
             while chunk := await upload.read(_CHUNK):
                 size += len(chunk)
-                if size > MAX_UPLOAD_BYTES:
-                    raise ApiError("payload_too_large", f"'{name}' is larger than 100 MiB.")
+                if size > limit:
+                    raise ApiError("payload_too_large", f"'{name}' is larger than {limit_text}.")
                 await asyncio.to_thread(out.write, chunk)
-        os.replace(tmp, target.real)
+        os.replace(tmp, target)
     finally:
         if tmp.exists():
             tmp.unlink()
-    return {"name": name, "path": target.rel, "size": size}
+    return size

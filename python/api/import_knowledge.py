@@ -4,17 +4,16 @@ custom knowledge folder's ``main`` area, then imported (answers when the import 
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any
 
 from starlette.datastructures import UploadFile
 
+from python.api._work_dir import write_upload
 from python.api.knowledge_reindex import _message
 from python.helpers import knowledge as folders
-from python.server.api import ApiError, ApiHandler, bad_request
+from python.server.api import ApiHandler, bad_request
 
 MAX_UPLOAD_BYTES = folders.MAX_FILE_BYTES
-_CHUNK = 1024 * 1024
 
 
 class ImportKnowledge(ApiHandler):
@@ -45,18 +44,5 @@ async def _save(folder: Any, upload: UploadFile) -> str:
         raise bad_request(
             f"'{name}' is not a knowledge file ({', '.join(folders.KINDS)})", field="files"
         )
-    target = folder / name
-    tmp = folder / f".{name}.upload-{os.getpid()}-{id(upload)}"
-    size = 0
-    try:
-        with open(tmp, "wb") as out:
-            while chunk := await upload.read(_CHUNK):
-                size += len(chunk)
-                if size > MAX_UPLOAD_BYTES:
-                    raise ApiError("payload_too_large", f"'{name}' is larger than 50 MiB.")
-                await asyncio.to_thread(out.write, chunk)
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    await write_upload(upload, folder / name, name, MAX_UPLOAD_BYTES, "50 MiB")
     return name

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from durability.errors import DurabilityError
 from durability.memory import Chunk
+from python.durable._memory_host import BackgroundWork
 from python.helpers import knowledge as folders
 from python.helpers.models import ModelError
 
@@ -27,20 +28,14 @@ logger = logging.getLogger("a0.memory")
 MAX_ERRORS = 50
 
 
-class KnowledgeImport:
+class KnowledgeImport(BackgroundWork):
+    """``start``: an import in the background (the start-up one)."""
+
+    task_name = "knowledge-import"
+
     def __init__(self, service: MemoryHost) -> None:
-        self.service = service
+        super().__init__(service, {"state": "idle", "runs": 0})
         self._lock = asyncio.Lock()
-        self._status: dict[str, Any] = {"state": "idle", "runs": 0}
-        self._task: asyncio.Task[Any] | None = None
-
-    def status(self) -> dict[str, Any]:
-        return dict(self._status)
-
-    def start(self) -> None:
-        """An import in the background (the start-up one)."""
-        if self._task is None or self._task.done():
-            self._task = self.service.spawn(self._quiet(), "knowledge-import")
 
     async def _quiet(self) -> None:
         with contextlib.suppress(Exception):

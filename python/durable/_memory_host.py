@@ -32,3 +32,26 @@ class MemoryHost(Protocol):
     def spawn(self, coro: Any, name: str) -> asyncio.Task[Any]: ...
 
     async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any: ...
+
+
+class BackgroundWork:
+    """A job of the memory service that runs at most once at a time in the background
+    (the knowledge import, the re-embed): ``start`` spawns ``_quiet`` unless it runs."""
+
+    #: The background task's name.
+    task_name = ""
+
+    def __init__(self, service: MemoryHost, status: dict[str, Any]) -> None:
+        self.service = service
+        self._status = status
+        self._task: asyncio.Task[Any] | None = None
+
+    def status(self) -> dict[str, Any]:
+        return dict(self._status)
+
+    def start(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = self.service.spawn(self._quiet(), self.task_name)
+
+    async def _quiet(self) -> None:
+        raise NotImplementedError

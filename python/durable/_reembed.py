@@ -16,6 +16,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from python.durable._memory_host import BackgroundWork
 from python.helpers.embeddings import text_digest
 from python.helpers.models import ModelConfig
 
@@ -27,21 +28,14 @@ BATCH = 256
 ROUNDS = 5  # memories saved with the old model while a swap was built: a few more rounds
 
 
-class Reembed:
+class Reembed(BackgroundWork):
+    task_name = "memory-reembed"
+
     def __init__(self, service: MemoryHost) -> None:
-        self.service = service
-        self._status: dict[str, Any] = {"state": "idle"}
-        self._task: asyncio.Task[Any] | None = None
+        super().__init__(service, {"state": "idle"})
         #: while running: the old model search still uses, and how to reach it
         self.search_model = ""
         self.search_config: ModelConfig | None = None
-
-    def status(self) -> dict[str, Any]:
-        return dict(self._status)
-
-    def start(self) -> None:
-        if self._task is None or self._task.done():
-            self._task = self.service.spawn(self._quiet(), "memory-reembed")
 
     async def restart(self) -> None:
         task = self._task

@@ -24,12 +24,13 @@ import io
 import json
 import mimetypes
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from python.helpers import files
+from python.helpers.errors import CodeError
+from python.helpers.html_text import visible_text
 from python.helpers.url_fetch import FetchError, fetch
 
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
@@ -68,13 +69,8 @@ _OFFICE_TYPES = {
 }
 
 
-class DocumentError(Exception):
+class DocumentError(CodeError):
     """A document that cannot be read; ``code`` is stable (docs/errors.md)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -198,39 +194,12 @@ def pdf_text(data: bytes, source: str) -> str:
     return text
 
 
-class _VisibleText(HTMLParser):
-    """All visible text of an HTML page, a line per block (the fallback without trafilatura)."""
-
-    _SKIP = {"script", "style", "noscript", "template", "head", "svg"}
-    _BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.skipping = 0
-
-    def handle_starttag(self, tag: str, attrs: Any) -> None:
-        if tag in self._SKIP:
-            self.skipping += 1
-        elif tag in self._BLOCK:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self._SKIP and self.skipping:
-            self.skipping -= 1
-        elif tag in self._BLOCK:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if not self.skipping:
-            self.parts.append(data)
+#: Elements whose text is not shown (the fallback without trafilatura).
+_HIDDEN = ("script", "style", "noscript", "template", "head", "svg")
 
 
 def html_text_fallback(html: str) -> str:
-    parser = _VisibleText()
-    parser.feed(html)
-    parser.close()
-    lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
+    lines = (" ".join(line.split()) for line in visible_text(html, _HIDDEN).splitlines())
     return "\n".join(line for line in lines if line)
 
 

@@ -38,6 +38,16 @@ class CodedError(Exception):
         return {"code": self.code, "message": self.message}
 
 
+class CodeError(Exception):
+    """A failure whose stable ``code`` is chosen where it is raised (a reader's or a
+    fetcher's: ``DocumentError``, ``FetchError``), with the message that says what to do."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
 # ---- refusals -------------------------------------------------------------------------
 # The glue's and the tools' refusals: the same shape as the journal's family
 # (durability.errors.DurabilityError): a stable ``code``, a message and structured fields,

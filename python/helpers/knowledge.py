@@ -16,9 +16,10 @@ import io
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+
+from python.helpers.html_text import visible_text
 
 KNOWLEDGE_DIR = "knowledge"
 DEFAULT_ROOT = "default"
@@ -103,35 +104,13 @@ def _text(data: bytes) -> str:
         return data.decode("cp1252", errors="replace")
 
 
-class _VisibleText(HTMLParser):
-    _HIDDEN = {"script", "style", "head", "template", "noscript"}
-    _BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section"}
+_HIDDEN = ("script", "style", "head", "template", "noscript")
 
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self._hidden = 0
 
-    def handle_starttag(self, tag: str, attrs: Any) -> None:
-        if tag in self._HIDDEN:
-            self._hidden += 1
-        elif tag in self._BLOCK:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self._HIDDEN and self._hidden:
-            self._hidden -= 1
-        elif tag in self._BLOCK:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if not self._hidden:
-            self.parts.append(data)
-
-    def text(self) -> str:
-        joined = "".join(self.parts)
-        lines = (re.sub(r"[ \t\r\f\v]+", " ", line).strip() for line in joined.split("\n"))
-        return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+def _html_text(html: str) -> str:
+    joined = visible_text(html, _HIDDEN)
+    lines = (re.sub(r"[ \t\r\f\v]+", " ", line).strip() for line in joined.split("\n"))
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
 def _pdf_pages(data: bytes) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -176,10 +155,7 @@ def pieces(file: KnowledgeFile) -> list[tuple[str, dict[str, Any]]]:
     if file.kind == "csv":
         return list(_csv_rows(text))
     if file.kind in ("html", "htm"):
-        parser = _VisibleText()
-        parser.feed(text)
-        parser.close()
-        return [(parser.text(), {})]
+        return [(_html_text(text), {})]
     return [(text, {})]
 
 

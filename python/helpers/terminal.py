@@ -18,26 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from durability.adapters import pty_relay
+from durability.adapters._local import pid_alive as pid_alive
 
 RELAY_SCRIPT = Path(pty_relay.__file__).resolve()
 START_TIMEOUT = 30.0
 COMMAND_FILE = "command.json"  # the receipt-wrapped command the terminal runs now
-
-
-def pid_alive(pid: Any) -> bool:
-    """True while ``pid`` runs (a zombie does not)."""
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError, IndexError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    return True
 
 
 def _is_relay(pid: int) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,25 @@ from python.helpers import files
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent import Agent, LoopData
+
+
+class ToolArgsError(ValueError):
+    """Arguments a tool cannot use; ``code`` is stable (the tool turns it into a refusal)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def refusal_text(tool: str, code: str, message: str) -> str:
+    """The text every refusal of ``tool`` starts with, so the agent can tell it from a
+    result."""
+    return f"{tool} error ({code}): {message}"
+
+
+def dumps(value: Any) -> str:
+    """A value shown to the model: indented JSON, non-ASCII kept."""
+    return json.dumps(value, ensure_ascii=False, indent=1)
 
 
 @dataclass

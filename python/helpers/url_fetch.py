@@ -27,18 +27,15 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
 
+from python.helpers.errors import CodeError
+
 MAX_REDIRECTS = 5
 USER_AGENT = "agent-zero-durable document_query"
 _REDIRECTS = {301, 302, 303, 307, 308}
 
 
-class FetchError(Exception):
+class FetchError(CodeError):
     """A URL that could not be fetched; ``code`` is stable, the message says what to do."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)

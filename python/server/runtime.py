@@ -15,7 +15,7 @@ import secrets
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent import AgentConfig, AgentContext, AgentContextType, UserMessage
 from python.durable import startup
@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from python.durable.shared import SharedWorker
 
 logger = logging.getLogger("a0.runtime")
+T = TypeVar("T")
 
 API_CHAT_SWEEP_SECONDS = 60.0
 
@@ -71,9 +72,7 @@ class Runtime:
     @property
     def chats(self) -> DurableChats:
         """The process's chats over its journal (opened by ``start``)."""
-        if self._chats is None:
-            raise RuntimeError("the runtime has not started: no journal is open")
-        return self._chats
+        return _started(self._chats, "journal")
 
     @property
     def journal(self) -> Journal:
@@ -82,9 +81,7 @@ class Runtime:
     @property
     def memory(self) -> MemoryService:
         """The process's memory service (opened by ``start``)."""
-        if self._memory is None:
-            raise RuntimeError("the runtime has not started: no memory is open")
-        return self._memory
+        return _started(self._memory, "memory")
 
     # settings -----------------------------------------------------------------------
     @property
@@ -291,3 +288,10 @@ class Runtime:
 
         with contextlib.suppress(Exception):  # stdio servers also end when stdin closes
             await asyncio.wait_for(mcp_client.manager().close(), timeout=timeout)
+
+
+def _started(part: T | None, name: str) -> T:
+    """``part``, opened by ``Runtime.start``; before that a RuntimeError names it."""
+    if part is None:
+        raise RuntimeError(f"the runtime has not started: no {name} is open")
+    return part

@@ -21,7 +21,7 @@ from durability.errors import (
     DocumentTooLarge,
     DurabilityError,
 )
-from python.helpers.tool import Response, Tool
+from python.helpers.tool import Response, Tool, ToolArgsError, dumps, refusal_text
 
 ACTIONS = ("read", "replace")
 
@@ -31,21 +31,13 @@ NEVER_REPEAT = (
 )
 
 
-class PlanArgsError(ValueError):
+class PlanArgsError(ToolArgsError):
     """Arguments the tool cannot use; ``code`` is stable."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def refusal(code: str, message: str) -> str:
     """The text every refusal starts with, so the agent can tell it from a result."""
-    return f"durable_plan error ({code}): {message}"
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=1)
+    return refusal_text("durable_plan", code, message)
 
 
 def parse_action(args: dict[str, Any], method: str | None) -> str:

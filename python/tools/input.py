@@ -14,16 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from durability import failpoints, paths
-from python.helpers import files
-from python.helpers.shell import (
-    CommandResult,
-    Receipt,
-    ReceiptError,
-    ReceiptRefused,
-    ShellError,
-    ShellSession,
-    Timeouts,
-)
+from python.helpers import files, shell
 from python.helpers.tool import Response, Tool
 from python.tools.code_execution_tool import CodeExecution, open_session
 
@@ -39,7 +30,7 @@ class Input(Tool):
             number = int(self.args.get("session", 0) or 0)
         except (TypeError, ValueError):
             return Response("'session' must be a whole number, such as 0.", break_loop=False)
-        timeouts = Timeouts.from_settings(self.agent.config.settings)
+        timeouts = shell.Timeouts.from_settings(self.agent.config.settings)
         session = await open_session(self.agent, number, any_kind=True)
         if isinstance(session, Response):  # the SSH host cannot be used: nothing is typed
             return session
@@ -55,16 +46,20 @@ class Input(Tool):
                 )
             else:  # nothing waits for input: the text is a terminal command (upstream)
                 result = await session.run(text, timeouts, self._on_poll, receipt=receipt)
-        except ReceiptRefused as e:
+        except shell.ReceiptRefused as e:
             return Response(f"Session {number}: {e}; nothing was typed.", break_loop=False)
-        except ShellError as e:
+        except shell.ShellError as e:
             return Response(f"Session {number}: {e}.", break_loop=False)
         self.set_progress("")
         return Response(CodeExecution._result_text(result, number), break_loop=False)
 
     async def _type(
-        self, session: ShellSession, text: str, timeouts: Timeouts, receipt: Receipt | None
-    ) -> CommandResult:
+        self,
+        session: shell.ShellSession,
+        text: str,
+        timeouts: shell.Timeouts,
+        receipt: shell.Receipt | None,
+    ) -> shell.CommandResult:
         """Hand the text to the terminal (delivery receipt), or to an SSH session's pipe
         after a start-only marker (a crash there is held: nothing proves delivery)."""
         identity = None if receipt is None else (receipt[1], receipt[2])
@@ -72,15 +67,17 @@ class Input(Tool):
             receipts, call_id, args_digest = receipt
             try:
                 receipts.mark_started(call_id, args_digest)
-            except ReceiptError as e:
-                raise ReceiptRefused(f"no receipt can be written for this call ({e.code})") from e
+            except shell.ReceiptError as e:
+                raise shell.ReceiptRefused(
+                    f"no receipt can be written for this call ({e.code})"
+                ) from e
         state = paths.state_dir(files.usr_dir())
         failpoints.failpoint(BEFORE_HANDOVER, self.name, state)
         await session.send_input(text, identity)
         failpoints.failpoint(AFTER_DELIVERY, self.name, state)
         return await session.read_more(timeouts, self._on_poll)
 
-    def _receipt(self) -> Receipt | None:
+    def _receipt(self) -> shell.Receipt | None:
         """The receipt context when the loop journals this call and receipts are enabled."""
         receipts = getattr(self.agent.context.session, "receipts", None)
         identity = self.call_identity

@@ -13,7 +13,6 @@ Every refusal is a message to the agent with a stable code.
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from typing import Any
 
@@ -21,7 +20,7 @@ from durability.errors import DurabilityError
 from python.helpers import scheduler_tasks
 from python.helpers.errors import DomainError
 from python.helpers.scheduler import TaskScheduler
-from python.helpers.tool import Response, Tool
+from python.helpers.tool import Response, Tool, ToolArgsError, dumps, refusal_text
 
 METHODS = (
     "list_tasks",
@@ -47,18 +46,12 @@ _CREATE_FIELDS = {"name", "system_prompt", "prompt", "attachments", "schedule", 
 _CREATE_FIELDS |= {"timezone", "dedicated_context"}
 
 
-class SchedulerArgsError(ValueError):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+class SchedulerArgsError(ToolArgsError):
+    pass
 
 
 def refusal(code: str, message: str) -> str:
-    return f"scheduler error ({code}): {message}"
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=1)
+    return refusal_text("scheduler", code, message)
 
 
 class Scheduler(Tool):

@@ -8,7 +8,7 @@ in SQL with sqlite-vec's ``vec_distance_cosine`` (durability/store/sqlite_tx.py)
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from durability.store._shapes import Shape
 from durability.store._sql import Table
@@ -33,6 +33,17 @@ def area_clause(areas: Sequence[str] | None) -> tuple[str, list[Any]]:
     if not areas:
         return "", []
     return f" AND area IN ({', '.join('?' * len(areas))})", list(areas)
+
+
+class Ranking(NamedTuple):
+    """An engine's ranking in SQL: ``select`` reads ``id`` and ``score`` FROM memories
+    (its ``?`` bound to ``select_args``); ``keep`` is the condition that keeps a row whose
+    score is at least the last ``?`` (bound to ``keep_args`` then the minimum cosine)."""
+
+    select: str
+    select_args: list[Any]
+    keep: str
+    keep_args: list[Any]
 
 
 class MemoryTable(Table):
@@ -140,7 +151,31 @@ class MemoryTable(Table):
         limit: int | None,
     ) -> Iterator[tuple[MemoryRow, float]]:
         """The memories at or above ``min_cosine``, best first, with their cosine; only an
-        engine that ranks in SQL has it (the others search ``vectors`` on the worker)."""
+        engine that ranks in SQL has it (the others search ``vectors`` on the worker): it
+        gives its ``ranking``, the ids are ranked, then the winners read in batches."""
+        rank = self.ranking(query)
+        clause, args = area_clause(areas)
+        tail = " LIMIT ?" if limit is not None else ""
+        statement = (
+            f"{rank.select} WHERE subdir = ? AND model = ? AND dim = ?{clause}"
+            f" AND {rank.keep} ORDER BY score DESC, id{tail}"
+        )
+        values = [*rank.select_args, subdir, model, dim, *args, *rank.keep_args, min_cosine]
+        if limit is not None:
+            values.append(limit)
+        ranked = [(str(i), float(score)) for i, score in self.sql.run(statement, values)]
+        for start in range(0, len(ranked), self.batch):
+            chunk = ranked[start : start + self.batch]
+            rows = {row.id: row for row in self.get(subdir, [i for i, _ in chunk])}
+            for memory_id, score in chunk:
+                if memory_id in rows:
+                    yield rows[memory_id], score
+
+    #: Winners read by one ``get``.
+    batch = 256
+
+    def ranking(self, query: bytes) -> Ranking:
+        """How this engine scores ``query`` in SQL (see ``Ranking``)."""
         raise NotImplementedError(f"{type(self).__name__} does not rank in SQL")
 
 
