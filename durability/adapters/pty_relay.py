@@ -286,7 +286,8 @@ def _is_relay(pid: object) -> bool:
         except PermissionError:
             pass
         return True
-    return b"pty_relay" in cmdline and state != b"Z"
+    names = {os.path.basename(arg) for arg in cmdline.split(b"\0")}
+    return b"pty_relay.py" in names and state != b"Z"
 
 
 def status(inbox: str) -> dict[str, object]:

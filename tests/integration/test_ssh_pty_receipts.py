@@ -23,7 +23,7 @@ import pytest
 
 from tests.integration._durable_system import crashable
 from tests.integration._helpers import request_text, wait_until
-from tests.integration.test_ssh_recovery import ssh_env
+from tests.integration.test_ssh_recovery import ssh_env, sshd
 from tests.support import sshd as sshd_support
 
 pytestmark = [
@@ -34,19 +34,12 @@ pytestmark = [
     ),
 ]
 
-__all__ = ["crashable"]  # the fixture
+__all__ = ["crashable", "sshd"]  # the fixtures
 
 QUICK = {
     "A0_SET_code_exec_first_output_timeout": "20",
     "A0_SET_code_exec_between_output_timeout": "1",
 }
-
-
-@pytest.fixture
-def sshd(tmp_path):
-    server = sshd_support.Sshd(tmp_path / "sshd").start()
-    yield server
-    server.stop()
 
 
 def _script(model_server, effects: Path) -> None:
