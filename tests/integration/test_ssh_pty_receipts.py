@@ -197,6 +197,7 @@ def test_a_host_without_python3_keeps_the_pipe_and_says_so(tmp_path, sshd):
     assert with_relay.no_relay is None
     assert isinstance(marker, dict) and marker["seq"] == 1 and marker["bytes"] == 2
     assert "answer was y" in output
+    assert not list(Path(with_relay.remote_inbox).glob("*.delivered"))  # not journaled: gone
 
     piped = SshShellSession(target, tmp_path, tmp_path / secrets.token_hex(12))
     piped.python = "python3-absent"  # a host without python3
