@@ -5,7 +5,8 @@ the Recovery panel ask about an ``adapter:shell`` call:
 
 - ran on an SSH host: its location is the local ``<call_id>.remote`` pointer or, on any
   worker, the journal's ``receipt_location`` event; the remote markers are read over SSH
-  (``SshReceipts``);
+  (``SshReceipts``); for an ``input`` typed into a terminal there, the location names the
+  terminal's inbox on the host and its delivery receipt is read instead;
 - ran here: this worker's receipts folder (``ShellReceipts``);
 - ran locally on another worker: nothing here can read it (``rejected:
   local_receipt_elsewhere``): held.
@@ -112,8 +113,10 @@ class ShellEvidence:
         return self._explain_shell(call)
 
     def _explain_input(self, call: Call) -> dict[str, Any]:
-        """Typed into a local terminal: its delivery receipt; run as a command (nothing was
-        waiting for input) or typed into an SSH session's pipe: its shell receipt."""
+        """Typed into a local terminal: its delivery receipt; typed into a terminal on an SSH
+        host (a ``.remote`` pointer naming its inbox): that inbox's delivery receipt; run as
+        a command (nothing was waiting for input) or typed into an SSH session's pipe (a host
+        without python3): its shell receipt."""
         identity = call_identity(call)
         if isinstance(identity, dict):
             return identity
@@ -121,6 +124,8 @@ class ShellEvidence:
         r = self.receipts
         shell_files = (r.start_path(call_id), r.exit_path(call_id), r.remote_path(call_id))
         if not self.owner or self.context_of is None or any(p.exists() for p in shell_files):
+            return self._explain_shell(call)
+        if self.where(call) is not None:  # typed on an SSH host (found in the journal)
             return self._explain_shell(call)
         number = session_number(call.args)
         inbox = TerminalInbox(terminal_dir(r.folder, self.context_of(call), number))
@@ -138,7 +143,12 @@ class ShellEvidence:
                     "reason": reason,
                     "detail": where,
                 }
-            found = SshReceipts(target).explain(call)
+            inbox = ssh.get("inbox")
+            if call.policy == Policy.PTY and isinstance(inbox, str) and inbox:
+                where["inbox"] = inbox  # typed into a terminal on the host: its inbox
+                found = SshReceipts(target).explain_delivery(call, inbox)
+            else:
+                found = SshReceipts(target).explain(call)
             found["detail"] = {**where, **(found.get("detail") or {})}
             return found
         if not self.owner:

@@ -79,17 +79,9 @@ class TerminalInbox:
     def hand_over(self, call_id: str, args_digest: str, data: bytes) -> None:
         """Hand ``data`` to the relay: written and fsynced under a temporary name, then
         renamed into the inbox (the relay only ever sees a whole file)."""
-        check_identity(call_id, args_digest)
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        header = {
-            "call_id": call_id,
-            "args_digest": args_digest,
-            "sha256": hashlib.sha256(data).hexdigest(),
-            "bytes": len(data),
-            "data": base64.b64encode(data).decode("ascii"),
-        }
         tmp = self.path(call_id, ".input.tmp")
-        write_synced(tmp, (json.dumps(header, separators=(",", ":")) + "\n").encode())
+        write_synced(tmp, handover_bytes(call_id, args_digest, data))
         os.replace(tmp, self.path(call_id, ".input"))
         fsync_path(self.folder)
 
@@ -149,6 +141,19 @@ class TerminalInbox:
         for suffix in SUFFIXES:
             with contextlib.suppress(FileNotFoundError):
                 self.path(call_id, suffix).unlink()
+
+
+def handover_bytes(call_id: str, args_digest: str, data: bytes) -> bytes:
+    """The content of a ``<call_id>.input`` file (one JSON line: identity, digest, bytes)."""
+    check_identity(call_id, args_digest)
+    header = {
+        "call_id": call_id,
+        "args_digest": args_digest,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "data": base64.b64encode(data).decode("ascii"),
+    }
+    return (json.dumps(header, separators=(",", ":")) + "\n").encode()
 
 
 def delivered_message(number: Any, detail: dict[str, Any]) -> str:

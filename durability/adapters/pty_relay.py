@@ -18,6 +18,12 @@ When the server goes away (its pipe ends) the relay closes fd 3, so the shell en
 the command it runs, as a shell fed by the server's pipe would; until then the relay keeps
 the terminal open and delivers inputs. It records itself in ``INBOX/relay.json`` (its pid,
 the shell's pid) and removes that file when the shell has ended.
+
+On an SSH host (python/helpers/ssh_shell.py) the same file runs with the host's python3:
+``--announce`` prints the ``relay.json`` line on standard output before the terminal's
+output (the server learns the pids without a round trip), and ``pty_relay.py --status
+INBOX`` prints, as one JSON line, the relay recorded there, whether it still runs, and the
+receipt-wrapped command it runs (``command.json``) with whether its exit marker exists.
 """
 
 from __future__ import annotations
@@ -95,7 +101,8 @@ def _start_shell(cwd: str) -> tuple[int, int, int]:
 
 
 class Relay:
-    def __init__(self, inbox: str, cwd: str) -> None:
+    def __init__(self, inbox: str, cwd: str, announce: bool = False) -> None:
+        self.announce = announce
         self.inbox = inbox
         self.cwd = cwd
         self.seq = 0
@@ -107,6 +114,8 @@ class Relay:
         self.pid, self.master, self.commands_w = _start_shell(self.cwd)
         info = {"pid": os.getpid(), "shell_pid": self.pid, "started_at": time.time()}
         write_durably(self.inbox, RELAY_FILE, info)
+        if self.announce:
+            self._to_server((json.dumps(info, separators=(",", ":")) + "\n").encode())
         os.set_blocking(0, False)
         sel = selectors.DefaultSelector()
         sel.register(0, selectors.EVENT_READ, "server")
@@ -251,13 +260,58 @@ class Relay:
         write_durably(self.inbox, f"{call_id}.delivered", marker)
 
 
+def _read(path: str) -> dict | None:
+    try:
+        with open(path, "rb") as f:
+            value = json.loads(f.read(65536).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _is_relay(pid: object) -> bool:
+    """``pid`` is a running relay (not a zombie, not a reused pid)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read()
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+    names = {os.path.basename(arg) for arg in cmdline.split(b"\0")}
+    return b"pty_relay.py" in names and state != b"Z"
+
+
+def status(inbox: str) -> dict[str, object]:
+    """The relay recorded in ``inbox``, whether it runs, and its command (``--status``)."""
+    relay = _read(os.path.join(inbox, RELAY_FILE))
+    command = _read(os.path.join(inbox, "command.json"))
+    done = command is not None and os.path.exists(str(command.get("exit")))
+    alive = relay is not None and _is_relay(relay.get("pid"))
+    return {"relay": relay, "alive": alive, "command": command, "done": done}
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        sys.stderr.write("usage: pty_relay.py INBOX CWD\n")
+    args = argv[1:]
+    if len(args) == 2 and args[0] == "--status":
+        sys.stdout.write(json.dumps(status(args[1])) + "\n")
+        return 0
+    announce = args[:1] == ["--announce"]
+    args = args[1:] if announce else args
+    if len(args) != 2:
+        sys.stderr.write("usage: pty_relay.py [--announce] INBOX CWD | --status INBOX\n")
         return 2
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    return Relay(argv[1], argv[2]).run()
+    return Relay(args[0], args[1], announce).run()
 
 
 if __name__ == "__main__":

@@ -8,6 +8,12 @@ output, unknown, rejected) plus one of its own: ``host_unreachable`` when the ho
 asked (network, authentication, a changed host key), which proves nothing and can be asked
 again later.
 
+``explain_delivery`` does the same for text typed into a terminal on the host (an ``input``
+call, durability/adapters/pty.py): the relay there (pty_relay.py run by the host's python3)
+keeps the inbox ``~/.a0-durable/pty/<key>``; an unclaimed handover is voided there by one
+rename, the files are fetched, and the local reading gives delivered, not delivered or
+``delivery_unknown``.
+
 Host keys: ``known_hosts`` is a file under usr/ (``usr/ssh/known_hosts``). A host with no
 entry is trusted on first use and recorded (``HostKeys.connect`` reports it); a host whose
 key differs from the recorded one is refused (``SshHostKeyChanged``).
@@ -26,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from durability.adapters._wrapper import CALL_ID
+from durability.adapters.pty import Delivery, TerminalInbox, explain_delivery, session_number
 from durability.adapters.shell import (
     REJECTED,
     UNKNOWN,
@@ -230,10 +237,53 @@ class SshReceipts:
         """Synchronous ``explain_async`` (recovery adapters are plain callables)."""
         return _run_sync(self.explain_async(call))
 
+    async def explain_delivery_async(self, call: Any, inbox: str) -> dict[str, Any]:
+        """What the terminal inbox on the host proves for an ``input`` call (its unclaimed
+        handover is voided first, so it can never be delivered after the verdict)."""
+        identity = call_identity(call)
+        if isinstance(identity, dict):
+            return identity
+        call_id, args_digest = identity
+        try:
+            connected = await self._connect(self.target)
+        except SshError as exc:
+            return _unreachable(exc.code, {"error": str(exc)})
+        async with connected.conn as conn:
+            try:
+                found = await _read_inbox(conn, inbox, call_id, args_digest)
+            except (OSError, SshError) as exc:
+                return _unreachable(getattr(exc, "code", "ssh_connect_failed"), {})
+        return explain_delivery(found, session_number(getattr(call, "args", None)))
+
+    def explain_delivery(self, call: Any, inbox: str) -> dict[str, Any]:
+        return _run_sync(self.explain_delivery_async(call, inbox))
+
     def classify(self, call: Any) -> str | tuple[str, dict[str, Any]]:
         """As ``ShellReceipts.classify``, plus ``"host_unreachable:<reason>"``."""
         found = classification_of(self.explain(call))
         return found if isinstance(found, tuple) else str(found)
+
+
+def _unreachable(reason: str, detail: dict[str, Any]) -> dict[str, Any]:
+    return {"classification": f"{HOST_UNREACHABLE}:{reason}", "reason": reason, "detail": detail}
+
+
+async def _read_inbox(conn: Any, inbox: str, call_id: str, args_digest: str) -> Any:
+    """Void an unclaimed handover on the host (one rename: the relay's claim or this), then
+    read the inbox files back and judge them as a local inbox."""
+    if not CALL_ID.match(call_id):
+        return Delivery(REJECTED, str(call_id)[:128], reason="invalid_call_id")
+    base = f"{inbox}/{call_id}"
+    q = shlex.quote
+    void = f"mv -- {q(base + '.input')} {q(base + '.void')} 2>/dev/null && sync -- {q(inbox)}"
+    await conn.run(f"{void}; true", check=False)
+    with tempfile.TemporaryDirectory(prefix="a0-ssh-inbox-") as tmp:
+        local = TerminalInbox(Path(tmp))
+        for suffix in (".delivered", ".taken", ".refused", ".input", ".void"):
+            data = await _fetch(conn, base + suffix)
+            if data is not None:
+                local.path(call_id, suffix).write_bytes(data)
+        return local.inspect(call_id, args_digest)
 
 
 async def _fetch(conn: Any, path: str) -> bytes | None:

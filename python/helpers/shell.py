@@ -6,7 +6,8 @@ program's standard input, so interactive programs prompt as they would for a per
 text typed into them (``send_input``) is handed to the relay as a file and confirmed by its
 delivery marker (durability/adapters/pty.py). A session given a durable inbox (``terminal``)
 finds a relay left by a server that died and adopts its running command: the output is read
-from the command's receipt, its end from the exit marker. SSH sessions keep a pipe.
+from the command's receipt, its end from the exit marker. An SSH session runs the same relay
+on its host when the host has python3 (python/helpers/ssh_shell.py), a pipe otherwise.
 
 Each command is written to a private script file and sourced by the session's bash, on
 one line followed by a sentinel `printf` carrying `$?`. The sentinel tells when the
@@ -327,6 +328,10 @@ class ShellSession:
             self.inbox.discard(call_id)
         return marker
 
+    async def record_input(self, receipt: Receipt) -> None:
+        """Hook before an input is handed over: an SSH session records where its delivery
+        receipt will be (a local terminal's inbox is found from the chat and session)."""
+
     async def _write(self, text: str) -> None:
         assert self.proc is not None and self.proc.stdin is not None
         try:
@@ -447,16 +452,17 @@ class ShellSessions:
         number: int,
         ssh: Any = None,
         any_kind: bool = False,
-        remote: Callable[[Any, Path], ShellSession] | None = None,
+        remote: Callable[[Any, Path, Path | None], ShellSession] | None = None,
         terminal: Path | None = None,
     ) -> ShellSession:
         """Session ``number``: local, or on the SSH target ``ssh`` (an ``SshTarget``), made
-        by ``remote(ssh, cwd)`` (python/helpers/ssh_shell.py's ``SshShellSession``).
+        by ``remote(ssh, cwd, terminal)`` (python/helpers/ssh_shell.py's ``SshShellSession``).
 
         A session of the other kind (or for another target) is closed and replaced, as
         upstream drops its sessions when SSH is switched; ``any_kind`` keeps whatever runs
-        (the input tool types into the session that exists). ``terminal``: a local
-        session's durable inbox (a relay left there by a previous server is adopted)."""
+        (the input tool types into the session that exists). ``terminal``: the session's
+        durable inbox (a relay left there by a previous server is adopted; an SSH session's
+        inbox on its host is named after it)."""
         session = self.sessions.get(number)
         if session is not None and not any_kind and getattr(session, "target", None) != ssh:
             await session.close()
@@ -469,7 +475,7 @@ class ShellSessions:
             elif remote is None:
                 raise ShellError("no SSH session type was given")
             else:
-                session = remote(ssh, self.cwd)
+                session = remote(ssh, self.cwd, terminal)
             self.sessions[number] = session
             try:
                 await session.start()

@@ -5,8 +5,11 @@ terminal command. The call is journaled with policy ``adapter:pty``: on a local 
 text is handed to the terminal's relay as a file and the relay writes a delivery marker
 (sequence number, SHA-256 of the bytes) once the bytes are in the terminal
 (durability/adapters/pty.py), so recovery proves "delivered" or "not delivered". Run as a
-command, the shell receipt proves it; typed into an SSH session (a pipe, no relay), only a
-start marker is written and a crash is held for a person.
+command, the shell receipt proves it. An SSH session runs the same relay on its host (with
+the host's python3): the text is handed over as a file in the remote inbox, the ``.remote``
+pointer names that inbox, and recovery reads the marker over SSH. On a host without python3
+(a pipe, no relay) only a start marker is written, a crash is held for a person, and the
+result says so.
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ class Input(Tool):
         if isinstance(session, Response):  # the SSH host cannot be used: nothing is typed
             return session
         receipt = self._receipt()
+        typed = session.alive and session.running
         try:
-            if session.alive and session.running:
+            if typed:
                 result = await self._type(session, text, timeouts, receipt)
             elif not text.strip():
                 return Response(
@@ -51,7 +55,11 @@ class Input(Tool):
         except shell.ShellError as e:
             return Response(f"Session {number}: {e}.", break_loop=False)
         self.set_progress("")
-        return Response(CodeExecution._result_text(result, number), break_loop=False)
+        text = CodeExecution._result_text(result, number)
+        no_relay = getattr(session, "no_relay", None)
+        if no_relay and typed:
+            text = f"[Note: {no_relay}.]\n{text}"
+        return Response(text, break_loop=False)
 
     async def _type(
         self,
@@ -71,6 +79,8 @@ class Input(Tool):
                 raise shell.ReceiptRefused(
                     f"no receipt can be written for this call ({e.code})"
                 ) from e
+        elif receipt is not None:
+            await session.record_input(receipt)  # an SSH host's inbox, before the handover
         state = paths.state_dir(files.usr_dir())
         failpoints.failpoint(BEFORE_HANDOVER, self.name, state)
         await session.send_input(text, identity)
