@@ -65,6 +65,9 @@ def server_env(usr: Path, model_url: str, extra: dict[str, str] | None = None) -
             "PYTHONUNBUFFERED": "1",
             "API_KEY_OTHER": PROVIDER_KEY,
             "A0_SET_mcp_server_token": TOKEN,
+            # a bench's scripted turn gets exactly the model calls it scripts: no chat naming
+            # by the utility model after the first exchange (one more call per new chat)
+            "A0_SET_chat_rename": "false",
         }
     )
     for prefix in ("chat_model", "util_model"):

@@ -24,6 +24,9 @@ def _embed_env(model_server) -> dict[str, str]:
         "A0_SET_embed_model_provider": "other",
         "A0_SET_embed_model_name": "scripted-embedding",
         "A0_SET_embed_model_api_base": model_server.url,
+        # with an embedding model, recall and memorize would embed and ask too (docs/memory.md)
+        "A0_SET_memory_recall_enabled": "false",
+        "A0_SET_memory_memorize_enabled": "false",
     }
 
 

@@ -68,7 +68,7 @@ def test_a_planted_secret_is_masked_at_entry_and_the_recorded_answer_is_the_firs
     # the shell got the real value: its output reached the second request, masked
     assert "\n" + PLACEHOLDER in request_text(requests[1])
     folder = receipts_dir(crashable.usr)
-    for path in folder.glob("*"):
+    for path in (p for p in folder.rglob("*") if p.is_file()):
         assert SECRET.encode() not in path.read_bytes(), f"{path.name} holds the secret"
     crashable.stop()
     crashable.start()
