@@ -26,6 +26,7 @@ PROVIDER_KEY = "sk-scripted-docker-0123456789"
 def agent_env(model: ScriptedModel) -> dict[str, str]:
     """The same variables as outside a container: settings, the provider key, the API token."""
     env = {"API_KEY_OTHER": PROVIDER_KEY, "A0_SET_mcp_server_token": TOKEN}
+    env["A0_SET_chat_rename"] = "false"  # exactly the scripted model calls (no chat naming)
     for prefix in ("chat_model", "util_model"):
         env[f"A0_SET_{prefix}_provider"] = "other"
         env[f"A0_SET_{prefix}_api_base"] = model.url

@@ -55,6 +55,7 @@ services:
     environment:
       A0_DURABILITY_LEASE_SECONDS: "{LEASE}"
       A0_DURABILITY_HEARTBEAT_SECONDS: "1"
+      A0_SET_chat_rename: "false"
       A0_CRASH_AT: after_result@2
       A0_CRASH_MATCH: code_execution_tool
       A0_CRASH_MODE: freeze
@@ -63,6 +64,7 @@ services:
     environment:
       A0_DURABILITY_LEASE_SECONDS: "{LEASE}"
       A0_DURABILITY_HEARTBEAT_SECONDS: "1"
+      A0_SET_chat_rename: "false"
 """
 
 
