@@ -121,7 +121,9 @@ class GrantOps:
             record = dataclasses.replace(record, id=tx.decisions.insert(record))
             return DecisionOutcome(record, updated, applied=True)
 
-        return run_write(op, run_id=run_id)
+        # a person's decision: not fenced (any shared worker serves it, the run's version
+        # guards it, durability/cluster.py); the claim holder or a sweeper resumes the run
+        return write(op)
 
     @operation()
     def grant_standing(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from durability import decision_fit
 from durability.decision_fit import RETRY_MODEL_CALL
-from durability.errors import DurabilityError
+from durability.errors import DecisionNotApplicable, RunNotHeld, StaleVersion
 from durability.records import DecisionOutcome, RetryGrant
 from durability.status import DecisionKind, RunStatus
 from python.durable.session import session_of
@@ -80,6 +80,6 @@ async def grant_retries(
                 chats, run_id, RETRY_MODEL_CALL, version=version, actor=actor, attempts=attempts
             )
             return (await journal.aio.list_retry_grants(run_id))[-1]
-        except DurabilityError:
+        except (StaleVersion, RunNotHeld, DecisionNotApplicable):
             pass  # someone decided first: a plain grant stays for the next attempt
     return await journal.aio.grant_retries(run_id, attempts, actor=actor)

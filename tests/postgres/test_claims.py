@@ -66,6 +66,28 @@ def test_a_worker_without_the_claim_writes_nothing(open_journal):
     assert w1.commit_result(call.id, "done").state == "completed"
 
 
+def test_a_retry_model_call_through_another_worker_is_not_fenced(open_journal):
+    """Retry model call is a person's decision (#23): any worker records it, the run is
+    active again and its claim stays with the worker that holds it."""
+    w1, w2 = open_journal("w1"), open_journal("w2")
+    run = w1.admit("chat", "in-1", sha("x")).run
+    call = w1.record_intent(
+        run.id, agent_no=0, seq=0, kind="model", name="model", args={"m": 1}, policy="hold"
+    )
+    w1.commit_result(call.id, {"error": "model_error", "status": 500}, failed=True)
+    held = w1.mark_needs_attention(run.id, "model_failed", {"call_id": call.id})
+    token = w1.cluster.get(run.id).token
+    outcome = w2.retry_model_call(run.id, 1, version=held.version, actor="alice")
+    assert outcome.applied and outcome.run.status == "active"
+    assert w1.get_call(call.id).state == "superseded"
+    assert w2.cluster.get(run.id) is None and w1.cluster.owner(run.id).worker_id == "w1"
+    assert w1.cluster.get(run.id).token == token
+    retried = w1.record_intent(  # the holder carries it out
+        run.id, agent_no=0, seq=0, kind="model", name="model", args={"m": 2}, policy="hold"
+    )
+    assert retried.attempt == 2
+
+
 def test_a_live_claim_is_not_taken_renewal_extends_it_and_release_frees_it(open_journal):
     w1, w2 = open_journal("w1"), open_journal("w2")
     run = w1.admit("chat", "in-1", sha("x")).run
