@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
+from psycopg_pool import PoolTimeout
 
 from durability.errors import StorageError
 
@@ -40,6 +41,20 @@ FIRST_WAIT = 0.05
 #: Sent with BEGIN of a write transaction: its id, to ask about later.
 XID_QUERY = "SELECT pg_current_xact_id()"
 _STATUS_QUERY = "SELECT pg_xact_status(%s::xid8)"
+#: Connection-level failures: class 08, the server shutting down or killing the session.
+_CONNECTION_STATES = ("08", "57P01", "57P02", "57P03")
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """The connection was lost or could not be had (the store's retry and settle rules)."""
+    if isinstance(exc, PoolTimeout):
+        return True
+    if not isinstance(exc, psycopg.Error):
+        return False
+    state = exc.sqlstate or ""
+    if state.startswith(_CONNECTION_STATES):
+        return True
+    return isinstance(exc, psycopg.OperationalError) and not state
 
 
 class LostAck(Exception):

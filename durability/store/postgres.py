@@ -22,8 +22,8 @@ transaction committed (its outcome is then returned) or not (the write runs agai
 bounded number of times with backoff; only when no answer comes is it a StorageError
 with ``outcome_unknown=True``.
 
-psycopg (3) and psycopg_pool are imported here only: the default install stays without
-them (requirements-postgres.txt).
+psycopg (3) and psycopg_pool are imported only by this backend's modules: the default install
+stays without them (requirements-postgres.txt).
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from durability.canonical import digest_bytes, digest_text
 from durability.dsn import PostgresDsn
 from durability.errors import (
     DurabilityError,
@@ -61,7 +60,7 @@ from durability.store.base import (
     operation_name,
     pending_migrations,
 )
-from durability.store.postgres_tx import PostgresTx
+from durability.store.postgres_tx import PostgresTx, integrity_problems
 
 T = TypeVar("T")
 
@@ -75,8 +74,6 @@ _UNIQUE_VIOLATION = "23505"
 MAX_ATTEMPTS = 30
 #: A connection lost before COMMIT: run again on a fresh connection this many times.
 MAX_CONNECTION_RETRIES = 2
-#: Connection-level failures: class 08, the server shutting down or killing the session.
-_CONNECTION_STATES = ("08", "57P01", "57P02", "57P03")
 
 
 def migrations() -> list[tuple[int, Path]]:
@@ -93,17 +90,6 @@ def check_namespace(namespace: str) -> str:
     if namespace.startswith("pg_"):
         raise InvalidArgument("a namespace may not start with pg_", field="namespace")
     return namespace
-
-
-def _is_connection_error(exc: BaseException) -> bool:
-    if isinstance(exc, PoolTimeout):
-        return True
-    if not isinstance(exc, psycopg.Error):
-        return False
-    state = exc.sqlstate or ""
-    if state.startswith(_CONNECTION_STATES):
-        return True
-    return isinstance(exc, psycopg.OperationalError) and not state
 
 
 class _Retry(Exception):
@@ -170,30 +156,12 @@ class PostgresStore(Store):
             raise self.translate(exc) from None
 
     def _choose_memory_search(self, conn: psycopg.Connection[Any]) -> None:
-        """Memory search on this server: pgvector in SQL when the server has the extension
-        (durability/store/postgres_vectors.py), else exact on the worker (numpy);
-        ``pgvector`` is the extension's available version (empty without it)."""
+        """Memory search on this server (durability/store/postgres_vectors.py, ``choose``)."""
         from durability.store import postgres_vectors
 
-        row = conn.execute(
-            "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
-        ).fetchone()
-        self.pgvector = str(row[0]) if row and row[0] else ""
-        self.pgvector_schema, problem = "", ""
-        if self.pgvector:
-            self.pgvector_schema, problem = postgres_vectors.prepare(conn)
-        if self.pgvector_schema:
-            self.memory_search_backend, self.memory_search_problem = "pgvector", ""
-            return
-        try:
-            import numpy  # noqa: F401
-        except ImportError:
-            self.memory_search_backend = "unavailable"
-            self.memory_search_problem = (
-                "numpy is not installed (pip install -r requirements-postgres.txt)"
-            )
-        else:
-            self.memory_search_backend, self.memory_search_problem = "exact", problem
+        found = postgres_vectors.choose(conn)
+        self.pgvector, self.pgvector_schema = found.version, found.schema
+        self.memory_search_backend, self.memory_search_problem = found.backend, found.problem
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.dsn.masked!r}, namespace={self.namespace!r})"
@@ -205,7 +173,7 @@ class PostgresStore(Store):
             return exc
         text = self.dsn.mask(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
         state = getattr(exc, "sqlstate", None) or ""
-        if _is_connection_error(exc):
+        if outcome.is_connection_error(exc):
             return StorageError(
                 "the journal database is unreachable", reason=text, sqlstate=state or None
             )
@@ -301,7 +269,7 @@ class PostgresStore(Store):
                     tries=asked,
                     deadline=deadline,
                     question=lambda xid, timeout: outcome.ask(self.dsn.conninfo, xid, timeout),
-                    is_connection_error=_is_connection_error,
+                    is_connection_error=outcome.is_connection_error,
                     mask=self.dsn.mask,
                 )
                 if committed:
@@ -372,7 +340,7 @@ class PostgresStore(Store):
             state = exc.sqlstate or ""
             if state in _RETRY_STATES or state == _UNIQUE_VIOLATION:
                 raise _Retry(exc) from None
-            if _is_connection_error(exc):
+            if outcome.is_connection_error(exc):
                 if committing and writes:  # committed or not: settled by ``run``
                     raise outcome.LostAck(xid, value, refusal, str(exc).strip()[:300]) from None
                 raise _Retry(exc, connection=True) from None  # a read: nothing to know
@@ -410,25 +378,8 @@ class PostgresStore(Store):
         """Problems found: a schema from another version; with ``full``, every checkpoint's
         and blob's digest recomputed."""
 
-        def op(conn: psycopg.Connection[Any]) -> list[str]:
-            problems: list[str] = []
-            row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
-            newest = migrations()[-1][0]
-            if row is None or row[0] != newest:
-                problems.append(f"schema version {row[0] if row else None}, expected {newest}")
-            if not full:
-                return problems
-            for cp_id, body, digest in conn.execute(
-                "SELECT id, body, digest FROM checkpoints ORDER BY id"
-            ):
-                if digest_text(body) != digest:
-                    problems.append(f"checkpoint {cp_id}: digest mismatch")
-            for blob_hash, data in conn.execute("SELECT hash, data FROM blobs"):
-                if digest_bytes(bytes(data)) != blob_hash:
-                    problems.append(f"blob {blob_hash}: digest mismatch")
-            return problems
-
-        return self.run("read", op)
+        newest = migrations()[-1][0]
+        return self.run("read", lambda conn: integrity_problems(conn, newest, full))
 
     def close(self) -> None:
         if self._closed:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from psycopg.rows import kwargs_row
 
+from durability.canonical import digest_bytes, digest_text
 from durability.records import Call
 from durability.store._shapes import Shape
 from durability.store._sql import Sql
@@ -136,3 +137,21 @@ class PostgresTx(StoreTx):
 
     def __init__(self, conn: Any, *, locking: bool = False) -> None:
         super().__init__(PostgresSql(conn, locking=locking))
+
+
+def integrity_problems(conn: Any, newest: int, full: bool) -> list[str]:
+    """A schema from another version than ``newest``; with ``full``, every checkpoint's and
+    blob's digest recomputed."""
+    problems: list[str] = []
+    row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    if row is None or row[0] != newest:
+        problems.append(f"schema version {row[0] if row else None}, expected {newest}")
+    if not full:
+        return problems
+    for cp_id, body, digest in conn.execute("SELECT id, body, digest FROM checkpoints ORDER BY id"):
+        if digest_text(body) != digest:
+            problems.append(f"checkpoint {cp_id}: digest mismatch")
+    for blob_hash, data in conn.execute("SELECT hash, data FROM blobs"):
+        if digest_bytes(bytes(data)) != blob_hash:
+            problems.append(f"blob {blob_hash}: digest mismatch")
+    return problems

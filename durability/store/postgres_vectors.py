@@ -13,6 +13,7 @@ the store searches exactly on the worker with numpy, and says why in
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -68,6 +69,39 @@ def prepare(conn: Any) -> tuple[str, str]:
 
 
 @cache
+@dataclass(frozen=True)
+class SearchChoice:
+    """How this server's memories are searched: ``pgvector`` (its available version in
+    ``version``, its schema in ``schema``), else ``exact`` on the worker with numpy, else
+    ``unavailable`` (``problem`` says why)."""
+
+    version: str
+    schema: str
+    backend: str
+    problem: str
+
+
+def choose(conn: Any) -> SearchChoice:
+    """pgvector in SQL when the server has the extension, else exact search on the worker."""
+    row = conn.execute(
+        "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+    ).fetchone()
+    version = str(row[0]) if row and row[0] else ""
+    schema, problem = prepare(conn) if version else ("", "")
+    if schema:
+        return SearchChoice(version, schema, "pgvector", "")
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        return SearchChoice(
+            version,
+            "",
+            "unavailable",
+            "numpy is not installed (pip install -r requirements-postgres.txt)",
+        )
+    return SearchChoice(version, "", "exact", problem)
+
+
 def memories_table(schema: str) -> type[MemoryTable]:
     """The memories table of a transaction on a store where pgvector ranks in ``schema``."""
     quoted = '"' + schema.replace('"', '""') + '"'

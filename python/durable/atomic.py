@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from durability.status import CallKind, Policy
 from durability.verdicts import Action, judge
 from python.durable import results
-from python.durable.seams import RecordedToolError, fire
+from python.durable.recorded import RecordedToolError, fire
 from python.helpers.errors import InterventionException
 
 if TYPE_CHECKING:  # pragma: no cover

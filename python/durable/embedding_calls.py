@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from durability.status import CallKind, Policy
 from durability.verdicts import Action, judge
-from python.durable.seams import CallSeams, fire, recorded_failure
+from python.durable.recorded import fire, recorded_failure
+from python.durable.seams import CallSeams
 from python.helpers.models import ModelError
 
 if TYPE_CHECKING:  # pragma: no cover

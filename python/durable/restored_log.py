@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from durability import integrity
 from durability.status import CallKind, CallState
-from python.durable import seams
+from python.durable import recorded
 from python.helpers.reply_stream import reply_heading
 from python.helpers.tool_request import first_object_end, partial_object
 
@@ -172,7 +172,7 @@ def _tool_text(agent: Agent, call: Call) -> str:
     """What the tool item showed when the call ended (nothing while it is open)."""
     result = call.result
     if call.state == CallState.COMPLETED:
-        return seams.recorded_response(agent, result).message.strip()
+        return recorded.recorded_response(agent, result).message.strip()
     if call.state == CallState.FAILED:
         error = result if isinstance(result, dict) else {}
         return str(error.get("message") or "the tool failed")

@@ -34,8 +34,9 @@ from durability.verdicts import Evidence, Why, judge
 from python.durable import checkpoint
 from python.durable.embedding_calls import EmbeddingSeam
 from python.durable.notices import HELD, warn, warn_held
+from python.durable.recorded import position
 from python.durable.run import ClaimLost, DurableHold, DurableRun
-from python.durable.seams import SeamHost, position
+from python.durable.seams import SeamHost
 from python.helpers.errors import HandledException
 
 if TYPE_CHECKING:  # pragma: no cover

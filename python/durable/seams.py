@@ -22,17 +22,26 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-from durability import failpoints, paths
+from durability import failpoints
 from durability.adapters.evidence import forget_receipts
-from durability.canonical import canonical_json, digest
+from durability.canonical import digest
 from durability.errors import CorruptRecord, InvalidTransition, ReplayDivergence
-from durability.records import fields_of
 from durability.status import CallKind, CallState, Permit, Policy
 from durability.verdicts import Action, Evidence, Verdict, judge
 from python.durable import adoption, checkpoint, grants, results
 from python.durable.policy import SUBORDINATE_TOOL
+from python.durable.recorded import (
+    NOT_CONFIGURED,
+    RecordedToolError,
+    fingerprint_messages,
+    fire,
+    position,
+    recorded_failure,
+    recorded_response,
+    replay_reply,
+)
 from python.durable.run import DurableHold, DurableRun
-from python.helpers import files, includes, prompts
+from python.helpers import includes, prompts
 from python.helpers.errors import InterventionException, RepairableException
 from python.helpers.log import LogItem
 from python.helpers.models import ModelError, ModelNotConfigured, ModelResult
@@ -49,70 +58,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MODEL_CALL_NAME = "model"
 EVIDENCE_EVENT = "call_evidence"  # what an effect tool saw just before it acted
-NOT_CONFIGURED = ModelNotConfigured.code
 PERMITTED = (Permit.REPLAY, Permit.RUN)  # recovery permits that let an open call run again
 WATCHED = Permit.WATCH  # its shell still runs: the loop waits for its receipt (adoption.py)
-
-
-class RecordedToolError(Exception):
-    """A tool failure replayed from the journal (the tool is not run again)."""
-
-    code = "tool_failed"
-
-
-def fire(boundary: str, name: str) -> None:
-    failpoints.failpoint(boundary, name, paths.state_dir(files.usr_dir()))
-
-
-def position(call: Call) -> dict[str, Any]:
-    """Where a call sits in its run (the detail of a hold names it)."""
-    return fields_of(call, "call_id=id", "agent_no", "seq", "kind", "name")
-
-
-async def _replay_reply(
-    reply: ModelResult, on_reasoning: StreamCallback | None, on_response: StreamCallback | None
-) -> ModelResult:
-    """Feed a committed reply once through the stream callbacks (log and history)."""
-    if on_reasoning is not None and reply.reasoning:
-        await on_reasoning(reply.reasoning, reply.reasoning)
-    if on_response is not None and reply.response:
-        await on_response(reply.response, reply.response)
-    return reply
-
-
-def recorded_failure(call: Call) -> Exception:
-    """A committed model failure, raised again as the first time."""
-    result = call.result if isinstance(call.result, dict) else {}
-    if result.get("error") == NOT_CONFIGURED:  # never sent: the turn failed on it, so again
-        message = str(result.get("message") or "the model is not configured")
-        return ModelNotConfigured(message, reason=str(result.get("reason") or ""))
-    if result.get("error") == "repairable":  # the loop went on after it: so again
-        return RepairableException(str(result.get("message") or "model call failed"))
-    # a utility call: the loop copes (compression truncates)
-    return ModelError(str(result.get("message") or "model error"), result.get("status"))
-
-
-def _receipt_text(output: Any) -> str:
-    if isinstance(output, dict):
-        text = output.get("message", output.get("output"))
-        return text if isinstance(text, str) else canonical_json(output)
-    return str(output)
-
-
-def recorded_response(agent: Agent, result: Any) -> Response:
-    """The Response a committed tool result stands for (the tool is not run again)."""
-    if not isinstance(result, dict):
-        return Response(str(result), False)
-    if result.get("confirmed_completed"):
-        note = str(result.get("note") or "")
-        return Response(agent.read_prompt("fw.call_confirmed.md", note=note), False)
-    if "receipt" in result:
-        return Response(_receipt_text(result["receipt"]), False)
-    if isinstance(result.get("message"), str):
-        additional = result.get("additional")
-        extra = additional if isinstance(additional, dict) else None
-        return Response(result["message"], bool(result.get("break_loop")), extra)
-    return Response(str(result), False)
 
 
 def _mark_tool_item(run: DurableRun, tool: Tool, call: Call, child: bool) -> None:
@@ -127,20 +74,6 @@ def _mark_tool_item(run: DurableRun, tool: Tool, call: Call, child: bool) -> Non
     tool.log_marks = {"call_id": call.id, "restored": restored}
     if isinstance(tool.log, LogItem):
         tool.log.mark(**tool.log_marks)
-
-
-def fingerprint_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The messages a model call's fingerprint covers: a message made of parts counts by its
-    text parts only (an image is named in its text by its hash, as the browser agent does;
-    its bytes may be read from a folder another worker does not have)."""
-    out = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, list):
-            texts = [str(p.get("text", "")) for p in content if isinstance(p, dict)]
-            message = {**message, "content": "\n".join(t for t in texts if t)}
-        out.append(message)
-    return out
 
 
 class SeamHost(Protocol):
@@ -297,7 +230,7 @@ class CallSeams:
                 result = call.result
                 reply = ModelResult(result["response"], str(result.get("reasoning") or ""))
                 start = len(self.context.log.items)
-                reply = await _replay_reply(reply, on_reasoning, on_response)
+                reply = await replay_reply(reply, on_reasoning, on_response)
                 self._mark_model_items(agent, start, call.id, "journal")
                 return reply
             if verdict.action is Action.FAIL:

@@ -13,7 +13,7 @@ from durability.records import Call
 from durability.status import CallKind, CallState, Policy
 from durability.verdicts import Action, Evidence, judge
 from python.durable.policy import ReplayPolicy
-from python.durable.seams import fingerprint_messages
+from python.durable.recorded import fingerprint_messages
 from python.helpers import browser_session
 from python.helpers.browser_actions import BrowserAct, inside
 from python.helpers.browser_loop import first_url, inner_agent_number, parse_action
