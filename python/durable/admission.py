@@ -21,7 +21,7 @@ from durability.canonical import digest, digest_bytes
 from durability.status import RunStatus
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent import AgentContext, UserMessage
+    from agent import Agent, AgentContext, UserMessage
     from durability import Journal
     from durability.records import Admission
 
@@ -40,6 +40,27 @@ class Submission:
     task: asyncio.Task[str] | None = None  # the chat task that produces the answer
     response: str | None = None  # a duplicate's recorded answer, when its run ended
     context_id: str = ""  # the chat the run belongs to (a duplicate may name another)
+
+
+@dataclass(frozen=True)
+class SubmitOptions:
+    """How a message comes to ``DurableChats.submit`` (each caller sets its own part).
+
+    ``follow_input``: a client's retry (its input id is looked up first, the chat of the
+    first copy answers). ``create``: the scheduler's case, an unknown chat is made with the
+    id asked for and this name. ``here`` and ``handed``: the chat's own task submits
+    (``DurableSession.admit``). ``profile``: the agent profile of a chat made here
+    (api_message's ``agent_profile``)."""
+
+    follow_input: bool = False
+    create: str | None = None
+    here: Agent | None = None
+    handed: bool = False
+    profile: str | None = None
+
+
+#: A message with nothing particular about how it came (a web message to a known chat).
+PLAIN = SubmitOptions()
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from durability.errors import (
     TaskInvalid,
 )
 from durability.status import RunStatus
-from python.durable.admission import Submission, recorded_response
+from python.durable.admission import Submission, SubmitOptions, recorded_response
 from python.helpers import files
 from python.helpers import scheduler_tasks as tasks
 from python.helpers import scheduler_time as stime
@@ -260,7 +260,7 @@ class Scheduler:
         """The firing's message into the chat ``chat_id`` (a new chat named ``name`` when
         it is not loaded, made only once the journal took the input) through the one
         entry point; shown in the chat's log like a person's message."""
-        context, submission = await self.chats.submit(chat_id, message, create=name)
+        context, submission = await self.chats.submit(chat_id, message, SubmitOptions(create=name))
         if context is not None and submission.kind != "duplicate":
             kvps = {"task": name, "input_id": message.id}
             text = message.message

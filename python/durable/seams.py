@@ -51,7 +51,6 @@ from python.helpers.tool import Response, Tool
 if TYPE_CHECKING:  # pragma: no cover
     from agent import Agent, AgentContext
     from durability import Journal
-    from durability.adapters.shell import ShellReceipts
     from durability.records import Call
     from python.durable.ports import Chats
     from python.helpers.chat_session import StreamCallback
@@ -79,34 +78,19 @@ def _mark_tool_item(run: DurableRun, tool: Tool, call: Call, child: bool) -> Non
 class SeamHost(Protocol):
     """What the seams use of the chat's session (``DurableSession``)."""
 
-    @property
-    def context(self) -> AgentContext: ...
-    @property
-    def chats(self) -> Chats: ...
-    @property
-    def journal(self) -> Journal: ...
-    @property
-    def receipts(self) -> ShellReceipts | None: ...
+    context: AgentContext
+    chats: Chats
 
 
 class CallSeams:
     """The seams of one run: its state (``state``), its chat's session and journal. The run
     scope (python/durable/scope.py) is one; the loop reaches it through its session."""
 
-    session: SeamHost
-    state: DurableRun
-
-    @property
-    def journal(self) -> Journal:
-        return self.session.journal
-
-    @property
-    def context(self) -> AgentContext:
-        return self.session.context
-
-    @property
-    def chats(self) -> Chats:
-        return self.session.chats
+    def __init__(self, session: SeamHost, state: DurableRun) -> None:
+        self.session = session
+        self.state = state
+        self.context, self.chats = session.context, session.chats  # the session keeps both
+        self.journal: Journal = session.chats.journal
 
     async def hold(self, reason: str, detail: Any = None) -> NoReturn:
         """Hold the run for a person and unwind the chain."""
@@ -307,7 +291,7 @@ class CallSeams:
     async def _forget_receipt(self, call: Call) -> None:
         """The journal holds the call's result now: its shell receipt (with the command's
         output, which may show a secret in clear) is no longer evidence of anything."""
-        receipts = self.session.receipts
+        receipts = self.chats.receipts
         if receipts is not None and call.policy in (Policy.SHELL, Policy.PTY):
             await asyncio.to_thread(forget_receipts, receipts, self.context.id, call)
 

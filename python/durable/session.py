@@ -26,7 +26,7 @@ from durability.errors import ActiveRunExists, CorruptRecord, DurabilityError, F
 from durability.status import HoldReason, RunStatus
 from durability.verdicts import Evidence, judge
 from python.durable import admission
-from python.durable.admission import Submission
+from python.durable.admission import Submission, SubmitOptions
 from python.durable.atomic import Effect, atomic_call
 from python.durable.notices import stop_quietly, warn_held
 from python.durable.run import ClaimLost, DurableRun
@@ -244,7 +244,7 @@ class DurableSession:
         if after is not None and not after.done():
             with contextlib.suppress(BaseException):
                 await asyncio.wait([after])
-        _chat, submitted = await self.chats.submit(self.context.id, msg, here=agent)
+        _chat, submitted = await self.chats.submit(self.context.id, msg, SubmitOptions(here=agent))
         if submitted.kind == "started":
             scope = self._scope_of(submitted.run_id, submitted.input_id, agent)
             return await scope.start(msg, agent)
@@ -255,7 +255,7 @@ class DurableSession:
 
     async def _submit_handed(self, msg: UserMessage) -> None:
         try:
-            await self.chats.submit(self.context.id, msg, handed=True)
+            await self.chats.submit(self.context.id, msg, SubmitOptions(handed=True))
         except (DurabilityError, DomainError) as exc:
             self.context.log.log(type="warning", content=f"intervention not journaled: {exc.code}")
 

@@ -12,6 +12,7 @@ import pytest
 from durability import Journal, RunHeld, TaskConflict, TaskInvalid
 from durability.canonical import digest
 from python.durable import scheduler as scheduler_mod
+from python.durable.admission import PLAIN, SubmitOptions
 from python.helpers.errors import TaskBusy
 
 pytestmark = pytest.mark.unit
@@ -50,8 +51,9 @@ class FakeChats:
         return self.chats[chat_id]
 
     async def submit(
-        self, chat_id: str, message, *, create: str | None = None
+        self, chat_id: str, message, options: SubmitOptions = PLAIN
     ) -> tuple[FakeChat | None, SimpleNamespace]:
+        create = options.create
         content = {"message": message.message, "system_message": message.system_message}
         adm = await self.journal.aio.admit(chat_id, message.id, digest(content), message=content)
         self.admitted.append(message.id)
@@ -278,8 +280,8 @@ async def test_one_task_failing_never_stops_the_others(scheduler, clock, chats, 
     other = await scheduler.create(task_input(name="other"), actor="user")
     admit = chats.submit
 
-    async def admit_then_delete(chat_id, message, **kwargs):
-        answer = await admit(chat_id, message, **kwargs)
+    async def admit_then_delete(chat_id, message, options=PLAIN):
+        answer = await admit(chat_id, message, options)
         if chat_id == doomed["context_id"]:
             journal.delete_task(doomed["uuid"])  # deleted while it was being fired
         return answer
