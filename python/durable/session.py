@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from durability.adapters.shell import ShellReceipts
     from durability.records import Admission, Run
     from python.durable.ports import Chats
+    from python.helpers.chat_session import ModelRequest
     from python.helpers.scheduler import TaskScheduler
 
 logger = logging.getLogger("a0.durable")
@@ -346,10 +347,9 @@ class DurableSession:
         self.chats.in_background(asyncio.to_thread(write))
 
     # the seams: carried out by the run scope of the calling task (seams.py, atomic.py)
-    async def model_call(self, agent: Agent, *args: Any, **kwargs: Any) -> ModelResult:
-        """``ChatSession.model_call``: messages, kind, effect, stream callbacks, preflight."""
+    async def model_call(self, agent: Agent, request: ModelRequest) -> ModelResult:
         with self._fenced():
-            return await self.scope().model_call(agent, *args, **kwargs)
+            return await self.scope().model_call(agent, request)
 
     async def embedding_call(
         self, agent: Agent, args: dict[str, Any], effect: Callable[[], Awaitable[dict[str, Any]]]
