@@ -49,7 +49,7 @@ from python.helpers import files
 from python.helpers import scheduler_tasks as tasks
 from python.helpers import scheduler_time as stime
 from python.helpers.errors import ShuttingDown, TaskBusy
-from python.helpers.scheduler import Firing
+from python.helpers.scheduler import Firing, TaskOrigin
 
 if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
@@ -302,23 +302,16 @@ class Scheduler:
             )
 
     # tasks ----------------------------------------------------------------------------
-    async def create(
-        self,
-        data: Mapping[str, Any],
-        *,
-        actor: str,
-        task_id: str | None = None,
-        default_context: str | None = None,
-    ) -> dict[str, Any]:
-        task_id = task_id or str(uuid.uuid4())
+    async def create(self, data: Mapping[str, Any], origin: TaskOrigin) -> dict[str, Any]:
+        task_id = origin.task_id or str(uuid.uuid4())
         definition = tasks.normalise(
             data,
             default_timezone=self.default_timezone,
-            default_context=default_context,
+            default_context=origin.default_context,
             task_id=task_id,
         )
         task = await self.journal.aio.create_task(
-            task_id, definition, actor=actor, done_until=self.clock()
+            task_id, definition, actor=origin.actor, done_until=self.clock()
         )
         self.wake()
         return await self.describe(task)

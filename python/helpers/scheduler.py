@@ -29,6 +29,18 @@ class Firing:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class TaskOrigin:
+    """Where a new task comes from: who made it (``actor``, journaled with it), the id a
+    client chose (a retry of the request makes nothing twice; None: a new id) and the chat
+    it was made from (``default_context``: where a task without ``dedicated_context``
+    runs; None: its own chat)."""
+
+    actor: str
+    task_id: str | None = None
+    default_context: str | None = None
+
+
 class TaskScheduler(Protocol):
     """The process's scheduler as its users see it; every method raises the journal's
     errors (task_not_found, task_conflict, task_invalid, ...) or an ApiError."""
@@ -39,14 +51,7 @@ class TaskScheduler(Protocol):
 
     async def get(self, task_id: str, *, with_result: bool = False) -> dict[str, Any]: ...
 
-    async def create(
-        self,
-        data: Mapping[str, Any],
-        *,
-        actor: str,
-        task_id: str | None = None,
-        default_context: str | None = None,
-    ) -> dict[str, Any]: ...
+    async def create(self, data: Mapping[str, Any], origin: TaskOrigin) -> dict[str, Any]: ...
 
     async def delete(self, task_id: str, *, expected_revision: int | None = None) -> None: ...
 

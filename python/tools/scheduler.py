@@ -19,7 +19,7 @@ from typing import Any
 from durability.errors import DurabilityError
 from python.helpers import scheduler_tasks
 from python.helpers.errors import DomainError
-from python.helpers.scheduler import TaskScheduler
+from python.helpers.scheduler import TaskOrigin, TaskScheduler
 from python.helpers.tool import Response, Tool, ToolArgsError, dumps, refusal_text
 
 METHODS = (
@@ -129,12 +129,8 @@ class Scheduler(Tool):
     async def _create(self, scheduler: TaskScheduler, kind: str) -> str:
         fields = {k: v for k, v in self.args.items() if k in _CREATE_FIELDS}
         fields["kind"] = kind
-        task = await scheduler.create(
-            fields,
-            actor=self._actor,
-            task_id=self._new_task_id(),
-            default_context=self.agent.context.id,
-        )
+        origin = TaskOrigin(self._actor, self._new_task_id(), self.agent.context.id)
+        task = await scheduler.create(fields, origin)
         return dumps(task)
 
     async def _create_scheduled_task(self, scheduler: TaskScheduler) -> str:
