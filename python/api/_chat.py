@@ -15,7 +15,7 @@ from typing import Any
 from starlette.datastructures import UploadFile
 
 from agent import AgentContext, UserMessage
-from python.durable.admission import Submission, SubmitOptions
+from python.durable.admission import Admitted, Submission, SubmitOptions
 from python.helpers import images
 from python.helpers.errors import ChatStopped
 from python.server.api import ApiError, bad_request, get_list, get_str
@@ -152,7 +152,7 @@ async def admit_user_message(
     message.images = await image_parts(runtime, attachments)
     options = SubmitOptions(follow_input=bool(client_message_id))
     ctx, admitted = await runtime.admit_message(ctx_id, message, options)
-    if ctx is not None and admitted.kind != "duplicate":
+    if ctx is not None and admitted.kind != Admitted.DUPLICATE:
         log_user_message(ctx, message.message, attachments, message_id, message.images)
     return ctx, message, admitted
 

@@ -14,6 +14,7 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,11 +30,19 @@ if TYPE_CHECKING:  # pragma: no cover
 NO_ANSWER = (RunStatus.NEEDS_ATTENTION, RunStatus.ACTIVE, RunStatus.STOPPED)
 
 
+class Admitted(StrEnum):
+    """What the admission did with a message (``Submission.kind``)."""
+
+    STARTED = "started"  # a new run
+    DUPLICATE = "duplicate"  # a copy of an input admitted before: its recorded run
+    INTERVENTION = "intervention"  # the chat's run was working: it gets the message
+
+
 @dataclass
 class Submission:
     """What happened to a submitted message (every caller gets this one type)."""
 
-    kind: str  # started | duplicate | intervention
+    kind: Admitted
     run_id: str
     input_id: str
     status: str
@@ -151,7 +160,9 @@ async def duplicate(
             task = owner.task  # one open run per chat: the working task is this run's
     elif run.status not in NO_ANSWER:  # completed or failed: it has its answer
         response = await asyncio.to_thread(recorded_response, journal, run.id)
-    return Submission("duplicate", run.id, input_id, run.status, task, response, run.context_id)
+    return Submission(
+        Admitted.DUPLICATE, run.id, input_id, run.status, task, response, run.context_id
+    )
 
 
 async def outcome(
@@ -162,7 +173,7 @@ async def outcome(
     run = await journal.aio.get_run(submission.run_id)
     if run.status in NO_ANSWER:
         return run.status, None
-    if answer is None or submission.kind == "duplicate":
+    if answer is None or submission.kind == Admitted.DUPLICATE:
         answer = await asyncio.to_thread(recorded_response, journal, submission.run_id)
     return run.status, answer
 

@@ -26,7 +26,7 @@ from durability.errors import ActiveRunExists, CorruptRecord, DurabilityError, F
 from durability.status import HoldReason, RunStatus
 from durability.verdicts import Evidence, judge
 from python.durable import admission
-from python.durable.admission import Submission, SubmitOptions
+from python.durable.admission import Admitted, Submission, SubmitOptions
 from python.durable.atomic import Effect, atomic_call
 from python.durable.notices import stop_quietly, warn_held
 from python.durable.run import ClaimLost, DurableRun
@@ -189,16 +189,14 @@ class DurableSession:
             if self.is_running() and not handed:
                 context.get_agent().intervention = msg
             input_id, task = content.input_id, self._task
-            result = Submission(
-                "intervention", run.id, input_id, run.status, task, context_id=context.id
-            )
+            kind = Admitted.INTERVENTION
+            result = Submission(kind, run.id, input_id, run.status, task, context_id=context.id)
         elif here is not None:  # the caller's task (the chat's) drives it
             if cancelled:  # stopped while the journal admitted: the run ends at once
                 await self.stopped(run.id)
             active = RunStatus.ACTIVE
-            result = Submission(
-                "started", run.id, run.input_id, active, self._task, None, context.id
-            )
+            started, task = Admitted.STARTED, self._task
+            result = Submission(started, run.id, run.input_id, active, task, None, context.id)
         else:  # the journal took it: it runs, whatever the caller does
             result = self.start(run, msg)
         if cancelled:
@@ -211,8 +209,8 @@ class DurableSession:
         task = self.spawn(
             self._scope_of(run.id, run.input_id, agent).start(msg, agent), run_id=run.id
         )
-        active = RunStatus.ACTIVE
-        return Submission("started", run.id, run.input_id, active, task, None, self.context.id)
+        active, started = RunStatus.ACTIVE, Admitted.STARTED
+        return Submission(started, run.id, run.input_id, active, task, None, self.context.id)
 
     def _scope_of(self, run_id: str, input_id: str, agent: Agent) -> RunScope:
         return RunScope(self, DurableRun(run_id, input_id, start_agent=agent.number))
@@ -246,7 +244,7 @@ class DurableSession:
             with contextlib.suppress(BaseException):
                 await asyncio.wait([after])
         _chat, submitted = await self.chats.submit(self.context.id, msg, SubmitOptions(here=agent))
-        if submitted.kind == "started":
+        if submitted.kind == Admitted.STARTED:
             scope = self._scope_of(submitted.run_id, submitted.input_id, agent)
             return await scope.start(msg, agent)
         response = await asyncio.to_thread(

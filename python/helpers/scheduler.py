@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import Any, Protocol
+
+
+class FiringKind(StrEnum):
+    """What a firing did when no admission answered (else its kind is the admission's:
+    started, duplicate or intervention, python/durable/admission.py ``Admitted``)."""
+
+    RECORDED = "recorded"  # the slot's run is the chat's open run: nothing new
+    DEFERRED = "deferred"  # the chat cannot take it now: tried again soon
+    SKIPPED = "skipped"  # the chat's run is held: the slot is passed over
+    FAILED = "failed"  # the journal refused it (``reason``: its code)
 
 
 @dataclass
@@ -18,7 +29,7 @@ class Firing:
     """What one attempt to fire a task did."""
 
     task_id: str
-    kind: str  # started | duplicate | intervention | recorded | deferred | skipped | failed
+    kind: str  # a FiringKind, or the admission's kind (started | duplicate | intervention)
     input_id: str
     slot: str | None = None
     run_id: str | None = None

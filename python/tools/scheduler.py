@@ -154,14 +154,14 @@ class Scheduler(Tool):
             )
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
-        while task.get("state") == "running" and loop.time() < end:
+        while task.get("state") == scheduler_tasks.TaskState.RUNNING and loop.time() < end:
             self.set_progress(f"Waiting for task {task.get('name')!r} to finish.")
             await self.agent.handle_intervention()
             await asyncio.sleep(WAIT_STEP)
             task = await scheduler.get(task_id)
         self.set_progress("")
         task = await scheduler.get(task_id, with_result=True)
-        if task.get("state") == "running":
+        if task.get("state") == scheduler_tasks.TaskState.RUNNING:
             return refusal("still_running", f"the task is still running after {timeout:g} s")
         return dumps({k: task.get(k) for k in (*_WAITED, "context_id")})
 
