@@ -208,10 +208,9 @@ class DurableChats:
         InputConflict, RunHeld, ... propagate and leave nothing behind. ``options``: how
         the message came (``SubmitOptions``)."""
         input_id = admission.ensure_input_id(message)
-        create = options.create
         async with self._input_locks.hold(input_id):
             context = None
-            if context_id and create is not None:
+            if context_id and options.create is not None:
                 await self.load(context_id)
                 await self.forget_purged(context_id)
                 context = self.get(context_id)
@@ -225,22 +224,16 @@ class DurableChats:
                 submission = await session.admit(message, here=options.here, handed=options.handed)
             else:
                 new_id = context_id or new_context_id()
-                submission = await self._submit_new_chat(
-                    new_id, message, name=create, profile=options.profile
-                )
+                submission = await self._submit_new_chat(new_id, message, options)
             owner = submission.context_id  # a duplicate's chat may be one left for later
             return (await self.load(owner) if owner else None), submission
 
     async def _submit_new_chat(
-        self,
-        context_id: str,
-        msg: UserMessage,
-        *,
-        name: str | None = None,
-        profile: str | None = None,
+        self, context_id: str, msg: UserMessage, options: SubmitOptions = admission.PLAIN
     ) -> Submission:
         """The journal admits the input under a fresh chat id first; only a created run
-        builds the chat. A copy of an input already admitted creates nothing."""
+        builds the chat (named ``options.create``, with agent ``options.profile``). A copy
+        of an input already admitted creates nothing."""
         content = await admission.content(self.journal, msg)
         adm = await self.journal.aio.admit(
             context_id, content.input_id, content.digest, message=content.payload
@@ -252,8 +245,8 @@ class DurableChats:
             context = self.get(context_id)
             if context is None:
                 config = self.config()
-                config.profile = profile or config.profile
-                context = self.create(context_id, name=name, config=config)
+                config.profile = options.profile or config.profile
+                context = self.create(context_id, name=options.create, config=config)
         except BaseException:  # no chat to run it in: the input was not taken after all
             await asyncio.shield(asyncio.to_thread(_withdraw, self.journal, adm.run.id))
             raise
