@@ -30,7 +30,7 @@ from python.helpers.chat_context import (
     UserMessage,
     new_context_id,
 )
-from python.helpers.chat_session import SessionFactory, StreamCallback
+from python.helpers.chat_session import ModelRequest, SessionFactory, StreamCallback
 from python.helpers.errors import HandledException, InterventionException, RepairableException
 from python.helpers.extensions import call_extensions, call_extensions_sync
 from python.helpers.history import History, Message, content_text
@@ -246,15 +246,8 @@ class Agent:
         async def preflight() -> None:  # what is knowable before anything is sent
             await model_preflight.check(model, kind)
 
-        result = await self.context.session.model_call(
-            self,
-            sent,
-            kind,
-            effect,
-            on_reasoning=on_reasoning,
-            on_response=on_response,
-            preflight=preflight,
-        )
+        request = ModelRequest(sent, kind, effect, on_reasoning, on_response, preflight)
+        result = await self.context.session.model_call(self, request)
         # ... and a value in its reply is masked before the loop, the log or history see it
         return ModelResult(self.mask(result.response), self.mask(result.reasoning))
 

@@ -50,8 +50,9 @@ SAFE_REPLAY: dict[str, str] = {
     # #11: its log item is also marked with the journal call it shows; still no effect)
     "response": "f2fd680058f7a0052c668490a925b58ea4623efa3f3a9622b1fc23ae410fcea5",
     # the child workflow: the subordinate's own calls are journaled, so running the record
-    # again resumes the child instead of repeating its effects
-    "call_subordinate": "4067dfdbc284887d5c416d917daa60f5954ede87afb9fd322725fb4a3667ba9d",
+    # again resumes the child instead of repeating its effects (reviewed again for #18: its
+    # yes/no argument parser is python/helpers/tool.py's truthy, which also takes "on")
+    "call_subordinate": "567f0a370428240597c0ec8d5fa4d45809b962b78ed50db4c1e1014873092f6f",
     # durable_plan: reads or replaces the chat's plan document only; a replace sent again
     # with the same content is a no-op in the journal, so a replay gives the same answer;
     # a damaged stored plan raises corrupt_record (the run is held), nothing is written
@@ -74,7 +75,8 @@ SAFE_REPLAY: dict[str, str] = {
     # browser_agent: the child-workflow record of a browser task; every model reply and
     # browser action of the task is its own journaled call (python/helpers/browser_loop.py),
     # so running an interrupted call again resumes the recorded action log, repeating nothing
-    "browser_agent": "a3fd7141616c4330cfa69ed4b0048f24480c44dfc25b1f9ba1225a9cfb54adb2",
+    # (reviewed again for #18: its yes/no argument parser is python/helpers/tool.py's truthy)
+    "browser_agent": "d71cb7385896c643a48711c35ad2ed1896a36ca2ee997ff6a72ae1053b48a6af",
     # browser_read: the browser agent's reading actions (navigate by GET, scroll, extract,
     # screenshot, observe); they click, type and submit nothing, so one cut short by a crash
     # simply runs again (python/helpers/browser_reading.py)

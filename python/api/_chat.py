@@ -15,7 +15,7 @@ from typing import Any
 from starlette.datastructures import UploadFile
 
 from agent import AgentContext, UserMessage
-from python.durable.admission import Submission
+from python.durable.admission import Admitted, Submission, SubmitOptions
 from python.helpers import images
 from python.helpers.errors import ChatStopped
 from python.server.api import ApiError, bad_request, get_list, get_str
@@ -150,10 +150,9 @@ async def admit_user_message(
         raise bad_request("'text' is required")
     message = UserMessage(text, attachments, id=message_id)
     message.images = await image_parts(runtime, attachments)
-    ctx, admitted = await runtime.admit_message(
-        ctx_id, message, follow_input=bool(client_message_id)
-    )
-    if ctx is not None and admitted.kind != "duplicate":
+    options = SubmitOptions(follow_input=bool(client_message_id))
+    ctx, admitted = await runtime.admit_message(ctx_id, message, options)
+    if ctx is not None and admitted.kind != Admitted.DUPLICATE:
         log_user_message(ctx, message.message, attachments, message_id, message.images)
     return ctx, message, admitted
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from enum import StrEnum
 from typing import Any
 
 from durability.adapters.evidence import ShellEvidence
@@ -33,15 +34,23 @@ def command_of(call: Any) -> dict[str, Any] | None:
     return {key: args[key] for key in ("runtime", "session", "code") if key in args}
 
 
+class Completed(StrEnum):
+    """How a completed call's result came to stand (the timeline's ``outcome``)."""
+
+    PROVEN_BY_RECEIPT = "proven_by_receipt"  # an adapter's receipt proved it
+    CONFIRMED_BY_PERSON = "confirmed_by_person"  # the confirmed_completed decision
+    COMMITTED = "committed"  # the seam committed it after the effect
+
+
 def outcome_of(call: Any) -> str:
     """One word for the timeline: how this call ended (or that it did not)."""
     result = call.result if isinstance(call.result, dict) else {}
     if call.state == CallState.COMPLETED:
         if "receipt" in result:
-            return "proven_by_receipt"
+            return Completed.PROVEN_BY_RECEIPT
         if result.get("confirmed_completed"):
-            return "confirmed_by_person"
-        return "committed"
+            return Completed.CONFIRMED_BY_PERSON
+        return Completed.COMMITTED
     return str(call.state)  # open, failed, abandoned, superseded, not_completed
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from agent import UserMessage
 from python.api._chat import image_parts, log_user_message, save_base64_files, wait_answer
-from python.durable.admission import outcome
+from python.durable.admission import Admitted, SubmitOptions, outcome
 from python.helpers import profiles
 from python.server.api import ExternalApiHandler, bad_request, get_number, get_str
 
@@ -34,12 +34,11 @@ class ApiMessage(ExternalApiHandler):
         message = UserMessage(text, attachments, id=input_id)
         message.images = await image_parts(self.runtime, attachments)
         # A retry whose first answer was lost does not know its chat: the journal does.
-        ctx, admitted = await self.runtime.admit_message(
-            ctx_id, message, follow_input=bool(client_input_id), profile=profile
-        )
+        options = SubmitOptions(follow_input=bool(client_input_id), profile=profile)
+        ctx, admitted = await self.runtime.admit_message(ctx_id, message, options)
         if ctx is not None:
             self.runtime.set_api_lifetime(ctx.id, lifetime)
-            if admitted.kind != "duplicate":
+            if admitted.kind != Admitted.DUPLICATE:
                 log_user_message(ctx, message.message, attachments, input_id, message.images)
         answer = await wait_answer(admitted.task)
         status, response = await outcome(self.runtime.journal, admitted, answer)

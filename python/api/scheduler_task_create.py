@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from python.api._scheduler import ACTOR, scheduler_of, task_fields, task_id_of
+from python.helpers.scheduler import TaskOrigin
 from python.server.api import ApiHandler
 
 
@@ -15,5 +16,5 @@ class SchedulerTaskCreate(ApiHandler):
         scheduler = scheduler_of(self.runtime)
         given = input.get("task_id") not in (None, "") or input.get("uuid") not in (None, "")
         task_id = task_id_of(input) if given else None  # a client's id makes a retry safe
-        task = await scheduler.create(task_fields(input), actor=ACTOR, task_id=task_id)
+        task = await scheduler.create(task_fields(input), TaskOrigin(ACTOR, task_id))
         return {"ok": True, "task": task}

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from durability.errors import DurabilityError
 from durability.memory import Chunk
-from python.durable._memory_host import BackgroundWork
+from python.durable._memory_host import BackgroundWork, JobState
 from python.helpers import knowledge as folders
 from python.helpers.models import ModelError
 
@@ -34,7 +34,7 @@ class KnowledgeImport(BackgroundWork):
     task_name = "knowledge-import"
 
     def __init__(self, service: MemoryHost) -> None:
-        super().__init__(service, {"state": "idle", "runs": 0})
+        super().__init__(service, {"state": JobState.IDLE, "runs": 0})
         self._lock = asyncio.Lock()
 
     async def _quiet(self) -> None:
@@ -48,7 +48,7 @@ class KnowledgeImport(BackgroundWork):
             try:
                 await self._run(reason)
             except Exception as exc:
-                self._status.update(state="failed", error=f"{type(exc).__name__}: {exc}")
+                self._status.update(state=JobState.FAILED, error=f"{type(exc).__name__}: {exc}")
                 logger.warning("knowledge import failed: %s", type(exc).__name__)
                 raise
             finally:
@@ -60,7 +60,7 @@ class KnowledgeImport(BackgroundWork):
         settings = dict(service.settings)
         subdir = service.memory_subdir()
         self._status = {
-            "state": "scanning",
+            "state": JobState.SCANNING,
             "reason": reason,
             "runs": int(self._status.get("runs", 0)) + 1,
             "memory_subdir": subdir,
@@ -78,7 +78,7 @@ class KnowledgeImport(BackgroundWork):
         }
         files = await asyncio.to_thread(self._scan, settings)
         recorded = {row.path: row for row in await service.run(service.knowledge.files, subdir)}
-        self._status.update(state="importing", files_total=len(files))
+        self._status.update(state=JobState.IMPORTING, files_total=len(files))
         for file in files:
             self._status["current"] = file.rel
             old = recorded.pop(file.rel, None)
@@ -94,7 +94,7 @@ class KnowledgeImport(BackgroundWork):
                 self._status["removed"] += 1
             except DurabilityError as exc:
                 self._error(path, exc)
-        self._status["state"] = "done"
+        self._status["state"] = JobState.DONE
 
     def _scan(self, settings: dict[str, Any]) -> list[folders.KnowledgeFile]:
         folders.ensure_folders(self.service.usr, settings)

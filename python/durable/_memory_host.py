@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -32,6 +33,17 @@ class MemoryHost(Protocol):
     def spawn(self, coro: Any, name: str) -> asyncio.Task[Any]: ...
 
     async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any: ...
+
+
+class JobState(StrEnum):
+    """A background job's ``state`` in its status (``/api/memory_status``)."""
+
+    IDLE = "idle"  # nothing ran yet, or nothing was left to do
+    SCANNING = "scanning"  # the knowledge import reads its folders
+    IMPORTING = "importing"  # the knowledge import embeds what changed
+    RUNNING = "running"  # the re-embed moves memories to the new model
+    DONE = "done"
+    FAILED = "failed"
 
 
 class BackgroundWork:

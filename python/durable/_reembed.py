@@ -16,7 +16,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from python.durable._memory_host import BackgroundWork
+from python.durable._memory_host import BackgroundWork, JobState
 from python.helpers.embeddings import text_digest
 from python.helpers.models import ModelConfig
 
@@ -32,7 +32,7 @@ class Reembed(BackgroundWork):
     task_name = "memory-reembed"
 
     def __init__(self, service: MemoryHost) -> None:
-        super().__init__(service, {"state": "idle"})
+        super().__init__(service, {"state": JobState.IDLE})
         #: while running: the old model search still uses, and how to reach it
         self.search_model = ""
         self.search_config: ModelConfig | None = None
@@ -58,7 +58,7 @@ class Reembed(BackgroundWork):
         except Exception as exc:
             message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
             self._status.update(
-                state="failed",
+                state=JobState.FAILED,
                 error=self.service.journal.masker.mask(message),
                 finished_at=time.time(),
             )
@@ -70,14 +70,14 @@ class Reembed(BackgroundWork):
         stored = await service.run(service.models.stored_models)
         old_models = sorted((m for m in stored if m != new.model_id), key=lambda m: -stored[m])
         if not old_models:
-            self._status = {"state": "idle", "to_model": new.model_id}
+            self._status = {"state": JobState.IDLE, "to_model": new.model_id}
             return
         primary = old_models[0]
         known = await service.run(service.models.config_of, primary)
         self.search_model = primary if known is not None else ""
         self.search_config = _config(known) if known is not None else None
         self._status = {
-            "state": "running",
+            "state": JobState.RUNNING,
             "from_models": old_models,
             "to_model": new.model_id,
             "search_model": self.search_model or new.model_id,
@@ -92,7 +92,7 @@ class Reembed(BackgroundWork):
                 if not await self._move(old, new):
                     break
         self.search_model, self.search_config = "", None
-        self._status.update(state="done", search_model=new.model_id, finished_at=time.time())
+        self._status.update(state=JobState.DONE, search_model=new.model_id, finished_at=time.time())
 
     async def _move(self, old: str, new: Any) -> int:
         """Embed then swap every memory of ``old``; how many moved (0: none were left)."""

@@ -14,6 +14,7 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from durability.canonical import digest, digest_bytes
 from durability.status import RunStatus
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent import AgentContext, UserMessage
+    from agent import Agent, AgentContext, UserMessage
     from durability import Journal
     from durability.records import Admission
 
@@ -29,17 +30,46 @@ if TYPE_CHECKING:  # pragma: no cover
 NO_ANSWER = (RunStatus.NEEDS_ATTENTION, RunStatus.ACTIVE, RunStatus.STOPPED)
 
 
+class Admitted(StrEnum):
+    """What the admission did with a message (``Submission.kind``)."""
+
+    STARTED = "started"  # a new run
+    DUPLICATE = "duplicate"  # a copy of an input admitted before: its recorded run
+    INTERVENTION = "intervention"  # the chat's run was working: it gets the message
+
+
 @dataclass
 class Submission:
     """What happened to a submitted message (every caller gets this one type)."""
 
-    kind: str  # started | duplicate | intervention
+    kind: Admitted
     run_id: str
     input_id: str
     status: str
     task: asyncio.Task[str] | None = None  # the chat task that produces the answer
     response: str | None = None  # a duplicate's recorded answer, when its run ended
     context_id: str = ""  # the chat the run belongs to (a duplicate may name another)
+
+
+@dataclass(frozen=True)
+class SubmitOptions:
+    """How a message comes to ``DurableChats.submit`` (each caller sets its own part).
+
+    ``follow_input``: a client's retry (its input id is looked up first, the chat of the
+    first copy answers). ``create``: the scheduler's case, an unknown chat is made with the
+    id asked for and this name. ``here`` and ``handed``: the chat's own task submits
+    (``DurableSession.admit``). ``profile``: the agent profile of a chat made here
+    (api_message's ``agent_profile``)."""
+
+    follow_input: bool = False
+    create: str | None = None
+    here: Agent | None = None
+    handed: bool = False
+    profile: str | None = None
+
+
+#: A message with nothing particular about how it came (a web message to a known chat).
+PLAIN = SubmitOptions()
 
 
 @dataclass(frozen=True)
@@ -130,7 +160,9 @@ async def duplicate(
             task = owner.task  # one open run per chat: the working task is this run's
     elif run.status not in NO_ANSWER:  # completed or failed: it has its answer
         response = await asyncio.to_thread(recorded_response, journal, run.id)
-    return Submission("duplicate", run.id, input_id, run.status, task, response, run.context_id)
+    return Submission(
+        Admitted.DUPLICATE, run.id, input_id, run.status, task, response, run.context_id
+    )
 
 
 async def outcome(
@@ -141,7 +173,7 @@ async def outcome(
     run = await journal.aio.get_run(submission.run_id)
     if run.status in NO_ANSWER:
         return run.status, None
-    if answer is None or submission.kind == "duplicate":
+    if answer is None or submission.kind == Admitted.DUPLICATE:
         answer = await asyncio.to_thread(recorded_response, journal, submission.run_id)
     return run.status, answer
 

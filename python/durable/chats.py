@@ -16,12 +16,12 @@ import logging
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agent import Agent, AgentConfig, AgentContext, AgentContextType, UserMessage, new_context_id
+from agent import AgentConfig, AgentContext, AgentContextType, UserMessage, new_context_id
 from durability import failpoints
 from durability.errors import DurabilityError
 from durability.status import RunStatus
 from python.durable import admission, new_chats, rebuild
-from python.durable.admission import KeyedLocks, Submission
+from python.durable.admission import KeyedLocks, Submission, SubmitOptions
 from python.durable.new_chats import ChatSpec
 from python.durable.ownership import LocalOwnership, Ownership
 from python.durable.policy import ReplayPolicy
@@ -191,15 +191,7 @@ class DurableChats:
 
     # the one way in for a message -------------------------------------------------------
     async def submit(
-        self,
-        context_id: str,
-        message: UserMessage,
-        *,
-        follow_input: bool = False,
-        create: str | None = None,
-        here: Agent | None = None,
-        handed: bool = False,
-        profile: str | None = None,
+        self, context_id: str, message: UserMessage, options: SubmitOptions = admission.PLAIN
     ) -> tuple[AgentContext | None, Submission]:
         """Admit a message into the chat ``context_id`` (a new chat when empty) and start
         its run; returns (its chat, what happened).
@@ -213,42 +205,35 @@ class DurableChats:
         the journal's admit decides between processes: every copy gets the first one's run.
         The chat is None when a duplicate's run belongs to a chat this process does not have
         (removed since, or another worker's not loaded here).
-        InputConflict, RunHeld, ... propagate and leave nothing behind. ``here`` and
-        ``handed``: the chat's own task submits (``DurableSession.admit``). ``profile``: the
-        agent profile of a chat made here (api_message's ``agent_profile``)."""
+        InputConflict, RunHeld, ... propagate and leave nothing behind. ``options``: how
+        the message came (``SubmitOptions``)."""
         input_id = admission.ensure_input_id(message)
         async with self._input_locks.hold(input_id):
             context = None
-            if context_id and create is not None:
+            if context_id and options.create is not None:
                 await self.load(context_id)
                 await self.forget_purged(context_id)
                 context = self.get(context_id)
             elif context_id:
                 context = await self.chat(context_id)
-            elif follow_input:
+            elif options.follow_input:
                 known = await self.journal.aio.input_context(input_id)
                 context = await self.load(known) if known else None
             if context is not None:
                 session = session_of(context)
-                submission = await session.admit(message, here=here, handed=handed)
+                submission = await session.admit(message, here=options.here, handed=options.handed)
             else:
                 new_id = context_id or new_context_id()
-                submission = await self._submit_new_chat(
-                    new_id, message, name=create, profile=profile
-                )
+                submission = await self._submit_new_chat(new_id, message, options)
             owner = submission.context_id  # a duplicate's chat may be one left for later
             return (await self.load(owner) if owner else None), submission
 
     async def _submit_new_chat(
-        self,
-        context_id: str,
-        msg: UserMessage,
-        *,
-        name: str | None = None,
-        profile: str | None = None,
+        self, context_id: str, msg: UserMessage, options: SubmitOptions = admission.PLAIN
     ) -> Submission:
         """The journal admits the input under a fresh chat id first; only a created run
-        builds the chat. A copy of an input already admitted creates nothing."""
+        builds the chat (named ``options.create``, with agent ``options.profile``). A copy
+        of an input already admitted creates nothing."""
         content = await admission.content(self.journal, msg)
         adm = await self.journal.aio.admit(
             context_id, content.input_id, content.digest, message=content.payload
@@ -260,8 +245,8 @@ class DurableChats:
             context = self.get(context_id)
             if context is None:
                 config = self.config()
-                config.profile = profile or config.profile
-                context = self.create(context_id, name=name, config=config)
+                config.profile = options.profile or config.profile
+                context = self.create(context_id, name=options.create, config=config)
         except BaseException:  # no chat to run it in: the input was not taken after all
             await asyncio.shield(asyncio.to_thread(_withdraw, self.journal, adm.run.id))
             raise

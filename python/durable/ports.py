@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:  # pragma: no cover
     import asyncio
 
-    from agent import Agent, AgentConfig, AgentContext, AgentContextType, UserMessage
+    from agent import AgentConfig, AgentContext, AgentContextType, UserMessage
     from durability import Journal
     from durability.adapters.evidence import ShellEvidence
     from durability.adapters.shell import ShellReceipts
     from durability.records import Call
-    from python.durable.admission import Submission
+    from python.durable.admission import Submission, SubmitOptions
     from python.durable.policy import ReplayPolicy
     from python.helpers.scheduler import TaskScheduler
 
@@ -111,12 +111,5 @@ class Chats(Protocol):
     def keeps_open(self, run_id: str) -> bool: ...
     def in_background(self, work: Coroutine[Any, Any, Any]) -> None: ...
     async def submit(
-        self,
-        context_id: str,
-        message: UserMessage,
-        *,
-        follow_input: bool = False,
-        create: str | None = None,
-        here: Agent | None = None,
-        handed: bool = False,
+        self, context_id: str, message: UserMessage, options: SubmitOptions = ...
     ) -> tuple[AgentContext | None, Submission]: ...

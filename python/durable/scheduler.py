@@ -44,12 +44,12 @@ from durability.errors import (
     TaskInvalid,
 )
 from durability.status import RunStatus
-from python.durable.admission import Submission, recorded_response
+from python.durable.admission import Admitted, Submission, SubmitOptions, recorded_response
 from python.helpers import files
 from python.helpers import scheduler_tasks as tasks
 from python.helpers import scheduler_time as stime
 from python.helpers.errors import ShuttingDown, TaskBusy
-from python.helpers.scheduler import Firing
+from python.helpers.scheduler import Firing, FiringKind, TaskOrigin
 
 if TYPE_CHECKING:  # pragma: no cover
     from durability import Journal
@@ -166,7 +166,7 @@ class Scheduler:
                 if due is not None:
                     firing = await self._fire_slot(task, definition, due)
                     firings.append(firing)
-                    if firing.kind in ("deferred", "failed"):
+                    if firing.kind in (FiringKind.DEFERRED, FiringKind.FAILED):
                         wake_at = min(wake_at, now + DEFER_SECONDS)
                 upcoming = slots.next(max(now, task.done_until, due or 0.0))
                 if upcoming is not None:
@@ -181,7 +181,7 @@ class Scheduler:
         except DurabilityError as exc:  # e.g. deleted meanwhile: the other tasks go on
             logger.warning("task %s not fired: %s", task.id, exc.code)
             input_id = firing_input_id(task.id, slot)
-            return Firing(task.id, "failed", input_id, stime.iso(slot), reason=exc.code)
+            return Firing(task.id, FiringKind.FAILED, input_id, stime.iso(slot), reason=exc.code)
 
     # firing ---------------------------------------------------------------------------
     async def _fire(
@@ -202,14 +202,14 @@ class Scheduler:
         manual = slot is None
         open_run = await self.journal.aio.active_run(chat_id)
         if open_run is not None and open_run.input_id == input_id:
-            return await self._recorded(task, firing, slot, open_run.id, "recorded")
+            return await self._recorded(task, firing, slot, open_run.id, FiringKind.RECORDED)
         # An input id admitted before goes to the admission whatever the chat does: the
         # journal returns its recorded run and nothing starts or intervenes.
         known = await self.journal.aio.input_context(input_id) is not None
         if not known and self._chat_working(chat_id):
             if manual:
                 raise TaskBusy("The task's chat is working; run it later.")
-            return _with(firing, "deferred", reason="chat_busy")
+            return _with(firing, FiringKind.DEFERRED, reason="chat_busy")
         if open_run is not None and not known:
             held = open_run.status == RunStatus.NEEDS_ATTENTION
             if manual and held:
@@ -219,17 +219,19 @@ class Scheduler:
                 raise TaskBusy("The task's chat has an open run; run it later.")
             if held:
                 return await self._skip(task, firing, slot, open_run.id)
-            return _with(firing, "deferred", reason="run_pending", run_id=open_run.id)
+            return _with(firing, FiringKind.DEFERRED, reason="run_pending", run_id=open_run.id)
         if self.chats.stopping:
             if manual:
                 raise ShuttingDown("The server is shutting down.")
-            return _with(firing, "deferred", reason="shutting_down")
+            return _with(firing, FiringKind.DEFERRED, reason="shutting_down")
         message = firing_message(definition, input_id, extra_text)
         name = str(definition.get("name") or task.id)
         try:
             admitted = await self._admit(chat_id, message, name)
         except InputConflict as exc:  # fired before with another definition: it is done
-            return await self._recorded(task, firing, slot, exc.fields.get("run_id"), "duplicate")
+            return await self._recorded(
+                task, firing, slot, exc.fields.get("run_id"), Admitted.DUPLICATE
+            )
         except RunHeld as exc:
             if manual:
                 raise
@@ -237,12 +239,13 @@ class Scheduler:
         except ActiveRunExists as exc:
             if manual:
                 raise
-            return _with(firing, "deferred", reason="run_pending", run_id=exc.fields.get("run_id"))
+            run_id = exc.fields.get("run_id")
+            return _with(firing, FiringKind.DEFERRED, reason="run_pending", run_id=run_id)
         except DurabilityError as exc:
             if manual:
                 raise
             logger.warning("task %s slot %s not fired: %s", task.id, firing.slot, exc.code)
-            return _with(firing, "failed", reason=exc.code)
+            return _with(firing, FiringKind.FAILED, reason=exc.code)
         failpoints.failpoint(FAILPOINT, "scheduler", paths.state_dir(files.usr_dir()))
         firing = _with(firing, admitted.kind, run_id=admitted.run_id)
         firing.context_id = admitted.context_id or chat_id
@@ -260,8 +263,8 @@ class Scheduler:
         """The firing's message into the chat ``chat_id`` (a new chat named ``name`` when
         it is not loaded, made only once the journal took the input) through the one
         entry point; shown in the chat's log like a person's message."""
-        context, submission = await self.chats.submit(chat_id, message, create=name)
-        if context is not None and submission.kind != "duplicate":
+        context, submission = await self.chats.submit(chat_id, message, SubmitOptions(create=name))
+        if context is not None and submission.kind != Admitted.DUPLICATE:
             kvps = {"task": name, "input_id": message.id}
             text = message.message
             context.log.log(
@@ -285,7 +288,7 @@ class Scheduler:
             task.id, slot=slot, reason="run_held", detail={"run_id": run_id}
         )
         logger.info("task %s skipped %s: its chat's run is held", task.id, firing.slot)
-        return _with(firing, "skipped", reason="run_held", run_id=run_id)
+        return _with(firing, FiringKind.SKIPPED, reason="run_held", run_id=run_id)
 
     async def run_now(
         self, task_id: str, *, key: str | None = None, extra_text: str = ""
@@ -302,23 +305,16 @@ class Scheduler:
             )
 
     # tasks ----------------------------------------------------------------------------
-    async def create(
-        self,
-        data: Mapping[str, Any],
-        *,
-        actor: str,
-        task_id: str | None = None,
-        default_context: str | None = None,
-    ) -> dict[str, Any]:
-        task_id = task_id or str(uuid.uuid4())
+    async def create(self, data: Mapping[str, Any], origin: TaskOrigin) -> dict[str, Any]:
+        task_id = origin.task_id or str(uuid.uuid4())
         definition = tasks.normalise(
             data,
             default_timezone=self.default_timezone,
-            default_context=default_context,
+            default_context=origin.default_context,
             task_id=task_id,
         )
         task = await self.journal.aio.create_task(
-            task_id, definition, actor=actor, done_until=self.clock()
+            task_id, definition, actor=origin.actor, done_until=self.clock()
         )
         self.wake()
         return await self.describe(task)

@@ -71,8 +71,7 @@ class RunScope(EmbeddingSeam):
     session: Host
 
     def __init__(self, session: Host, state: DurableRun) -> None:
-        self.session = session
-        self.state = state
+        super().__init__(session, state)
 
     @property
     def run_id(self) -> str:
@@ -85,7 +84,7 @@ class RunScope(EmbeddingSeam):
     ) -> tuple[RunScope, Agent, bool] | None:
         """Rebuild the chain a run resumes from: (its scope, the agent to drive, resume?),
         or None when the run is not active (or its checkpoint is damaged: held)."""
-        journal, context = session.journal, session.context
+        journal, context = session.chats.journal, session.context
         run = await journal.aio.get_run(run_id)
         if run.status != RunStatus.ACTIVE:
             return None

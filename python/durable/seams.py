@@ -51,10 +51,9 @@ from python.helpers.tool import Response, Tool
 if TYPE_CHECKING:  # pragma: no cover
     from agent import Agent, AgentContext
     from durability import Journal
-    from durability.adapters.shell import ShellReceipts
     from durability.records import Call
     from python.durable.ports import Chats
-    from python.helpers.chat_session import StreamCallback
+    from python.helpers.chat_session import ModelRequest
 
 MODEL_CALL_NAME = "model"
 EVIDENCE_EVENT = "call_evidence"  # what an effect tool saw just before it acted
@@ -79,34 +78,19 @@ def _mark_tool_item(run: DurableRun, tool: Tool, call: Call, child: bool) -> Non
 class SeamHost(Protocol):
     """What the seams use of the chat's session (``DurableSession``)."""
 
-    @property
-    def context(self) -> AgentContext: ...
-    @property
-    def chats(self) -> Chats: ...
-    @property
-    def journal(self) -> Journal: ...
-    @property
-    def receipts(self) -> ShellReceipts | None: ...
+    context: AgentContext
+    chats: Chats
 
 
 class CallSeams:
     """The seams of one run: its state (``state``), its chat's session and journal. The run
     scope (python/durable/scope.py) is one; the loop reaches it through its session."""
 
-    session: SeamHost
-    state: DurableRun
-
-    @property
-    def journal(self) -> Journal:
-        return self.session.journal
-
-    @property
-    def context(self) -> AgentContext:
-        return self.session.context
-
-    @property
-    def chats(self) -> Chats:
-        return self.session.chats
+    def __init__(self, session: SeamHost, state: DurableRun) -> None:
+        self.session = session
+        self.state = state
+        self.context, self.chats = session.context, session.chats  # the session keeps both
+        self.journal: Journal = session.chats.journal
 
     async def hold(self, reason: str, detail: Any = None) -> NoReturn:
         """Hold the run for a person and unwind the chain."""
@@ -200,25 +184,14 @@ class CallSeams:
             verdict = judge(call, replace(found, grant=granted))
         return verdict
 
-    async def model_call(
-        self,
-        agent: Agent,
-        messages: list[dict[str, str]],
-        kind: str,
-        effect: Callable[[], Awaitable[ModelResult]],
-        *,
-        on_reasoning: StreamCallback | None = None,
-        on_response: StreamCallback | None = None,
-        preflight: Callable[[], Awaitable[None]] | None = None,
-    ) -> ModelResult:
+    async def model_call(self, agent: Agent, request: ModelRequest) -> ModelResult:
         """Journal one model call; reuse a committed reply instead of calling the model.
         ``preflight`` runs before a fresh position's intent is recorded: a model that cannot
         be called as configured (``ModelNotConfigured``) fails the turn, nothing is held."""
-        run = self.state
-        journal = self.journal
-        args = self._model_args(agent, messages, kind)
-        if preflight is not None and run.fresh_position(agent.number):
-            await preflight()
+        run, journal, kind = self.state, self.journal, request.kind
+        args = self._model_args(agent, request.messages, kind)
+        if request.preflight is not None and run.fresh_position(agent.number):
+            await request.preflight()
         while True:
             call, seq = await self._intent(
                 agent, CallKind.MODEL, MODEL_CALL_NAME, args, Policy.HOLD
@@ -230,7 +203,7 @@ class CallSeams:
                 result = call.result
                 reply = ModelResult(result["response"], str(result.get("reasoning") or ""))
                 start = len(self.context.log.items)
-                reply = await replay_reply(reply, on_reasoning, on_response)
+                reply = await replay_reply(reply, request.on_reasoning, request.on_response)
                 self._mark_model_items(agent, start, call.id, "journal")
                 return reply
             if verdict.action is Action.FAIL:
@@ -242,7 +215,7 @@ class CallSeams:
             await self.chats.ownership.gate(call)
             start = len(self.context.log.items)
             try:
-                reply = await effect()
+                reply = await request.effect()
             except ModelNotConfigured as exc:  # the connection was never made: nothing left
                 error = {"error": NOT_CONFIGURED, "reason": exc.reason, "sent": False}
                 error["message"] = str(exc)[:2000]
@@ -307,7 +280,7 @@ class CallSeams:
     async def _forget_receipt(self, call: Call) -> None:
         """The journal holds the call's result now: its shell receipt (with the command's
         output, which may show a secret in clear) is no longer evidence of anything."""
-        receipts = self.session.receipts
+        receipts = self.chats.receipts
         if receipts is not None and call.policy in (Policy.SHELL, Policy.PTY):
             await asyncio.to_thread(forget_receipts, receipts, self.context.id, call)
 

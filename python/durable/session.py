@@ -26,7 +26,7 @@ from durability.errors import ActiveRunExists, CorruptRecord, DurabilityError, F
 from durability.status import HoldReason, RunStatus
 from durability.verdicts import Evidence, judge
 from python.durable import admission
-from python.durable.admission import Submission
+from python.durable.admission import Admitted, Submission, SubmitOptions
 from python.durable.atomic import Effect, atomic_call
 from python.durable.notices import stop_quietly, warn_held
 from python.durable.run import ClaimLost, DurableRun
@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from durability.adapters.shell import ShellReceipts
     from durability.records import Admission, Run
     from python.durable.ports import Chats
+    from python.helpers.chat_session import ModelRequest
     from python.helpers.scheduler import TaskScheduler
 
 logger = logging.getLogger("a0.durable")
@@ -188,16 +189,14 @@ class DurableSession:
             if self.is_running() and not handed:
                 context.get_agent().intervention = msg
             input_id, task = content.input_id, self._task
-            result = Submission(
-                "intervention", run.id, input_id, run.status, task, context_id=context.id
-            )
+            kind = Admitted.INTERVENTION
+            result = Submission(kind, run.id, input_id, run.status, task, context_id=context.id)
         elif here is not None:  # the caller's task (the chat's) drives it
             if cancelled:  # stopped while the journal admitted: the run ends at once
                 await self.stopped(run.id)
             active = RunStatus.ACTIVE
-            result = Submission(
-                "started", run.id, run.input_id, active, self._task, None, context.id
-            )
+            started, task = Admitted.STARTED, self._task
+            result = Submission(started, run.id, run.input_id, active, task, None, context.id)
         else:  # the journal took it: it runs, whatever the caller does
             result = self.start(run, msg)
         if cancelled:
@@ -210,8 +209,8 @@ class DurableSession:
         task = self.spawn(
             self._scope_of(run.id, run.input_id, agent).start(msg, agent), run_id=run.id
         )
-        active = RunStatus.ACTIVE
-        return Submission("started", run.id, run.input_id, active, task, None, self.context.id)
+        active, started = RunStatus.ACTIVE, Admitted.STARTED
+        return Submission(started, run.id, run.input_id, active, task, None, self.context.id)
 
     def _scope_of(self, run_id: str, input_id: str, agent: Agent) -> RunScope:
         return RunScope(self, DurableRun(run_id, input_id, start_agent=agent.number))
@@ -244,8 +243,8 @@ class DurableSession:
         if after is not None and not after.done():
             with contextlib.suppress(BaseException):
                 await asyncio.wait([after])
-        _chat, submitted = await self.chats.submit(self.context.id, msg, here=agent)
-        if submitted.kind == "started":
+        _chat, submitted = await self.chats.submit(self.context.id, msg, SubmitOptions(here=agent))
+        if submitted.kind == Admitted.STARTED:
             scope = self._scope_of(submitted.run_id, submitted.input_id, agent)
             return await scope.start(msg, agent)
         response = await asyncio.to_thread(
@@ -255,7 +254,7 @@ class DurableSession:
 
     async def _submit_handed(self, msg: UserMessage) -> None:
         try:
-            await self.chats.submit(self.context.id, msg, handed=True)
+            await self.chats.submit(self.context.id, msg, SubmitOptions(handed=True))
         except (DurabilityError, DomainError) as exc:
             self.context.log.log(type="warning", content=f"intervention not journaled: {exc.code}")
 
@@ -346,10 +345,9 @@ class DurableSession:
         self.chats.in_background(asyncio.to_thread(write))
 
     # the seams: carried out by the run scope of the calling task (seams.py, atomic.py)
-    async def model_call(self, agent: Agent, *args: Any, **kwargs: Any) -> ModelResult:
-        """``ChatSession.model_call``: messages, kind, effect, stream callbacks, preflight."""
+    async def model_call(self, agent: Agent, request: ModelRequest) -> ModelResult:
         with self._fenced():
-            return await self.scope().model_call(agent, *args, **kwargs)
+            return await self.scope().model_call(agent, request)
 
     async def embedding_call(
         self, agent: Agent, args: dict[str, Any], effect: Callable[[], Awaitable[dict[str, Any]]]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,6 +23,21 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: A model stream callback: ``(delta, full text so far)``.
 StreamCallback = Callable[[str, str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One model call as the loop hands it to its session (``ChatSession.model_call``):
+    the messages as sent, the model's role (``chat``, ``utility``, ...), the effect that
+    asks the provider, the stream callbacks (a reused reply is streamed to them too) and
+    ``preflight``, what is knowable before anything is sent."""
+
+    messages: list[dict[str, str]]
+    kind: str
+    effect: Callable[[], Awaitable[ModelResult]]
+    on_reasoning: StreamCallback | None = None
+    on_response: StreamCallback | None = None
+    preflight: Callable[[], Awaitable[None]] | None = None
 
 
 class ChatSession(Protocol):
@@ -49,17 +65,7 @@ class ChatSession(Protocol):
 
     def remove(self) -> None: ...
 
-    async def model_call(
-        self,
-        agent: Agent,
-        messages: list[dict[str, str]],
-        kind: str,
-        effect: Callable[[], Awaitable[ModelResult]],
-        *,
-        on_reasoning: StreamCallback | None = None,
-        on_response: StreamCallback | None = None,
-        preflight: Callable[[], Awaitable[None]] | None = None,
-    ) -> ModelResult: ...
+    async def model_call(self, agent: Agent, request: ModelRequest) -> ModelResult: ...
 
     async def embedding_call(
         self, agent: Agent, args: dict[str, Any], effect: Callable[[], Awaitable[dict[str, Any]]]

@@ -22,6 +22,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,17 @@ def log_path(name: str) -> Path:
     return folder / f"{name}.stderr.log"
 
 
+class ServerState(StrEnum):
+    """Where one server's connection is (``/api/mcp_servers_status`` shows it)."""
+
+    IDLE = "idle"
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    FAILED = "failed"
+    DISABLED = "disabled"
+    STOPPED = "stopped"
+
+
 @dataclass
 class ServerConnection:
     """One server: its connection task, state, tools and last error."""
@@ -129,7 +141,7 @@ class ServerConnection:
     config: ServerConfig
     init_timeout: float
     tool_timeout: float
-    state: str = "idle"  # idle | connecting | connected | failed | disabled | stopped
+    state: ServerState = ServerState.IDLE
     error: str = ""
     error_code: str = ""  # mcp_config_error | mcp_sdk_missing | mcp_connect_failed | ...
     tools: list[McpTool] = field(default_factory=list)
@@ -150,17 +162,17 @@ class ServerConnection:
     def start(self) -> None:
         """Begin connecting in the background (never waits)."""
         if self.config.disabled:
-            self.state, self.error = "disabled", ""
+            self.state, self.error = ServerState.DISABLED, ""
             self._ready.set()
             return
         if self.config.error or not sdk_available():
-            self.state, self.error = "failed", self.config.error or SDK_HINT
+            self.state, self.error = ServerState.FAILED, self.config.error or SDK_HINT
             self.error_code = "mcp_config_error" if self.config.error else "mcp_sdk_missing"
             self._ready.set()
             return
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
-        self.state, self.error, self.error_code = "connecting", "", ""
+        self.state, self.error, self.error_code = ServerState.CONNECTING, "", ""
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"mcp-{self.name}")
 
     async def _run(self) -> None:
@@ -175,24 +187,24 @@ class ServerConnection:
                 with anyio.fail_after(self.init_timeout):
                     await session.initialize()
                     self.tools = await self._list_tools(session)
-                self.session, self.state, self.error = session, "connected", ""
+                self.session, self.state, self.error = session, ServerState.CONNECTED, ""
                 self.connected_at = time.time()
                 self._ready.set()
                 logger.info("MCP server %s connected, %d tools", self.name, len(self.tools))
                 await self._closing.wait()
         except asyncio.CancelledError:
-            self.state = "stopped"
+            self.state = ServerState.STOPPED
             raise
         except (Exception, BaseExceptionGroup) as exc:  # the SDK's task groups raise groups
             if not self._closing.is_set():
-                self.state, self.error = "failed", _describe(exc)
+                self.state, self.error = ServerState.FAILED, _describe(exc)
                 self.error_code = "mcp_connect_failed"
                 logger.warning("MCP server %s: %s", self.name, self.error)
         finally:
             self.session = None
-            if self.state in ("connected", "connecting"):
-                self.state = "stopped" if self._closing.is_set() else "failed"
-                if self.state == "failed" and not self.error:
+            if self.state in (ServerState.CONNECTED, ServerState.CONNECTING):
+                self.state = ServerState.STOPPED if self._closing.is_set() else ServerState.FAILED
+                if self.state == ServerState.FAILED and not self.error:
                     self.error, self.error_code = "the connection ended", "mcp_connection_lost"
             self._ready.set()
 
@@ -268,19 +280,19 @@ class ServerConnection:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
-        self.state = "stopped" if self.state != "disabled" else self.state
+        self.state = ServerState.STOPPED if self.state != ServerState.DISABLED else self.state
 
     def _lost(self, reason: str) -> None:
         """The connection is unusable: tear it down; the next call reconnects."""
-        self.state, self.error, self.error_code = "failed", reason, "mcp_connection_lost"
+        self.state, self.error, self.error_code = ServerState.FAILED, reason, "mcp_connection_lost"
         self.session = None
         self._closing.set()
 
     async def ensure_connected(self) -> Any:
         async with self._lock:
-            if self.session is not None and self.state == "connected":
+            if self.session is not None and self.state == ServerState.CONNECTED:
                 return self.session
-            if self.state == "connecting":
+            if self.state == ServerState.CONNECTING:
                 await self.wait_ready(self.init_timeout + 1)
             elif self.startable():
                 if self._task is not None and not self._task.done():
@@ -345,10 +357,10 @@ class ServerConnection:
             "type": cfg.kind,
             "description": cfg.description,
             "state": self.state,
-            "connected": self.state == "connected",
+            "connected": self.state == ServerState.CONNECTED,
             "disabled": cfg.disabled,
-            "tool_count": len(self.tools) if self.state == "connected" else 0,
-            "tools": [t.name for t in self.tools] if self.state == "connected" else [],
+            "tool_count": len(self.tools) if self.state == ServerState.CONNECTED else 0,
+            "tools": [t.name for t in self.tools] if self.state == ServerState.CONNECTED else [],
             "error": str(secrets.mask(self.error)) if self.error else "",
             "error_code": self.error_code if self.error else "",
             "connected_at": self.connected_at,
@@ -398,7 +410,7 @@ class McpManager:
 
     async def wait_ready(self) -> None:
         """Wait for the servers still connecting, each at most its init time-out."""
-        pending = [c for c in self.servers.values() if c.state == "connecting"]
+        pending = [c for c in self.servers.values() if c.state == ServerState.CONNECTING]
         if pending:
             await asyncio.gather(*(c.wait_ready(c.init_timeout + 1) for c in pending))
 
@@ -418,7 +430,7 @@ class McpManager:
         return await conn.call(tool, args)
 
     def connected(self) -> list[ServerConnection]:
-        return [c for c in self.servers.values() if c.state == "connected" and c.tools]
+        return [c for c in self.servers.values() if c.state == ServerState.CONNECTED and c.tools]
 
     def status(self) -> dict[str, Any]:
         return {

@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import Any, Protocol
+
+
+class FiringKind(StrEnum):
+    """What a firing did when no admission answered (else its kind is the admission's:
+    started, duplicate or intervention, python/durable/admission.py ``Admitted``)."""
+
+    RECORDED = "recorded"  # the slot's run is the chat's open run: nothing new
+    DEFERRED = "deferred"  # the chat cannot take it now: tried again soon
+    SKIPPED = "skipped"  # the chat's run is held: the slot is passed over
+    FAILED = "failed"  # the journal refused it (``reason``: its code)
 
 
 @dataclass
@@ -18,7 +29,7 @@ class Firing:
     """What one attempt to fire a task did."""
 
     task_id: str
-    kind: str  # started | duplicate | intervention | recorded | deferred | skipped | failed
+    kind: str  # a FiringKind, or the admission's kind (started | duplicate | intervention)
     input_id: str
     slot: str | None = None
     run_id: str | None = None
@@ -27,6 +38,18 @@ class Firing:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class TaskOrigin:
+    """Where a new task comes from: who made it (``actor``, journaled with it), the id a
+    client chose (a retry of the request makes nothing twice; None: a new id) and the chat
+    it was made from (``default_context``: where a task without ``dedicated_context``
+    runs; None: its own chat)."""
+
+    actor: str
+    task_id: str | None = None
+    default_context: str | None = None
 
 
 class TaskScheduler(Protocol):
@@ -39,14 +62,7 @@ class TaskScheduler(Protocol):
 
     async def get(self, task_id: str, *, with_result: bool = False) -> dict[str, Any]: ...
 
-    async def create(
-        self,
-        data: Mapping[str, Any],
-        *,
-        actor: str,
-        task_id: str | None = None,
-        default_context: str | None = None,
-    ) -> dict[str, Any]: ...
+    async def create(self, data: Mapping[str, Any], origin: TaskOrigin) -> dict[str, Any]: ...
 
     async def delete(self, task_id: str, *, expected_revision: int | None = None) -> None: ...
 

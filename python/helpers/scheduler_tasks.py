@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -111,9 +112,9 @@ def _kind(data: Mapping[str, Any]) -> str:
 def _enabled(data: Mapping[str, Any], default: bool) -> bool:
     state = data.get("state")
     if "enabled" not in data and isinstance(state, str):
-        if state.strip().lower() == "disabled":
+        if state.strip().lower() == TaskState.DISABLED:
             return False
-        if state.strip().lower() in ("idle", "enabled"):
+        if state.strip().lower() in (TaskState.IDLE, "enabled"):
             return True
     return _bool(data, "enabled", default)
 
@@ -242,15 +243,28 @@ class Slots:
         return latest if latest is not None and latest > done_until else None
 
 
+class TaskState(StrEnum):
+    """A task's ``state`` as the API and the tool show it (docs/scheduler.md, "The state
+    machine")."""
+
+    DISABLED = "disabled"
+    RUNNING = "running"  # its latest firing's run is active
+    HELD = "held"  # its latest firing's run waits for a person's decision
+    IDLE = "idle"
+
+
 #: The task's state, from its latest firing's run (never a stored flag that could stick).
-RUN_STATE: dict[str, str] = {RunStatus.ACTIVE: "running", RunStatus.NEEDS_ATTENTION: "held"}
+RUN_STATE: dict[str, TaskState] = {
+    RunStatus.ACTIVE: TaskState.RUNNING,
+    RunStatus.NEEDS_ATTENTION: TaskState.HELD,
+}
 
 
-def state_of(enabled: bool, run_status: str | None) -> str:
-    """disabled | running | held | idle (see docs/scheduler.md, "The state machine")."""
+def state_of(enabled: bool, run_status: str | None) -> TaskState:
+    """The task's state: its run's, else idle or disabled."""
     if run_status in RUN_STATE:
         return RUN_STATE[run_status]
-    return "idle" if enabled else "disabled"
+    return TaskState.IDLE if enabled else TaskState.DISABLED
 
 
 def view(task: Any, run_status: str | None, now: float) -> dict[str, Any]:

@@ -34,6 +34,12 @@ def refusal_text(tool: str, code: str, message: str) -> str:
     return f"{tool} error ({code}): {message}"
 
 
+def truthy(value: Any) -> bool:
+    """A yes/no tool argument: True for true, 1 and the strings "true", "1", "yes", "on"
+    (models send either)."""
+    return value is True or str(value).strip().lower() in ("true", "1", "yes", "on")
+
+
 def dumps(value: Any) -> str:
     """A value shown to the model: indented JSON, non-ASCII kept."""
     return json.dumps(value, ensure_ascii=False, indent=1)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent import AgentConfig, AgentContext, AgentContextType, UserMessage
 from python.durable import startup
-from python.durable.admission import Submission
+from python.durable.admission import PLAIN, Submission, SubmitOptions
 from python.durable.chats import DurableChats
 from python.durable.new_chats import ChatSpec
 from python.helpers import notifications
@@ -146,20 +146,14 @@ class Runtime:
         return gone
 
     async def admit_message(
-        self,
-        ctx_id: str,
-        message: UserMessage,
-        *,
-        follow_input: bool = False,
-        profile: str | None = None,
+        self, ctx_id: str, message: UserMessage, options: SubmitOptions = PLAIN
     ) -> tuple[AgentContext | None, Submission]:
-        """Take a message for the chat ``ctx_id`` (a new chat when empty, with agent
-        ``profile`` when given) and start its run: the one admission path of every message
-        endpoint (``DurableChats.submit``)."""
+        """Take a message for the chat ``ctx_id`` (a new chat when empty) and start its
+        run: the one admission path of every message endpoint (``DurableChats.submit``)."""
         if self._stopping:
             raise ShuttingDown("The server is shutting down.")
         self.refresh_masker()
-        return await self.chats.submit(ctx_id, message, follow_input=follow_input, profile=profile)
+        return await self.chats.submit(ctx_id, message, options)
 
     def cancel_chat(self, ctx_id: str) -> int:
         """Stop the chat's running task (the Stop button); returns how many were stopped."""

@@ -14,11 +14,7 @@ from typing import Any
 
 from python.helpers.browser_loop import BrowserTask
 from python.helpers.browser_session import forget_profile
-from python.helpers.tool import Response, Tool
-
-
-def _truthy(value: Any) -> bool:
-    return value is True or str(value).strip().lower() in ("true", "1", "yes")
+from python.helpers.tool import Response, Tool, truthy
 
 
 class BrowserAgent(Tool):
@@ -26,7 +22,7 @@ class BrowserAgent(Tool):
         message = str(self.args.get("message", "")).strip()
         if not message:
             return Response("browser_agent needs a 'message': the task for the browser.", False)
-        if _truthy(self.args.get("reset", False)):
+        if truthy(self.args.get("reset", False)):
             call_id = self.call_identity[0] if self.call_identity else ""
             forget_profile(self.agent.context.id, call_id)
         answer = await BrowserTask(self, message).run()

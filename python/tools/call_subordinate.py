@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from python.helpers.tool import Response, Tool
-
-
-def _truthy(value: Any) -> bool:
-    return value is True or str(value).strip().lower() in ("true", "1", "yes")
+from python.helpers.tool import Response, Tool, truthy
 
 
 class Delegation(Tool):
@@ -24,7 +20,7 @@ class Delegation(Tool):
         wanted = profile or None
         if sub is not None and wanted and sub.config.profile != wanted:
             sub = None  # a different specialist was asked for
-        if sub is None or _truthy(self.args.get("reset", False)):
+        if sub is None or truthy(self.args.get("reset", False)):
             config = AgentConfig.from_settings(parent.config.settings, profile=wanted)
             config.workdir = parent.config.workdir
             sub = Agent(parent.number + 1, config, parent.context)

@@ -19,15 +19,10 @@ from python.helpers.shell import (
     ShellSession,
     Timeouts,
 )
-from python.helpers.tool import Response, Tool
+from python.helpers.tool import Response, Tool, truthy
 
 RUNTIMES = ("terminal", "python", "nodejs", "output", "reset")
 MAX_OUTPUT_CHARS = 20_000
-
-
-def truthy(value: Any) -> bool:
-    """True for true, 1 and the strings "true", "1", "yes", "on" (models send either)."""
-    return value is True or str(value).strip().lower() in ("true", "1", "yes", "on")
 
 
 class CodeExecution(Tool):

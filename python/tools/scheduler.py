@@ -19,7 +19,7 @@ from typing import Any
 from durability.errors import DurabilityError
 from python.helpers import scheduler_tasks
 from python.helpers.errors import DomainError
-from python.helpers.scheduler import TaskScheduler
+from python.helpers.scheduler import TaskOrigin, TaskScheduler
 from python.helpers.tool import Response, Tool, ToolArgsError, dumps, refusal_text
 
 METHODS = (
@@ -129,12 +129,8 @@ class Scheduler(Tool):
     async def _create(self, scheduler: TaskScheduler, kind: str) -> str:
         fields = {k: v for k, v in self.args.items() if k in _CREATE_FIELDS}
         fields["kind"] = kind
-        task = await scheduler.create(
-            fields,
-            actor=self._actor,
-            task_id=self._new_task_id(),
-            default_context=self.agent.context.id,
-        )
+        origin = TaskOrigin(self._actor, self._new_task_id(), self.agent.context.id)
+        task = await scheduler.create(fields, origin)
         return dumps(task)
 
     async def _create_scheduled_task(self, scheduler: TaskScheduler) -> str:
@@ -158,14 +154,14 @@ class Scheduler(Tool):
             )
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
-        while task.get("state") == "running" and loop.time() < end:
+        while task.get("state") == scheduler_tasks.TaskState.RUNNING and loop.time() < end:
             self.set_progress(f"Waiting for task {task.get('name')!r} to finish.")
             await self.agent.handle_intervention()
             await asyncio.sleep(WAIT_STEP)
             task = await scheduler.get(task_id)
         self.set_progress("")
         task = await scheduler.get(task_id, with_result=True)
-        if task.get("state") == "running":
+        if task.get("state") == scheduler_tasks.TaskState.RUNNING:
             return refusal("still_running", f"the task is still running after {timeout:g} s")
         return dumps({k: task.get(k) for k in (*_WAITED, "context_id")})
 

@@ -12,7 +12,9 @@ import pytest
 from durability import Journal, RunHeld, TaskConflict, TaskInvalid
 from durability.canonical import digest
 from python.durable import scheduler as scheduler_mod
+from python.durable.admission import PLAIN, SubmitOptions
 from python.helpers.errors import TaskBusy
+from python.helpers.scheduler import TaskOrigin
 
 pytestmark = pytest.mark.unit
 
@@ -50,8 +52,9 @@ class FakeChats:
         return self.chats[chat_id]
 
     async def submit(
-        self, chat_id: str, message, *, create: str | None = None
+        self, chat_id: str, message, options: SubmitOptions = PLAIN
     ) -> tuple[FakeChat | None, SimpleNamespace]:
+        create = options.create
         content = {"message": message.message, "system_message": message.system_message}
         adm = await self.journal.aio.admit(chat_id, message.id, digest(content), message=content)
         self.admitted.append(message.id)
@@ -101,7 +104,7 @@ def minute(n: int) -> str:
 
 
 async def test_a_slot_fires_once_and_the_loop_knows_when_to_wake(scheduler, clock, chats):
-    task = await scheduler.create(task_input(), actor="user")
+    task = await scheduler.create(task_input(), TaskOrigin("user"))
     assert (task["state"], task["type"], task["revision"]) == ("idle", "scheduled", 1)
     assert task["next_run"] == minute(1) and task["context_id"] == task["uuid"]
     firings, wait = await scheduler.tick()
@@ -117,7 +120,7 @@ async def test_a_slot_fires_once_and_the_loop_knows_when_to_wake(scheduler, cloc
 async def test_missed_slots_fire_once_the_latest_and_wait_for_a_busy_chat(
     scheduler, clock, chats, journal
 ):
-    task = await scheduler.create(task_input(), actor="user")
+    task = await scheduler.create(task_input(), TaskOrigin("user"))
     clock.now += 31
     assert await fired(scheduler) == [("started", minute(1), None)]
     clock.now += 10 * 60  # ten slots pass while the first run still works
@@ -134,7 +137,7 @@ async def test_missed_slots_fire_once_the_latest_and_wait_for_a_busy_chat(
 async def test_a_slot_admitted_before_a_crash_is_recorded_not_fired_again(
     scheduler, clock, chats, journal
 ):
-    task = await scheduler.create(task_input(), actor="user")
+    task = await scheduler.create(task_input(), TaskOrigin("user"))
     clock.now += 31
     input_id = f"sched:{task['uuid']}:{minute(1)}"
     # the process died after the admission, before the bookkeeping: the run exists
@@ -157,7 +160,7 @@ async def test_a_slot_admitted_before_a_crash_is_recorded_not_fired_again(
 async def test_a_failed_run_never_sticks_and_a_held_one_skips_until_decided(
     scheduler, clock, journal
 ):
-    task = await scheduler.create(task_input(), actor="user")
+    task = await scheduler.create(task_input(), TaskOrigin("user"))
     clock.now += 31
     await fired(scheduler)
     run_id = (await scheduler.get(task["uuid"]))["last_run_id"]
@@ -181,7 +184,7 @@ async def test_a_failed_run_never_sticks_and_a_held_one_skips_until_decided(
 
 
 async def test_run_now_is_keyed_and_refused_while_busy_or_held(scheduler, chats, journal):
-    task = await scheduler.create({"name": "adhoc", "prompt": "Go."}, actor="user")
+    task = await scheduler.create({"name": "adhoc", "prompt": "Go."}, TaskOrigin("user"))
     assert task["type"] == "adhoc" and task["next_run"] is None
     assert await fired(scheduler) == []  # ad hoc tasks never fire by themselves
     first = await scheduler.run_now(task["uuid"], key="k1")
@@ -203,7 +206,9 @@ async def test_run_now_is_keyed_and_refused_while_busy_or_held(scheduler, chats,
 
 
 async def test_edits_name_their_revision_and_a_new_schedule_starts_from_now(scheduler, clock):
-    task = await scheduler.create(task_input(schedule={"minute": "0", "hour": "*"}), actor="u")
+    task = await scheduler.create(
+        task_input(schedule={"minute": "0", "hour": "*"}), TaskOrigin("u")
+    )
     updated = await scheduler.update(
         task["uuid"], {"prompt": "Say pong."}, expected_revision=1, actor="user"
     )
@@ -227,7 +232,7 @@ async def test_edits_name_their_revision_and_a_new_schedule_starts_from_now(sche
 async def test_disabled_tasks_never_fire_and_slots_passed_while_disabled_do_not_fire_late(
     scheduler, clock
 ):
-    task = await scheduler.create(task_input(enabled=False), actor="user")
+    task = await scheduler.create(task_input(enabled=False), TaskOrigin("user"))
     assert task["state"] == "disabled" and task["next_run"] is None
     clock.now += 600
     assert await fired(scheduler) == []
@@ -242,7 +247,7 @@ async def test_disabled_tasks_never_fire_and_slots_passed_while_disabled_do_not_
 async def test_a_planned_task_fires_each_time_and_only_the_latest_of_missed_ones(scheduler, clock):
     plan = [minute(2), minute(3), minute(5)]
     task = await scheduler.create(
-        {"name": "plan", "prompt": "Go.", "plan": plan, "dedicated_context": True}, actor="u"
+        {"name": "plan", "prompt": "Go.", "plan": plan, "dedicated_context": True}, TaskOrigin("u")
     )
     assert task["type"] == "planned" and task["plan"]["todo"] == plan
     clock.now += 3 * 60  # 12:03:30: 12:02 and 12:03 passed
@@ -252,7 +257,7 @@ async def test_a_planned_task_fires_each_time_and_only_the_latest_of_missed_ones
 
 
 async def test_a_damaged_task_is_listed_and_never_fired(scheduler, clock, journal, tmp_path):
-    task = await scheduler.create(task_input(), actor="user")
+    task = await scheduler.create(task_input(), TaskOrigin("user"))
     import sqlite3
 
     conn = sqlite3.connect(tmp_path / "journal.sqlite")
@@ -274,12 +279,12 @@ async def test_the_clock_offset_is_read_from_the_environment():
 
 
 async def test_one_task_failing_never_stops_the_others(scheduler, clock, chats, journal):
-    doomed = await scheduler.create(task_input(name="doomed"), actor="user")
-    other = await scheduler.create(task_input(name="other"), actor="user")
+    doomed = await scheduler.create(task_input(name="doomed"), TaskOrigin("user"))
+    other = await scheduler.create(task_input(name="other"), TaskOrigin("user"))
     admit = chats.submit
 
-    async def admit_then_delete(chat_id, message, **kwargs):
-        answer = await admit(chat_id, message, **kwargs)
+    async def admit_then_delete(chat_id, message, options=PLAIN):
+        answer = await admit(chat_id, message, options)
         if chat_id == doomed["context_id"]:
             journal.delete_task(doomed["uuid"])  # deleted while it was being fired
         return answer
@@ -294,7 +299,7 @@ async def test_one_task_failing_never_stops_the_others(scheduler, clock, chats, 
 async def test_a_manual_run_asked_again_gets_its_run_even_while_the_chat_works(
     scheduler, chats, journal
 ):
-    task = await scheduler.create({"name": "adhoc", "prompt": "Go."}, actor="user")
+    task = await scheduler.create({"name": "adhoc", "prompt": "Go."}, TaskOrigin("user"))
     first = await scheduler.run_now(task["uuid"], key="call-1")
     chats.busy.add(task["context_id"])  # its run is working
     again = await scheduler.run_now(task["uuid"], key="call-1")  # the same call, re-run

@@ -13,6 +13,7 @@ import pytest
 from agent import AgentConfig
 from durability.canonical import digest
 from python.durable.scheduler import Scheduler, firing_input_id
+from python.helpers.scheduler import TaskOrigin
 from tests.support.model_server import model_server as model_server
 from tests.unit.test_agent_loop import _settings
 from tests.unit.test_scheduler import EVERY_MINUTE, T0
@@ -41,7 +42,7 @@ async def test_a_firing_opens_the_tasks_chat_and_runs_it_to_its_answer(
     scheduler, chats, clock, model_server
 ):
     model_server.tool("response", {"text": "ping"})
-    task = await scheduler.create({**TASK, "dedicated_context": True}, actor="user")
+    task = await scheduler.create({**TASK, "dedicated_context": True}, TaskOrigin("user"))
     assert chats.get(task["context_id"]) is None  # no chat before a firing was admitted
     clock.now += 31
     [firing] = (await scheduler.tick())[0]
@@ -63,7 +64,7 @@ async def test_a_firing_opens_the_tasks_chat_and_runs_it_to_its_answer(
 
 
 async def test_a_refused_firing_leaves_no_chat_behind(scheduler, chats, clock):
-    task = await scheduler.create({**TASK, "dedicated_context": True}, actor="user")
+    task = await scheduler.create({**TASK, "dedicated_context": True}, TaskOrigin("user"))
     clock.now += 31
     slot = firing_input_id(task["uuid"], T0 + 30)
     # the slot's input id was admitted elsewhere with other content (e.g. an older version
