@@ -24,6 +24,13 @@ OPEN_RUN_STATUSES = (RunStatus.ACTIVE, RunStatus.NEEDS_ATTENTION)
 TERMINAL_RUN_STATUSES = (RunStatus.COMPLETED, RunStatus.STOPPED, RunStatus.FAILED)
 
 
+class InputKind(StrEnum):
+    """What an admitted input is (``inputs.kind``)."""
+
+    RUN = "run"  # a new input: it starts a run
+    INTERVENTION = "intervention"  # a message journaled on the chat's active run
+
+
 class CallState(StrEnum):
     """A call's state (``calls.state``).
 
