@@ -25,7 +25,7 @@ from durability.store._tables.calls import (
     CLOSED_COLUMNS,
     CallTable,
     Closing,
-    closed_call,
+    closed_shape,
 )
 from durability.store._tables.claims import ClaimTable
 from durability.store._tables.resources import ResourceTable
@@ -102,7 +102,7 @@ _INSERT_IF_FREE = (
     " WHERE run_id = %s AND agent_no = %s AND seq = %s) RETURNING id)"
     f" INSERT INTO calls ({CALLS.select}) SELECT {_TYPED_VALUES} FROM bumped RETURNING id"
 )
-_CLOSED = Shape(closed_call, columns=(*CLOSED_COLUMNS, "context_id"), json=("args",))
+_CLOSED = closed_shape("context_id")
 # (bound by position: state, result, digest, now, the call's id, now again)
 _CLOSE_OPEN = (
     "WITH closed AS (UPDATE calls SET state = %s, result = %s,"

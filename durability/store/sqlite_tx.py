@@ -16,10 +16,9 @@ from durability.store._shapes import Shape
 from durability.store._sql import Args, Sql
 from durability.store._tables.calls import (
     CALLS,
-    CLOSED_COLUMNS,
     CallTable,
     Closing,
-    closed_call,
+    closed_shape,
 )
 from durability.store._tables.memories import MemoryTable, Ranking
 from durability.store._tables.runs import RunTable, run_change
@@ -79,7 +78,7 @@ _INSERT_IF_FREE = (
     f"INSERT OR IGNORE INTO calls ({CALLS.select}) SELECT {placeholders(len(CALLS.names))}"
     " WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND status = 'active')"
 )
-_CLOSED = Shape(closed_call, columns=CLOSED_COLUMNS, json=("args",))
+_CLOSED = closed_shape()
 _CLOSE_OPEN = (
     "UPDATE calls SET state = ?, result = ?, result_blob = NULL, result_digest = ?,"
     " closed_at = ? WHERE id = ? AND state = 'open' AND EXISTS"
