@@ -118,6 +118,21 @@ class ReceiptOutcome(StrEnum):
     HOST_UNREACHABLE = "host_unreachable"  # the host holding the receipt did not answer
 
 
+class EvidenceOutcome(StrEnum):
+    """What new evidence proved about a held run's uncertain call (``reclassify``)."""
+
+    COMPLETED = "completed"
+    NOT_STARTED = "not_started"
+    WATCH = "watch"  # it still runs: left open, the loop watches it
+
+
+class FencingReason(StrEnum):
+    """Why a shared worker's fenced write was refused (``FencingLost.reason``)."""
+
+    NOT_CLAIMED = "not_claimed"  # this worker holds no claim on the run
+    SUPERSEDED = "superseded"  # another worker's newer claim replaced this one's token
+
+
 class PlanAction(StrEnum):
     """What start-up recovery does with one open run."""
 
