@@ -34,6 +34,7 @@ from typing import TypeVar
 from durability import failpoints
 from durability.errors import FencingLost, InvalidArgument
 from durability.heartbeat import Heartbeat
+from durability.status import FencingReason
 from durability.store.base import FencedOp, Store, StoreTx
 from durability.store.liveness import LivenessLock
 from durability.store.rows import ClaimRow
@@ -203,7 +204,7 @@ class Cluster:
             "none" if held is None else held,
             exc.fields.get("current_token", "unknown"),
         )
-        if exc.fields.get("reason") == "superseded":
+        if exc.fields.get("reason") == FencingReason.SUPERSEDED:
             self.lose(run_id, "a newer claim superseded this worker's token", quiet=True)
 
     # claiming
@@ -329,7 +330,7 @@ class Cluster:
                 "this worker holds no claim on the run",
                 run_id=rid,
                 worker_id=self.worker_id,
-                reason="not_claimed",
+                reason=FencingReason.NOT_CLAIMED,
                 current_token=current,
                 **({} if lost is None else {"lost_token": lost}),
             )
@@ -341,7 +342,7 @@ class Cluster:
                 else "the run was claimed by another worker",
                 run_id=rid,
                 worker_id=self.worker_id,
-                reason="superseded",
+                reason=FencingReason.SUPERSEDED,
                 held_token=pinned if changed else held,
                 current_token=current,
             )

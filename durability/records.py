@@ -65,7 +65,7 @@ class Run(_Record):
 class Admission(_Record):
     run: Run
     created: bool
-    kind: str  # "run" or "intervention"
+    kind: str  # an InputKind
 
 
 @dataclass(frozen=True)

@@ -28,29 +28,17 @@ from durability import integrity
 from durability.canonical import canonical_json, digest
 from durability.errors import InvalidArgument, TaskConflict, TaskExists, TaskNotFound
 from durability.store.base import StoreTx
-from durability.store.rows import TaskRow
+from durability.store.rows import TaskFields, TaskRow
 
 MAX_DEFINITION_BYTES = 64 * 1024
 MAX_SKIP_REASON = 64
 
 
-@dataclass(frozen=True)
-class ScheduledTask:
+@dataclass(frozen=True, kw_only=True)
+class ScheduledTask(TaskFields):
     """A task as stored. ``definition`` is masked; ``damage`` is None for a sound record."""
 
-    id: str
-    revision: int
     definition: Any
-    digest: str
-    created_at: float
-    created_by: str
-    updated_at: float
-    updated_by: str
-    done_until: float
-    last_slot: float | None
-    last_input_id: str | None
-    last_run_id: str | None
-    last_fired_at: float | None
     last_skip: dict[str, Any] | None
     damage: str | None = None  # digest_mismatch | undecodable | not_an_object
 
@@ -61,9 +49,9 @@ class ScheduledTask:
 def _task(row: TaskRow) -> ScheduledTask:
     value, damage = integrity.task_definition(row.body, row.digest)
     skip = integrity.load_json(row.last_skip)
-    stored = {f.name: getattr(row, f.name) for f in dataclasses.fields(row) if f.name != "body"}
-    stored["last_skip"] = skip if isinstance(skip, dict) else None
-    return ScheduledTask(**stored, definition=value, damage=damage)
+    shared = {f.name: getattr(row, f.name) for f in dataclasses.fields(TaskFields)}
+    last_skip = skip if isinstance(skip, dict) else None
+    return ScheduledTask(**shared, definition=value, last_skip=last_skip, damage=damage)
 
 
 def prepare_definition(definition: Any, masked: Any) -> tuple[str, str]:

@@ -24,6 +24,13 @@ OPEN_RUN_STATUSES = (RunStatus.ACTIVE, RunStatus.NEEDS_ATTENTION)
 TERMINAL_RUN_STATUSES = (RunStatus.COMPLETED, RunStatus.STOPPED, RunStatus.FAILED)
 
 
+class InputKind(StrEnum):
+    """What an admitted input is (``inputs.kind``)."""
+
+    RUN = "run"  # a new input: it starts a run
+    INTERVENTION = "intervention"  # a message journaled on the chat's active run
+
+
 class CallState(StrEnum):
     """A call's state (``calls.state``).
 
@@ -109,6 +116,21 @@ class ReceiptOutcome(StrEnum):
     UNKNOWN = "unknown"
     REJECTED = "rejected"
     HOST_UNREACHABLE = "host_unreachable"  # the host holding the receipt did not answer
+
+
+class EvidenceOutcome(StrEnum):
+    """What new evidence proved about a held run's uncertain call (``reclassify``)."""
+
+    COMPLETED = "completed"
+    NOT_STARTED = "not_started"
+    WATCH = "watch"  # it still runs: left open, the loop watches it
+
+
+class FencingReason(StrEnum):
+    """Why a shared worker's fenced write was refused (``FencingLost.reason``)."""
+
+    NOT_CLAIMED = "not_claimed"  # this worker holds no claim on the run
+    SUPERSEDED = "superseded"  # another worker's newer claim replaced this one's token
 
 
 class PlanAction(StrEnum):

@@ -269,14 +269,25 @@ def _open(call: Call, ev: Evidence) -> Verdict:
     return _uncertain(Why.NO_REPLAY_POLICY)
 
 
+#: What a receipt proves that decides alone: the recorded output stands, or the effect runs.
+_PROVEN: dict[str, Action] = {
+    ReceiptOutcome.COMPLETED: Action.RECEIPT,
+    ReceiptOutcome.NOT_STARTED: Action.RUN,
+}
+#: What recovery permitted an open call found at start-up (or on a takeover).
+_PERMITTED: dict[str, Action] = {
+    Permit.REPLAY: Action.REPLAY,
+    Permit.RUN: Action.RUN,
+    Permit.WATCH: Action.WATCH,
+}
+
+
 def _receipt(ev: Evidence) -> Verdict:
     receipt = ev.receipt
     if receipt is None:
         return _uncertain(Why.NO_ADAPTER)
-    if receipt.outcome == ReceiptOutcome.COMPLETED:
-        return Verdict(Action.RECEIPT)
-    if receipt.outcome == ReceiptOutcome.NOT_STARTED:
-        return Verdict(Action.RUN)
+    if receipt.outcome in _PROVEN:
+        return Verdict(_PROVEN[receipt.outcome])
     if receipt.outcome == ReceiptOutcome.REJECTED:
         if receipt.reason == Why.LOCAL_RECEIPT_ELSEWHERE:
             return _uncertain(Why.LOCAL_RECEIPT_ELSEWHERE, **dict(receipt.detail or {}))
@@ -300,10 +311,6 @@ def _asked_by_loop(call: Call, ev: Evidence) -> Verdict:
         return Verdict(Action.CHILD)
     if call.state != CallState.OPEN or not ev.known:
         return Verdict(Action.RUN)
-    if ev.permit == Permit.REPLAY:
-        return Verdict(Action.REPLAY)
-    if ev.permit == Permit.RUN:
-        return Verdict(Action.RUN)
-    if ev.permit == Permit.WATCH:
-        return Verdict(Action.WATCH)
+    if ev.permit in _PERMITTED:
+        return Verdict(_PERMITTED[ev.permit])
     return _uncertain(Why.NOT_PROVEN)

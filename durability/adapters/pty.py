@@ -27,6 +27,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +40,16 @@ from durability.synced import fsync_path, write_synced
 PTY_POLICY: str = Policy.PTY
 PTY_FOLDER = "pty"
 SUFFIXES = (".input", ".input.tmp", ".taken", ".delivered", ".delivered.tmp", ".void", ".refused")
-DELIVERED = "delivered"
-NOT_DELIVERED = "not_delivered"
-DELIVERY_UNKNOWN = "delivery_unknown"
 _MAX_FILE_BYTES = 1024 * 1024
+
+
+class DeliveryStatus(StrEnum):
+    """What the files prove about one input (``Delivery.status``)."""
+
+    DELIVERED = "delivered"
+    NOT_DELIVERED = "not_delivered"
+    UNKNOWN = "delivery_unknown"  # its terminal took it; no marker says it was delivered
+    REJECTED = "rejected"  # the marker does not stand for this input
 
 
 class DeliveryError(Exception):
@@ -61,7 +68,7 @@ def terminal_dir(receipts_folder: Path, context_id: str, number: int) -> Path:
 class Delivery:
     """What the files prove about one input."""
 
-    status: str  # delivered | not_delivered | delivery_unknown | rejected
+    status: str  # a DeliveryStatus
     call_id: str
     reason: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
@@ -103,25 +110,26 @@ class TerminalInbox:
         if marker_file.exists():
             marker, header = _read_json_file(marker_file), _read_json_file(taken)
             if marker is None or header is None:
-                return Delivery("rejected", call_id, reason="malformed_receipt")
+                return Delivery(DeliveryStatus.REJECTED, call_id, reason="malformed_receipt")
             for found in (marker, header):
                 if found.get("call_id") != call_id:
-                    return Delivery("rejected", call_id, reason="wrong_call_id")
+                    return Delivery(DeliveryStatus.REJECTED, call_id, reason="wrong_call_id")
                 if found.get("args_digest") != args_digest:
-                    return Delivery("rejected", call_id, reason="wrong_args_digest")
+                    return Delivery(DeliveryStatus.REJECTED, call_id, reason="wrong_args_digest")
             sha = marker.get("sha256")
             if not is_digest(sha) or sha != header.get("sha256") or sha != _payload_digest(header):
-                return Delivery("rejected", call_id, reason="delivery_digest_mismatch")
+                return Delivery(DeliveryStatus.REJECTED, call_id, reason="delivery_digest_mismatch")
             keys = ("seq", "sha256", "bytes", "delivered_at")
-            return Delivery(DELIVERED, call_id, detail={k: marker.get(k) for k in keys})
+            proven = {k: marker.get(k) for k in keys}
+            return Delivery(DeliveryStatus.DELIVERED, call_id, detail=proven)
         if self.path(call_id, ".refused").exists():  # claimed, found malformed, not written
-            return Delivery(NOT_DELIVERED, call_id, detail={"refused": True})
+            return Delivery(DeliveryStatus.NOT_DELIVERED, call_id, detail={"refused": True})
         if taken.exists():
-            return Delivery(DELIVERY_UNKNOWN, call_id, detail={"claimed": True})
+            return Delivery(DeliveryStatus.UNKNOWN, call_id, detail={"claimed": True})
         if self.path(call_id, ".input").exists():  # not voided: the relay may still claim it
-            return Delivery(DELIVERY_UNKNOWN, call_id, detail={"claimed": False})
+            return Delivery(DeliveryStatus.UNKNOWN, call_id, detail={"claimed": False})
         voided = self.path(call_id, ".void").exists()
-        return Delivery(NOT_DELIVERED, call_id, detail={"handed_over": voided})
+        return Delivery(DeliveryStatus.NOT_DELIVERED, call_id, detail={"handed_over": voided})
 
     def wait_delivered(self, call_id: str, relay_alive: Any, timeout: float) -> dict[str, Any]:
         """Block until the relay's marker for ``call_id`` is on disk (``relay_alive()``
@@ -169,7 +177,7 @@ def delivered_message(number: Any, detail: dict[str, Any]) -> str:
 def explain_delivery(found: Delivery, number: int) -> dict[str, Any]:
     """A delivery verdict in ``ShellReceipts.explain``'s shape (recovery, the panel)."""
     detail = {"session": number, **found.detail}
-    if found.status == DELIVERED:
+    if found.status == DeliveryStatus.DELIVERED:
         message = delivered_message(number, detail)
         return {
             "classification": ReceiptOutcome.COMPLETED,
@@ -178,12 +186,14 @@ def explain_delivery(found: Delivery, number: int) -> dict[str, Any]:
             "exit_code": None,
             "detail": {"delivered": True, **detail},
         }
-    if found.status == NOT_DELIVERED:
+    if found.status == DeliveryStatus.NOT_DELIVERED:
         return {"classification": ReceiptOutcome.NOT_STARTED, "detail": detail}
-    if found.status == DELIVERY_UNKNOWN:
-        reason = DELIVERY_UNKNOWN
-        return {"classification": f"unknown:{reason}", "reason": reason, "detail": detail}
-    return {"classification": f"rejected:{found.reason}", "reason": found.reason, "detail": detail}
+    if found.status == DeliveryStatus.UNKNOWN:
+        reason = DeliveryStatus.UNKNOWN
+        classification = f"{ReceiptOutcome.UNKNOWN}:{reason}"
+        return {"classification": classification, "reason": reason, "detail": detail}
+    classification = f"{ReceiptOutcome.REJECTED}:{found.reason}"
+    return {"classification": classification, "reason": found.reason, "detail": detail}
 
 
 def session_number(args: Any) -> int:

@@ -43,12 +43,13 @@ from durability.adapters.shell import (
     explain_verdict,
 )
 from durability.errors import DurabilityError
+from durability.status import ReceiptOutcome
 from durability.synced import write_synced
 
 logger = logging.getLogger("a0.ssh")
 
 #: The verdict when the host cannot be asked; recovery holds and asks again later.
-HOST_UNREACHABLE = "host_unreachable"
+HOST_UNREACHABLE = ReceiptOutcome.HOST_UNREACHABLE
 #: The remote receipts folder, relative to the remote user's home.
 REMOTE_RECEIPTS = ".a0-durable/receipts"
 CONNECT_TIMEOUT = 10.0

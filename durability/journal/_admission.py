@@ -10,45 +10,51 @@ from durability._runs import load_run
 from durability.canonical import digest
 from durability.errors import ActiveRunExists, InputConflict, NoActiveRun, RunHeld
 from durability.ids import new_id
-from durability.journal._operation import JournalBase, operation
+from durability.journal._operation import Builder, JournalBase, operation
 from durability.journal._plan import Plan, read, write
 from durability.journal._validation import mask_storable, require_digest, require_text
 from durability.records import Admission, Run
-from durability.status import RunStatus
+from durability.status import InputKind, RunStatus
 from durability.store.base import StoreTx
 from durability.store.rows import InputRow
+
+
+class _Admit(Builder[InputKind]):
+    """``admit`` and ``admit_intervention``: one builder, ``variant`` the kind of input."""
+
+    def __call__(
+        self,
+        journal: JournalBase,
+        context_id: str,
+        input_id: str,
+        content_digest: str,
+        *,
+        message: Any = None,
+    ) -> Plan[Admission]:
+        return _admit(journal, context_id, input_id, content_digest, message, self.variant)
 
 
 class AdmissionOps:
     """Inputs: a new one starts a run, one during a run is journaled on it."""
 
-    @operation(prepare="message")
-    def admit(
-        journal: JournalBase,
-        context_id: str,
-        input_id: str,
-        content_digest: str,
-        *,
-        message: Any = None,
-    ) -> Plan[Admission]:
-        """Start a run for a new input, or return the run this input id already started.
+    admit = operation(prepare="message")(
+        _Admit(
+            "admit",
+            InputKind.RUN,
+            """Start a run for a new input, or return the run this input id already started.
 
         An input id is global: the same id and digest returns its run even when another
         chat is named (the returned run's ``context_id`` says where it went); nothing is
-        created then. The same id with other content raises InputConflict."""
-        return _admit(journal, context_id, input_id, content_digest, message, "run")
-
-    @operation(prepare="message")
-    def admit_intervention(
-        journal: JournalBase,
-        context_id: str,
-        input_id: str,
-        content_digest: str,
-        *,
-        message: Any = None,
-    ) -> Plan[Admission]:
-        """Journal a message that arrived while the chat's run is active, on that run."""
-        return _admit(journal, context_id, input_id, content_digest, message, "intervention")
+        created then. The same id with other content raises InputConflict.""",
+        )
+    )
+    admit_intervention = operation(prepare="message")(
+        _Admit(
+            "admit_intervention",
+            InputKind.INTERVENTION,
+            """Journal a message that arrived while the chat's run is active, on that run.""",
+        )
+    )
 
     @operation()
     def input_context(journal: JournalBase, input_id: str) -> Plan[str | None]:
@@ -69,7 +75,7 @@ def _admit(
     input_id: str,
     content_digest: str,
     message: Any,
-    kind: str,
+    kind: InputKind,
 ) -> Plan[Admission]:
     require_text("context_id", context_id)
     require_text("input_id", input_id)
@@ -109,7 +115,7 @@ def _admit(
                 run_id=open_run.id,
                 version=open_run.version,
             )
-        if kind == "run":
+        if kind == InputKind.RUN:
             if open_run is not None:
                 raise ActiveRunExists(
                     "the chat already has an active run",
@@ -136,10 +142,10 @@ def _admit(
                 raise NoActiveRun("the chat has no active run", context_id=context_id)
             run = open_run
         tx.inputs.insert(InputRow(input_id, content_digest, context_id, run.id, kind, now))
-        event_type = "input" if kind == "run" else "intervention"
+        event_type = "input" if kind == InputKind.RUN else "intervention"
         event = {"input_id": input_id, "message": payload}
         tx.events.insert(context_id, run.id, event_type, event, now, digest(event))
-        if kind == "run" and cluster is not None:  # the admitting worker runs it
+        if kind == InputKind.RUN and cluster is not None:  # the admitting worker runs it
             adopt.append(cluster.adopt_new_run(tx, run.id))
         return Admission(run, created=True, kind=kind)
 

@@ -19,12 +19,31 @@ from durability.errors import (
 )
 from durability.ids import new_id
 from durability.journal._checkpoints import apply_cache, checkpoint_op
-from durability.journal._operation import JournalBase, deferrable, operation
+from durability.journal._operation import Builder, JournalBase, deferrable, operation
 from durability.journal._plan import Plan, deferred, read, run_write
 from durability.journal._validation import mask_only, require_int, require_text
 from durability.records import CALL_KINDS, Call, CheckpointData
 from durability.status import RESULT_STATES, CallKind, CallState, HoldReason, RunStatus
 from durability.store.base import StoreTx
+
+
+class _Commit(Builder[bool]):
+    """``commit_result`` and ``defer_result``: one builder, ``variant`` whether the result
+    may ride on the run's next write."""
+
+    def __call__(
+        self,
+        journal: JournalBase,
+        call_id: str,
+        result: Any,
+        *,
+        failed: bool = False,
+        checkpoint: CheckpointData | None = None,
+    ) -> Plan[Call]:
+        plan = _commit_result(journal, call_id, result, failed, checkpoint)
+        if not self.variant:
+            return plan
+        return deferred(plan, journal.deferrals.calls.pop(call_id, None))
 
 
 class CallOps:
@@ -126,33 +145,23 @@ class CallOps:
 
         return run_write(op, run_id=run_id, after=journal.deferrals.note_intent)
 
-    @operation(prepare="result")
-    def commit_result(
-        journal: JournalBase,
-        call_id: str,
-        result: Any,
-        *,
-        failed: bool = False,
-        checkpoint: CheckpointData | None = None,
-    ) -> Plan[Call]:
-        """Commit a call's outcome (optionally with a checkpoint, in one transaction).
-        The same result again is a no-op; a different one raises ResultConflict."""
-        return _commit_result(journal, call_id, result, failed, checkpoint)
-
-    @deferrable(prepare="result")
-    def defer_result(
-        journal: JournalBase,
-        call_id: str,
-        result: Any,
-        *,
-        failed: bool = False,
-        checkpoint: CheckpointData | None = None,
-    ) -> Plan[Call]:
-        """``commit_result`` without waiting when the call's policy allows it (True: it
+    commit_result = operation(prepare="result")(
+        _Commit(
+            "commit_result",
+            False,
+            """Commit a call's outcome (optionally with a checkpoint, in one transaction).
+        The same result again is a no-op; a different one raises ResultConflict.""",
+        )
+    )
+    defer_result = deferrable(prepare="result")(
+        _Commit(
+            "defer_result",
+            True,
+            """``commit_result`` without waiting when the call's policy allows it (True: it
         rides on the run's next write), else at once (False). The arguments are checked
-        and masked now either way."""
-        plan = _commit_result(journal, call_id, result, failed, checkpoint)
-        return deferred(plan, journal.deferrals.calls.pop(call_id, None))
+        and masked now either way.""",
+        )
+    )
 
     @operation()
     def get_call(journal: JournalBase, call_id: str) -> Plan[Call]:

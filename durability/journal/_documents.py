@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from durability import documents, integrity
-from durability.canonical import digest, digest_bytes, storable_json
+from durability.canonical import digest_bytes, storable_json
 from durability.errors import BlobNotFound, ConflictNotFound, InvalidArgument
 from durability.journal._operation import JournalBase, operation
 from durability.journal._plan import Plan, read, run_write, write
 from durability.journal._validation import (
-    mask_storable,
+    event_payload,
     require_digest,
     require_int,
     require_text,
@@ -128,10 +128,7 @@ class RecordOps:
         *,
         run_id: str | None = None,
     ) -> Plan[Event]:
-        require_text("context_id", context_id)
-        require_text("type", type, max_length=64)
-        masked = mask_storable(journal.masker, payload)
-        payload_digest = digest(masked)
+        masked, payload_digest = event_payload(journal.masker, context_id, "type", type, payload)
         now = journal.clock()
 
         def op(tx: StoreTx) -> Event:

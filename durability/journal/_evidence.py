@@ -20,13 +20,13 @@ from durability.journal._operation import JournalBase, operation
 from durability.journal._plan import Plan, write
 from durability.journal._validation import mask_only, mask_storable, require_int, require_text
 from durability.records import Run
-from durability.status import CallState, RunStatus
+from durability.status import CallState, EvidenceOutcome, RunStatus
 from durability.store.base import StoreTx
 
 #: The event a re-classification leaves (its payload says what changed).
 EVIDENCE_CHANGED = "evidence_changed"
-#: What the evidence proved: the call completed, never started, or still runs.
-OUTCOMES = ("completed", "not_started", "watch")
+#: What the evidence may prove: the call completed, never started, or still runs.
+OUTCOMES = tuple(EvidenceOutcome)
 
 
 class EvidenceOps:
@@ -68,12 +68,12 @@ class EvidenceOps:
             if call.state != CallState.OPEN:
                 raise NoOpenCall("the call is not uncertain", call_id=call_id, state=call.state)
             updated = bump(tx, run, now, status=RunStatus.ACTIVE, reason=None, reason_detail=None)
-            if outcome == "completed":
+            if outcome == EvidenceOutcome.COMPLETED:
                 tx.calls.close_open(
                     call_id, CallState.COMPLETED, masked, result_json, result_digest, now
                 )
                 updated = load_run(tx, run_id)
-            elif outcome == "not_started":
+            elif outcome == EvidenceOutcome.NOT_STARTED:
                 closed = dataclasses.replace(call, state=CallState.NOT_COMPLETED, closed_at=now)
                 tx.calls.update(closed)
             tx.events.insert(

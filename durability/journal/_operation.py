@@ -15,6 +15,9 @@ only), ``"pool"`` (always in the journal's pool), or the name of the argument wh
 decides (``_validation.is_light``: short text and few containers are masked and
 serialised on the loop, anything larger in the pool).
 
+Operations that differ by one value share one builder (``Builder``), each declared on an
+instance of it: ``admit = operation()(_Admit("admit", InputKind.RUN, doc))``.
+
 ``@deferrable`` declares a write that may ride on the run's next write
 (durability/journal/_deferral.py): its builder returns the plan with ``defer_to`` set to
 the run (or None: commit it now); the method returns True when it was deferred.
@@ -43,6 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
 P = ParamSpec("P")
 T = TypeVar("T")
 R = TypeVar("R")
+V = TypeVar("V")
 
 
 class JournalBase:
@@ -96,6 +100,17 @@ class AsyncBase:
             return build()
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.journal.executor(), build)
+
+
+class Builder(Generic[V]):
+    """One builder for operations that differ by one value (``admit`` and
+    ``admit_intervention``, by the kind of input): each operation is declared on an
+    instance named and documented as it, whose ``__call__`` builds with ``variant``."""
+
+    def __init__(self, name: str, variant: V, doc: str) -> None:
+        self.__name__ = self.__qualname__ = name
+        self.__doc__ = doc
+        self.variant = variant
 
 
 def _lightness(

@@ -8,7 +8,7 @@ from typing import Any
 
 from durability import _decisions
 from durability._runs import bump, load_run, require_active, transition
-from durability.canonical import digest, storable_json
+from durability.canonical import storable_json
 from durability.errors import (
     CallNotFound,
     InvalidArgument,
@@ -19,6 +19,7 @@ from durability.journal import _grants
 from durability.journal._operation import JournalBase, operation
 from durability.journal._plan import Plan, read, run_write, write
 from durability.journal._validation import (
+    event_payload,
     mask_storable,
     require_int,
     require_text,
@@ -123,10 +124,9 @@ class RunOps:
         is written; a run already in ``status`` gets the event alone."""
         if status not in TERMINAL_RUN_STATUSES:
             raise InvalidArgument(f"not a final run status: {str(status)[:30]}", field="status")
-        require_text("context_id", context_id)
-        require_text("event_type", event_type, max_length=64)
-        masked = mask_storable(journal.masker, payload)
-        payload_digest = digest(masked)
+        masked, payload_digest = event_payload(
+            journal.masker, context_id, "event_type", event_type, payload
+        )
         now = journal.clock()
 
         def op(tx: StoreTx) -> Run:

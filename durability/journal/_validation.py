@@ -6,7 +6,7 @@ import math
 import re
 from typing import Any
 
-from durability.canonical import is_digest, storable_json
+from durability.canonical import digest, is_digest, storable_json
 from durability.errors import InvalidArgument, NotSerializable
 from durability.masking import Masker
 from durability.records import MAX_INT
@@ -66,6 +66,17 @@ def mask_storable(masker: Masker, value: Any) -> Any:
 #: than in a worker thread: at most this many characters and this many containers.
 LIGHT_CHARS = 64 * 1024
 LIGHT_NODES = 256
+
+
+def event_payload(
+    masker: Masker, context_id: object, type_field: str, event_type: object, payload: Any
+) -> tuple[Any, str]:
+    """An event's checked chat and type (named ``type_field`` in an error), and its payload
+    masked with that masked payload's digest."""
+    require_text("context_id", context_id)
+    require_text(type_field, event_type, max_length=64)
+    masked = mask_storable(masker, payload)
+    return masked, digest(masked)
 
 
 def is_light(*values: Any) -> bool:

@@ -15,7 +15,7 @@ import secrets
 import string
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from durability.canonical import canonical_json
 from durability.errors import InvalidArgument, MemoryNotFound
@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from durability.journal import Journal
 
 T = TypeVar("T")
+P = ParamSpec("P")
 MemoryWrite = Callable[[StoreTx], Any]
 
 DEFAULT_AREA = "main"
@@ -70,12 +71,36 @@ def _limit(value: Any) -> int:
     return value
 
 
+def _stored(
+    save_write: Callable[Concatenate[Memories, P], tuple[str, MemoryWrite]],
+) -> Callable[Concatenate[Memories, P], str]:
+    """``save``: ``save_write`` run alone; the new memory's id once it is stored."""
+
+    def save(memories: Memories, /, *args: P.args, **kwargs: P.kwargs) -> str:
+        memory_id, op = save_write(memories, *args, **kwargs)
+        memories._write(op)
+        return memory_id
+
+    return save
+
+
+def _counted(
+    write: Callable[Concatenate[Memories, P], MemoryWrite],
+) -> Callable[Concatenate[Memories, P], int]:
+    """``delete`` and ``forget``: their write run alone; how many memories went."""
+
+    def run(memories: Memories, /, *args: P.args, **kwargs: P.kwargs) -> int:
+        return int(memories._write(write(memories, *args, **kwargs)))
+
+    return run
+
+
 class Memories:
     """Memories of every subdir in one journal's database; ``clock`` gives seconds."""
 
     def __init__(self, journal: Journal, *, clock: Callable[[], float] = time.time) -> None:
         self.journal = journal
-        self.clock = clock
+        self.clock = clock  # also the embedding models' (durability/memory/_models.py)
 
     @property
     def search_backend(self) -> str:
@@ -242,19 +267,7 @@ class Memories:
         self.journal.store.flush()
         return self.journal.store.read(op)
 
-    def save(
-        self,
-        subdir: str,
-        area: str,
-        text: str,
-        metadata: Mapping[str, Any] | None,
-        vector: Sequence[float],
-        *,
-        model: str,
-    ) -> str:
-        memory_id, op = self.save_write(subdir, area, text, metadata, vector, model=model)
-        self._write(op)
-        return memory_id
+    save = _stored(save_write)
 
     def search(
         self,
@@ -272,22 +285,9 @@ class Memories:
         query = self._query(subdir, model, query_vector, threshold, limit, areas, filter)
         return self._read(self._search_op(query, refresh=True))
 
-    def delete(self, subdir: str, ids: Sequence[str]) -> int:
-        return int(self._write(self.delete_write(subdir, ids)))
+    delete = _counted(delete_write)
 
-    def forget(
-        self,
-        subdir: str,
-        query_vector: Sequence[float],
-        *,
-        model: str,
-        threshold: float = 0.7,
-        filter: str | None = None,
-    ) -> int:
-        op = self.forget_write(
-            subdir, query_vector, model=model, threshold=threshold, filter=filter
-        )
-        return int(self._write(op))
+    forget = _counted(forget_write)
 
     def update(self, subdir: str, memory_id: str, **changes: Any) -> Memory:
         memory: Memory = self._write(self.update_write(subdir, memory_id, **changes))

@@ -10,8 +10,7 @@ edited or deleted meanwhile is left as it is.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from durability.canonical import canonical_json, load_json
@@ -24,9 +23,10 @@ Moved = tuple[str, str, Sequence[float] | bytes]
 
 
 class EmbeddingModels:
-    def __init__(self, memories: Memories, *, clock: Callable[[], float] = time.time) -> None:
+    """The embedding models of ``memories`` (its clock stamps what is recorded here)."""
+
+    def __init__(self, memories: Memories) -> None:
         self.memories = memories
-        self.clock = clock
 
     @property
     def _store(self) -> Any:
@@ -35,7 +35,7 @@ class EmbeddingModels:
     def remember(self, model: str, config: Mapping[str, Any]) -> None:
         """Record how to reach ``model`` (masked like everything the journal stores)."""
         text = canonical_json(self.memories.journal.masker.mask(dict(config)))
-        now = self.clock()
+        now = self.memories.clock()
         self._store.write(lambda tx: tx.memory_models.put(model, text, now))
 
     def config_of(self, model: str) -> dict[str, Any] | None:

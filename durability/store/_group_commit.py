@@ -39,7 +39,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from durability.errors import JournalClosed
 from durability.store._batch import Batches, TransactionControl
@@ -102,6 +102,25 @@ def _resolve(slots: list[_Slot]) -> None:
             future.set_result(slot.value)
 
 
+class Count:
+    """A count one part of an object keeps (the attribute ``part``), read as the object's
+    own: ``batches = Count("_batches", "committed", "Committed transactions.")``."""
+
+    def __init__(self, part: str, name: str, doc: str) -> None:
+        self.part, self.name, self.__doc__ = part, name, doc
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Count: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> int: ...
+
+    def __get__(self, obj: object, owner: type | None = None) -> Count | int:
+        if obj is None:
+            return self
+        return int(getattr(getattr(obj, self.part), self.name))
+
+
 class GroupCommitWriter:
     def __init__(
         self,
@@ -127,15 +146,10 @@ class GroupCommitWriter:
         self.wakeups = 0  # waiting threads woken (each queued caller once), for tests
         self.deferred_alone = 0  # deferred writes committed with nothing to ride on
 
-    @property
-    def batches(self) -> int:
-        """Committed transactions, for tests and measurements."""
-        return self._batches.committed
-
-    @property
-    def retried_batches(self) -> int:
-        """Batches run again with savepoints after a refusal."""
-        return self._batches.retried
+    batches = Count("_batches", "committed", "Committed transactions, for tests and measurements.")
+    retried_batches = Count(
+        "_batches", "retried", "Batches run again with savepoints after a refusal."
+    )
 
     @property
     def pending(self) -> int:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Any
 
 import psycopg
@@ -41,6 +42,16 @@ FIRST_WAIT = 0.05
 #: Sent with BEGIN of a write transaction: its id, to ask about later.
 XID_QUERY = "SELECT pg_current_xact_id()"
 _STATUS_QUERY = "SELECT pg_xact_status(%s::xid8)"
+
+
+class XactStatus(StrEnum):
+    """What ``pg_xact_status`` says of a transaction id (NULL: too old to be known)."""
+
+    COMMITTED = "committed"
+    ABORTED = "aborted"
+    IN_PROGRESS = "in progress"
+
+
 #: Connection-level failures: class 08, the server shutting down or killing the session.
 _CONNECTION_STATES = ("08", "57P01", "57P02", "57P03")
 
@@ -127,7 +138,7 @@ def settle(
                     last = mask(_first_line(str(exc)))
                     continue  # the database is not back yet: ask again
                 status = None  # e.g. an id from the future: another server after a failover
-        if status == "committed":
+        if status == XactStatus.COMMITTED:
             logger.warning(
                 "journal write %s: transaction %s had committed (try %d of %d): its"
                 " recorded outcome is used, nothing is written again",
@@ -137,7 +148,7 @@ def settle(
                 TRIES,
             )
             return True, tries
-        if status == "in progress":
+        if status == XactStatus.IN_PROGRESS:
             last = "the server had not finished the commit yet"
             continue
         logger.warning(
@@ -145,7 +156,7 @@ def settle(
             " fresh connection",
             operation,
             lost.xid or "unknown",
-            "was not committed" if status == "aborted" else "has no known outcome",
+            "was not committed" if status == XactStatus.ABORTED else "has no known outcome",
             tries,
             TRIES,
         )

@@ -10,12 +10,30 @@ driver's row factory builds records (durability/store/_shapes.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+from durability.status import OPEN_RUN_STATUSES, TERMINAL_RUN_STATUSES, CallState, RunStatus
 from durability.store._shapes import Shape
 
 R = TypeVar("R")
+
+
+def constants(*values: str) -> str:
+    """SQL text of constant values (members of the status enums), quoted and separated by
+    commas, for a statement built once at import: ``f"status IN ({constants(*OPEN)})"``."""
+    for value in values:
+        if not re.fullmatch(r"[a-z_ ]+", value):
+            raise ValueError(f"not a plain constant: {value!r}")
+    return ", ".join(f"'{value}'" for value in values)
+
+
+#: The statuses the statements test, as SQL text (from durability/status.py).
+ACTIVE_RUN = constants(RunStatus.ACTIVE)
+OPEN_RUNS = constants(*OPEN_RUN_STATUSES)
+FINISHED_RUNS = constants(*TERMINAL_RUN_STATUSES)
+OPEN_CALL = constants(CallState.OPEN)
 
 #: positional arguments, or named ones for a statement written in ``%(name)s`` style
 Args = Sequence[Any] | Mapping[str, Any]

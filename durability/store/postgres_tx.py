@@ -19,13 +19,13 @@ from psycopg.rows import kwargs_row
 from durability.canonical import digest_bytes, digest_text
 from durability.records import Call
 from durability.store._shapes import Shape
-from durability.store._sql import Sql
+from durability.store._sql import ACTIVE_RUN, OPEN_CALL, Sql
 from durability.store._tables.calls import (
     CALLS,
     CLOSED_COLUMNS,
     CallTable,
     Closing,
-    closed_call,
+    closed_shape,
 )
 from durability.store._tables.claims import ClaimTable
 from durability.store._tables.resources import ResourceTable
@@ -98,17 +98,17 @@ _TYPED_VALUES = ", ".join(f"%s::{_TYPES.get(name, 'text')}" for name in CALLS.na
 # (bound by position: the run's version bump, then CALLS' values)
 _INSERT_IF_FREE = (
     "WITH bumped AS (UPDATE runs SET version = version + 1, updated_at = %s"
-    " WHERE id = %s AND status = 'active' AND NOT EXISTS (SELECT 1 FROM calls"
+    f" WHERE id = %s AND status = {ACTIVE_RUN} AND NOT EXISTS (SELECT 1 FROM calls"
     " WHERE run_id = %s AND agent_no = %s AND seq = %s) RETURNING id)"
     f" INSERT INTO calls ({CALLS.select}) SELECT {_TYPED_VALUES} FROM bumped RETURNING id"
 )
-_CLOSED = Shape(closed_call, columns=(*CLOSED_COLUMNS, "context_id"), json=("args",))
+_CLOSED = closed_shape("context_id")
 # (bound by position: state, result, digest, now, the call's id, now again)
 _CLOSE_OPEN = (
     "WITH closed AS (UPDATE calls SET state = %s, result = %s,"
     " result_blob = NULL, result_digest = %s, closed_at = %s"
-    " WHERE id = %s AND state = 'open' AND EXISTS (SELECT 1 FROM runs"
-    " WHERE runs.id = calls.run_id AND runs.status = 'active')"
+    f" WHERE id = %s AND state = {OPEN_CALL} AND EXISTS (SELECT 1 FROM runs"
+    f" WHERE runs.id = calls.run_id AND runs.status = {ACTIVE_RUN})"
     f" RETURNING {CALLS.select}), bumped AS (UPDATE runs SET version = version + 1,"
     " updated_at = %s FROM closed WHERE runs.id = closed.run_id RETURNING"
     f" runs.context_id) SELECT {', '.join(f'closed.{n}' for n in CLOSED_COLUMNS)},"

@@ -38,13 +38,13 @@ class DocumentRow:
     updated_by: str
 
 
-@dataclass(frozen=True)
-class TaskRow:
-    """A scheduled task as stored (durability/schedules.py gives it meaning)."""
+@dataclass(frozen=True, kw_only=True)
+class TaskFields:
+    """What a scheduled task's row and its record (durability/schedules.py) both hold: all
+    but its definition (stored: ``body``) and its last skip (stored: JSON text)."""
 
     id: str
     revision: int
-    body: str
     digest: str
     created_at: float
     created_by: str
@@ -55,6 +55,13 @@ class TaskRow:
     last_input_id: str | None = None
     last_run_id: str | None = None
     last_fired_at: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskRow(TaskFields):
+    """A scheduled task as stored (durability/schedules.py gives it meaning)."""
+
+    body: str
     last_skip: str | None = None
 
 

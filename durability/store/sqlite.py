@@ -17,7 +17,7 @@ from durability.errors import (
     JournalClosed,
     StorageError,
 )
-from durability.store._group_commit import GroupCommitWriter
+from durability.store._group_commit import Count, GroupCommitWriter
 from durability.store.base import Store, StoreTx, numbered_migrations, pending_migrations
 from durability.store.sqlite_tx import SqliteTx
 from durability.store.sqlite_vectors import load_vector_extension
@@ -181,10 +181,7 @@ class SqliteStore(Store):
     def schema_version(self) -> int:
         return self.read_raw(lambda c: c.execute("PRAGMA user_version").fetchone()[0])
 
-    @property
-    def batches(self) -> int:
-        """Write transactions committed by this process's writer so far."""
-        return self._writer.batches
+    batches = Count("_writer", "batches", "Write transactions this process's writer committed.")
 
     def write(self, fn: Callable[[StoreTx], T]) -> T:
         return self._writer.submit(fn)
@@ -208,15 +205,12 @@ class SqliteStore(Store):
     async def flush_async(self) -> None:
         await self._writer.flush_async()
 
-    @property
-    def unsettled(self) -> int:
-        """Deferred writes handed over and not answered yet."""
-        return self._writer.unsettled
-
-    @property
-    def deferred_alone(self) -> int:
-        """Deferred writes that committed on their own (nothing came to ride on)."""
-        return self._writer.deferred_alone
+    unsettled = Count("_writer", "unsettled", "Deferred writes handed over, not answered yet.")
+    deferred_alone = Count(
+        "_writer",
+        "deferred_alone",
+        "Deferred writes that committed on their own (none to ride on).",
+    )
 
     async def write_async(self, fn: Callable[[StoreTx], T]) -> T:
         return await self._writer.submit_async(fn)

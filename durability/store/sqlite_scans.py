@@ -13,6 +13,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from durability.store._sql import FINISHED_RUNS
+
 
 def runs_with_status(conn: sqlite3.Connection, statuses: Iterable[str]) -> list[tuple[str, float]]:
     """(id, updated_at) of every run in one of ``statuses``."""
@@ -183,7 +185,7 @@ def delete_runs_and_orphan_blobs(conn: sqlite3.Connection, run_ids: list[str]) -
     """
     candidates: set[str] = set()
     removed_runs = 0
-    finished = "status IN ('completed', 'stopped', 'failed')"
+    finished = f"status IN ({FINISHED_RUNS})"
     for chunk, marks in _ids_where(conn, "runs", run_ids, finished):
         candidates |= _reachable_from(conn, f"WHERE run_id IN ({marks})", chunk)
         cur = conn.execute(f"DELETE FROM runs WHERE id IN ({marks})", chunk)

@@ -13,13 +13,12 @@ from typing import Any, TypeVar
 
 from durability.records import Call, Run
 from durability.store._shapes import Shape
-from durability.store._sql import Args, Sql
+from durability.store._sql import ACTIVE_RUN, OPEN_CALL, Args, Sql
 from durability.store._tables.calls import (
     CALLS,
-    CLOSED_COLUMNS,
     CallTable,
     Closing,
-    closed_call,
+    closed_shape,
 )
 from durability.store._tables.memories import MemoryTable, Ranking
 from durability.store._tables.runs import RunTable, run_change
@@ -77,13 +76,13 @@ class SqliteSql(Sql):
 # (bound by position, in CALLS' order, then the run's id)
 _INSERT_IF_FREE = (
     f"INSERT OR IGNORE INTO calls ({CALLS.select}) SELECT {placeholders(len(CALLS.names))}"
-    " WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND status = 'active')"
+    f" WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND status = {ACTIVE_RUN})"
 )
-_CLOSED = Shape(closed_call, columns=CLOSED_COLUMNS, json=("args",))
+_CLOSED = closed_shape()
 _CLOSE_OPEN = (
     "UPDATE calls SET state = ?, result = ?, result_blob = NULL, result_digest = ?,"
-    " closed_at = ? WHERE id = ? AND state = 'open' AND EXISTS"
-    " (SELECT 1 FROM runs WHERE runs.id = calls.run_id AND runs.status = 'active')"
+    f" closed_at = ? WHERE id = ? AND state = {OPEN_CALL} AND EXISTS"
+    f" (SELECT 1 FROM runs WHERE runs.id = calls.run_id AND runs.status = {ACTIVE_RUN})"
     f" RETURNING {_CLOSED.select}"
 )
 # The common change is a version bump alone (every intent, result, checkpoint): set only

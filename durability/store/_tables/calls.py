@@ -66,6 +66,12 @@ def closed_call(*, context_id: str = "", **columns: Any) -> tuple[Call, str]:
     return Call(**columns, result=None), context_id
 
 
+def closed_shape(*extra: str) -> Shape[tuple[Call, str]]:
+    """The rows of a call closed on an engine's hot path (``CLOSED_COLUMNS``, then the
+    engine's ``extra`` columns, e.g. the run's chat): (the call, its run's chat)."""
+    return Shape(closed_call, columns=(*CLOSED_COLUMNS, *extra), json=("args",))
+
+
 # The hot path binds by position (faster than by name), in CALLS' order.
 _INSERT = f"INSERT INTO calls ({CALLS.select}) VALUES ({CALLS.placeholders()})"
 

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from durability.canonical import canonical_json, digest_text
-from durability.store._sql import Table
+from durability.store._sql import ACTIVE_RUN, Table
 from durability.store.rows import ClaimRow
 
 #: A sweep looks its candidates up at most this many times (see ``ClaimTable.sweep``).
@@ -134,7 +134,8 @@ class ClaimTable(Table):
         """Claim one active run whose claim is free, expired or whose holder is gone; None
         otherwise."""
         row = self.sql.run(
-            "SELECT context_id FROM runs WHERE id = %s AND status = 'active' FOR NO KEY UPDATE",
+            f"SELECT context_id FROM runs WHERE id = %s AND status = {ACTIVE_RUN}"
+            " FOR NO KEY UPDATE",
             (run_id,),
         ).fetchone()
         if row is None or self.live(run_id) is not None:
@@ -165,7 +166,7 @@ class ClaimTable(Table):
         tried: list[str] = list(mine or ())
         for _ in range(SWEEP_ROUNDS):
             rows = self.sql.run(
-                "SELECT id, context_id FROM runs r WHERE status = 'active'"
+                f"SELECT id, context_id FROM runs r WHERE status = {ACTIVE_RUN}"
                 " AND NOT (id = ANY(%s)) AND NOT EXISTS"
                 f" (SELECT 1 FROM claims c WHERE c.run_id = r.id AND {held('c')})"
                 " ORDER BY updated_at LIMIT %s FOR NO KEY UPDATE SKIP LOCKED",

@@ -3,40 +3,56 @@
 from __future__ import annotations
 
 import builtins
+from typing import Any, ClassVar, Generic, TypeVar
 
 from durability.records import Decision, RetryGrant, StandingGrant, StandingGrantUse
 from durability.store._shapes import Shape
-from durability.store._sql import Table
+from durability.store._sql import Args, Table
 
 DECISIONS = Shape(Decision)
 GRANTS = Shape(RetryGrant)
 STANDING = Shape(StandingGrant)
 USES = Shape(StandingGrantUse)
 
+R = TypeVar("R")
 
-class DecisionTable(Table):
-    def insert(self, decision: Decision) -> int:
-        columns = DECISIONS.names[1:]  # the id is the table's
+
+class _Numbered(Table, Generic[R]):
+    """A table of one record type whose ``id`` the table assigns: its records added, and
+    read back by a condition (``WHERE ...`` with ``?`` markers, its order, its limit)."""
+
+    name: ClassVar[str]
+    shape: ClassVar[Shape[Any]]
+
+    def insert(self, record: R) -> int:
+        columns = self.shape.names[1:]  # the id is the table's
         return self.sql.insert_id(
-            f"INSERT INTO decisions ({', '.join(columns)})"
+            f"INSERT INTO {self.name} ({', '.join(columns)})"
             f" VALUES ({', '.join('?' for _ in columns)})",
-            [getattr(decision, name) for name in columns],
+            [getattr(record, name) for name in columns],
         )
+
+    def _first(self, condition: str, args: Args) -> R | None:
+        found: R | None = self.sql.one(self.shape, f"{self._select} {condition}", args)
+        return found
+
+    def _rows(self, condition: str, args: Args) -> builtins.list[R]:
+        return self.sql.all(self.shape, f"{self._select} {condition}", args)
+
+    @property
+    def _select(self) -> str:
+        return f"SELECT {self.shape.select} FROM {self.name}"
+
+
+class DecisionTable(_Numbered[Decision]):
+    name, shape = "decisions", DECISIONS
 
     def on_version(self, run_id: str, version: int) -> Decision | None:
         """The decision made on ``version`` of the run, if any."""
-        return self.sql.one(
-            DECISIONS,
-            f"SELECT {DECISIONS.select} FROM decisions WHERE run_id = ? AND version = ?",
-            (run_id, version),
-        )
+        return self._first("WHERE run_id = ? AND version = ?", (run_id, version))
 
     def list(self, run_id: str) -> list[Decision]:
-        return self.sql.all(
-            DECISIONS,
-            f"SELECT {DECISIONS.select} FROM decisions WHERE run_id = ? ORDER BY id",
-            (run_id,),
-        )
+        return self._rows("WHERE run_id = ? ORDER BY id", (run_id,))
 
     def decided_runs(self, limit: int) -> builtins.list[str]:
         """The runs with a decision, the most recently decided first."""
@@ -72,35 +88,20 @@ class GrantTable(Table):
         )
 
 
-class StandingGrantTable(Table):
-    def insert(self, grant: StandingGrant) -> int:
-        columns = STANDING.names[1:]  # the id is the table's
-        return self.sql.insert_id(
-            f"INSERT INTO standing_grants ({', '.join(columns)})"
-            f" VALUES ({', '.join('?' for _ in columns)})",
-            [getattr(grant, name) for name in columns],
-        )
+class StandingGrantTable(_Numbered[StandingGrant]):
+    name, shape = "standing_grants", STANDING
 
     def get(self, grant_id: int) -> StandingGrant | None:
-        return self.sql.one(
-            STANDING, f"SELECT {STANDING.select} FROM standing_grants WHERE id = ?", (grant_id,)
-        )
+        return self._first("WHERE id = ?", (grant_id,))
 
     def in_force(self, scope: str, target: str) -> StandingGrant | None:
         """The newest grant of a scope and target (attempts 0: withdrawn)."""
-        return self.sql.one(
-            STANDING,
-            f"SELECT {STANDING.select} FROM standing_grants WHERE scope = ? AND target = ?"
-            " ORDER BY id DESC LIMIT 1",
-            (scope, target),
+        return self._first(
+            "WHERE scope = ? AND target = ? ORDER BY id DESC LIMIT 1", (scope, target)
         )
 
     def list(self, limit: int) -> list[StandingGrant]:
-        return self.sql.all(
-            STANDING,
-            f"SELECT {STANDING.select} FROM standing_grants ORDER BY id DESC LIMIT ?",
-            (limit,),
-        )
+        return self._rows("ORDER BY id DESC LIMIT ?", (limit,))
 
     def use(self, grant_id: int, run_id: str, call_id: str, now: float) -> int:
         return self.sql.insert_id(

@@ -7,7 +7,7 @@ from typing import Any
 
 from durability.records import Run
 from durability.store._shapes import Shape, dump
-from durability.store._sql import Table
+from durability.store._sql import ACTIVE_RUN, OPEN_RUNS, Table
 from durability.store.rows import InputRow
 
 RUNS = Shape(Run, json=("reason_detail",))
@@ -67,7 +67,7 @@ class RunTable(Table):
         return self.sql.one(
             RUNS,
             f"SELECT {RUNS.select} FROM runs WHERE context_id = ?"
-            f" AND status IN ('active', 'needs_attention'){self.sql.lock}",
+            f" AND status IN ({OPEN_RUNS}){self.sql.lock}",
             (context_id,),
         )
 
@@ -82,7 +82,7 @@ class RunTable(Table):
         """Version + 1 on an active run; its context id, or None (nothing written)."""
         context_id = self.sql.scalar(
             "UPDATE runs SET version = version + 1, updated_at = ? WHERE id = ?"
-            " AND status = 'active' RETURNING context_id",
+            f" AND status = {ACTIVE_RUN} RETURNING context_id",
             (now, run_id),
         )
         return None if context_id is None else str(context_id)
