@@ -12,6 +12,13 @@ export class ApiCallError extends Error {
   }
 }
 
+// What a failed call tells a person: its message, the field it names, and its code.
+export function errorText(error) {
+  if (!(error instanceof ApiCallError)) return String(error);
+  const field = error.details?.field ? ` (field ${error.details.field})` : "";
+  return `${error.message}${field} (${error.code})`;
+}
+
 let tokenRequest = null;
 
 function fetchToken() {

@@ -12,3 +12,13 @@ export function el(tag, props = {}, ...children) {
   node.append(...children.filter((c) => c !== null && c !== undefined && c !== ""));
   return node;
 }
+
+// A panel's message line: the function it returns shows a text there, or hides the line
+// when given none.
+export function noticeLine(id) {
+  return (text) => {
+    const line = document.getElementById(id);
+    line.textContent = text || "";
+    line.hidden = !text;
+  };
+}

@@ -1,20 +1,15 @@
 // The work-folder browser: list a folder, go in and up, upload, download, edit a text
 // file, rename, delete.
 
-import { ApiCallError, callApi, callApiRaw } from "./api.js";
+import { callApi, callApiRaw, errorText } from "./api.js";
+import { noticeLine } from "./dom.js";
 import { confirmAction } from "./confirm.js";
 
 const $ = (id) => document.getElementById(id);
 const state = { context: null, path: "", parent: null, editing: null, original: "" };
 
-function notice(text) {
-  $("files-message").textContent = text || "";
-  $("files-message").hidden = !text;
-}
+const notice = noticeLine("files-message");
 
-function errorText(error) {
-  return error instanceof ApiCallError ? `${error.message} (${error.code})` : String(error);
-}
 
 function sizeText(entry) {
   if (entry.type !== "file") return "";

@@ -3,24 +3,16 @@
 // with confirmation, the source file of each knowledge chunk, and the progress of
 // knowledge import and re-embedding.
 
-import { ApiCallError, callApi } from "./api.js";
-import { el } from "./dom.js";
+import { callApi, errorText } from "./api.js";
+import { el, noticeLine } from "./dom.js";
 import { confirmAction } from "./confirm.js";
 
 const $ = (id) => document.getElementById(id);
 const AREAS = ["main", "fragments", "solutions"];
 const state = { memories: [], editing: null, timer: null };
 
-function notice(text) {
-  $("memory-message").textContent = text || "";
-  $("memory-message").hidden = !text;
-}
+const notice = noticeLine("memory-message");
 
-function errorText(error) {
-  if (!(error instanceof ApiCallError)) return String(error);
-  const field = error.details?.field ? ` (field ${error.details.field})` : "";
-  return `${error.message}${field} (${error.code})`;
-}
 
 function statusText(status) {
   const parts = [`search: ${status.search_backend}`];

@@ -1,20 +1,14 @@
 // The Plan panel: the chat's durable plan with its revision, edits on the revision loaded,
 // and conflicts (a refused write) shown side by side to keep, take or merge.
 
-import { ApiCallError, callApi } from "./api.js";
-import { el } from "./dom.js";
+import { callApi, errorText } from "./api.js";
+import { el, noticeLine } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
 const state = { context: null, revision: 0, plan: null, conflicts: [], merging: null };
 
-function notice(text) {
-  $("plan-message").textContent = text || "";
-  $("plan-message").hidden = !text;
-}
+const notice = noticeLine("plan-message");
 
-function errorText(error) {
-  return error instanceof ApiCallError ? `${error.message} (${error.code})` : String(error);
-}
 
 // editor -----------------------------------------------------------------------------------
 function itemRow(item) {

@@ -2,8 +2,8 @@
 // list with state, last and next run and a link to the task's chat; create, edit (on the
 // revision loaded), delete, run now.
 
-import { ApiCallError, callApi } from "./api.js";
-import { el } from "./dom.js";
+import { ApiCallError, callApi, errorText } from "./api.js";
+import { el, noticeLine } from "./dom.js";
 import { confirmAction } from "./confirm.js";
 
 const $ = (id) => document.getElementById(id);
@@ -18,16 +18,8 @@ const STATES = {
 const SKIPS = { run_held: "skipped: the chat's run waited for a decision" };
 const state = { tasks: [], editing: null, timer: null, openChat: () => {} };
 
-function notice(text) {
-  $("tasks-message").textContent = text || "";
-  $("tasks-message").hidden = !text;
-}
+const notice = noticeLine("tasks-message");
 
-function errorText(error) {
-  if (!(error instanceof ApiCallError)) return String(error);
-  const field = error.details?.field ? ` (field ${error.details.field})` : "";
-  return `${error.message}${field} (${error.code})`;
-}
 
 function local(iso) {
   return iso ? new Date(iso).toLocaleString() : "-";
