@@ -6,8 +6,9 @@ covers that body. Two formats are read:
 
 - ``"v": 2`` (written since issue #24, round 3): the entry is a node held inline,
   ``{"base": <node hash or null>, "keep": n, "add": [message hashes]}``, "the first n
-  messages of the chain at base, then these"; or ``{"same": <key>}``, the same messages as
-  that key's entry in this body. Nodes that outgrow the row become node blobs
+  messages of the chain at base, then these"; or ``{"of": <key>, "keep": n}``, the first n
+  messages of that key's history in this body (a run's resume base next to the current
+  history it is a prefix of). Nodes that outgrow the row become node blobs
   (durability/history_write.py).
 - ``"v": 1``: the entry is ``{"head": <node hash or null>, "length": n}``.
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from durability.canonical import canonical_json, digest_bytes, digest_text
@@ -137,7 +138,7 @@ def _resolve_hashes(tx: StoreTx, row: CheckpointRow, head: str | None) -> list[s
 
 
 def _entry(tx: StoreTx, row: CheckpointRow, version: int, ref: dict[str, Any]) -> HistoryHead:
-    """One history entry that names its messages itself (not ``same``), resolved."""
+    """One history entry that names its messages itself (not ``of``), resolved."""
     try:
         if version == 1:
             base, keep, add = ref["head"], int(ref["length"]), []
@@ -155,11 +156,19 @@ def _entry(tx: StoreTx, row: CheckpointRow, version: int, ref: dict[str, Any]) -
     return HistoryHead(base, keep, (*chain[:keep], *add))
 
 
+def _prefix_of(other: HistoryHead, keep: int) -> HistoryHead | None:
+    """The history made of the first ``keep`` messages of ``other`` (None when it has
+    fewer), based where ``other`` is."""
+    if not 0 <= keep <= len(other.hashes):
+        return None
+    return HistoryHead(other.base, min(other.keep, keep), other.hashes[:keep])
+
+
 def _heads(
     tx: StoreTx, row: CheckpointRow, body: dict[str, Any], wanted: Callable[[str], bool] | None
 ) -> dict[str, HistoryHead]:
     """The body's histories (those ``wanted`` accepts), each resolved to its messages'
-    hashes; a ``same`` entry names another key's entry, which names its messages itself."""
+    hashes; an ``of`` entry names another key's entry, which names its messages itself."""
     refs: dict[str, Any] = body["histories"]
     version = int(body["v"])
     heads: dict[str, HistoryHead] = {}
@@ -170,10 +179,12 @@ def _heads(
         ref = refs.get(key)
         if not isinstance(ref, dict):
             raise _corrupt(row, "undecodable")
-        if version == 1 or "same" not in ref:
+        if version == 1 or "of" not in ref:
             head = _entry(tx, row, version, ref)
-        elif follow and isinstance(ref["same"], str):
-            head = one(ref["same"], follow=False)
+        elif follow and isinstance(ref["of"], str) and type(ref.get("keep")) is int:
+            head = _prefix_of(one(ref["of"], follow=False), ref["keep"])
+            if head is None:
+                raise _corrupt(row, "history_length_mismatch")
         else:
             raise _corrupt(row, "undecodable")
         heads[key] = head
@@ -242,6 +253,20 @@ def _previous_heads(
         return {}  # a damaged predecessor is never a base: start a fresh chain
 
 
+def _entry_for(
+    head: HistoryHead, heads: dict[str, HistoryHead], entries: dict[str, dict[str, Any]]
+) -> tuple[dict[str, Any], HistoryHead]:
+    """The body's entry for ``head`` and the head as the body names it: ``of`` another key
+    stored before whose history starts with all of this one's messages, else its own."""
+    n = len(head.hashes)
+    for key, other in heads.items():
+        if "of" not in entries[key] and len(other.hashes) >= n and other.hashes[:n] == head.hashes:
+            prefix = _prefix_of(other, n)
+            assert prefix is not None
+            return {"of": key, "keep": n}, replace(head, base=prefix.base, keep=prefix.keep)
+    return head.entry(), head
+
+
 def store_checkpoint(
     tx: StoreTx,
     masker: Masker,
@@ -256,12 +281,9 @@ def store_checkpoint(
     heads: dict[str, HistoryHead] = {}
     known: dict[tuple[str, ...], HistoryHead] = {}
     entries: dict[str, dict[str, Any]] = {}
-    first_key: dict[tuple[str, ...], str] = {}
     for key, messages in data.histories.items():
         head = store_history(tx, masker, list(messages), previous.get(str(key)), now, known)
-        heads[str(key)] = head
-        same = first_key.setdefault(head.hashes, str(key))
-        entries[str(key)] = head.entry() if same == str(key) else {"same": same}
+        entries[str(key)], heads[str(key)] = _entry_for(head, heads, entries)
     masked_state = masker.mask(dict(data.state))
     body = canonical_json(
         {

@@ -34,13 +34,13 @@ def history_entry(body: dict[str, Any], ref: Any) -> Entry | None:
     """One history entry of a checkpoint body as (base node, keep, inline message hashes,
     exact): format 1 names a chain's head and its length (exact: the chain has that many
     messages), format 2 a base, how many of its chain's messages come first and the
-    messages after them. None for a format 2 ``same`` entry (it names another key's entry,
-    which names its messages itself). Raises KeyError, TypeError or ValueError when
-    malformed."""
+    messages after them. None for a format 2 ``of`` entry (the first ``keep`` messages of
+    another key's entry, which names its messages itself). Raises KeyError, TypeError or
+    ValueError when malformed."""
     if body.get("v") == 1:
         base, keep, add, exact = ref["head"], int(ref["length"]), [], True
-    elif "same" in ref:
-        if "same" in body["histories"][ref["same"]]:
+    elif "of" in ref:
+        if "of" in body["histories"][ref["of"]] or type(ref["keep"]) is not int:
             raise ValueError("undecodable")
         return None
     else:
@@ -128,7 +128,8 @@ def _checkpoint_reason(walker: _HistoryWalker, body_text: str, digest: str) -> s
     histories = body.get("histories")
     if not isinstance(histories, dict) or not isinstance(body.get("state"), dict):
         return "undecodable"
-    for ref in histories.values():
+    lengths: dict[str, int] = {}
+    for key, ref in histories.items():
         try:
             entry = history_entry(body, ref)
         except (KeyError, TypeError, ValueError):
@@ -136,6 +137,7 @@ def _checkpoint_reason(walker: _HistoryWalker, body_text: str, digest: str) -> s
         if entry is None:
             continue
         base, keep, add, exact = entry
+        lengths[key] = keep + len(add)
         try:
             chain = walker.resolve(base)
         except ValueError as exc:
@@ -145,6 +147,9 @@ def _checkpoint_reason(walker: _HistoryWalker, body_text: str, digest: str) -> s
         reason = walker.messages_present(chain[:keep] + add)
         if reason:
             return reason
+    for ref in histories.values() if body["v"] == 2 else ():  # ``of``: a prefix of its key's
+        if "of" in ref and not 0 <= ref["keep"] <= lengths[ref["of"]]:
+            return "history_length_mismatch"
     return None
 
 

@@ -107,12 +107,30 @@ def test_a_growing_history_is_carried_inline_until_it_outgrows_the_row(journal):
     assert journal.latest_checkpoint(run.id).histories["0"] == history
 
 
+def test_a_history_that_starts_another_of_the_checkpoint_names_it(journal):
+    """A run's resume base is the current history at the run's start: at its end it is a
+    prefix of the current history, named as such instead of repeating its entry."""
+    run = journal.admit("chat-1", "in-1", sha("hello")).run
+    log = [msg(i) for i in range(5)]
+    journal.write_checkpoint(run.id, CheckpointData({}, {"log": log, "resume:log": log}))
+    longer = [*log, msg(5), msg(6)]
+    journal.write_checkpoint(run.id, CheckpointData({}, {"log": longer, "resume:log": log}))
+    assert _body(journal, run.id)["histories"]["resume:log"] == {"of": "log", "keep": 5}
+    journal.write_checkpoint(run.id, CheckpointData({}, {"log": [msg(9)], "resume:log": log}))
+    entry = _body(journal, run.id)["histories"]["resume:log"]
+    assert "of" not in entry and entry["keep"] + len(entry["add"]) == 5  # no longer a prefix
+    assert journal.latest_checkpoint(run.id).histories == {"log": [msg(9)], "resume:log": log}
+    journal.set_masker(journal.masker)  # no cache: the next entries from the row
+    journal.write_checkpoint(run.id, CheckpointData({}, {"log": [msg(9)], "resume:log": longer}))
+    assert journal.latest_checkpoint(run.id).histories == {"log": [msg(9)], "resume:log": longer}
+
+
 def test_equal_histories_in_one_checkpoint_are_named_once(journal):
     run = journal.admit("chat-1", "in-1", sha("hello")).run
     log = [msg(1), msg(2)]
     histories = {"log": log, "resume:log": log, "agent:0": [msg(7)]}
     journal.write_checkpoint(run.id, CheckpointData(state={}, histories=histories))
-    assert _body(journal, run.id)["histories"]["resume:log"] == {"same": "log"}
+    assert _body(journal, run.id)["histories"]["resume:log"] == {"of": "log", "keep": 2}
     assert journal.latest_checkpoint(run.id, histories=["resume:log"]).histories == {
         "resume:log": log
     }
@@ -122,8 +140,9 @@ def test_equal_histories_in_one_checkpoint_are_named_once(journal):
 @pytest.mark.parametrize(
     "entry",
     [
-        {"same": "resume:log"},  # names a `same` entry
-        {"same": "nothing"},  # names no entry
+        {"of": "resume:log", "keep": 1},  # names an `of` entry
+        {"of": "nothing", "keep": 1},  # names no entry
+        {"of": "resume:log", "keep": "1"},
         {"base": None, "keep": 1, "add": []},  # keeps more than its base holds
         {"base": None, "keep": 0, "add": "abc"},
         {"base": 5, "keep": 0, "add": []},

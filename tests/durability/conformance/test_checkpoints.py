@@ -6,8 +6,13 @@ import json
 
 import pytest
 
-from durability import CheckpointData, CorruptCheckpoint, InvalidArgument, RunNotActive
-from durability import history_write
+from durability import (
+    CheckpointData,
+    CorruptCheckpoint,
+    InvalidArgument,
+    RunNotActive,
+    history_write,
+)
 from tests.durability.conftest import sha
 
 pytestmark = pytest.mark.unit
