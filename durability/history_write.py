@@ -2,7 +2,8 @@
 names them (the format is described in durability/checkpoints.py).
 
 A history entry is a node held inline in the checkpoint row, ``{"base", "keep", "add"}``:
-"the first ``keep`` messages of the chain at ``base`` (a node blob, or none), then these".
+"the first ``keep`` messages of the chain at ``base`` (a node blob, or none), then these"
+(or one naming another key's entry: ``checkpoints._entry_for``).
 A step's entry keeps its predecessor's base and carries the messages added since; once
 more than :data:`INLINE_MAX` are carried, they go into one node blob (the old format's
 node) and the entry starts again from it. A same-chat turn so adds its messages and no
@@ -23,7 +24,7 @@ from durability.store.base import StoreTx
 
 #: Message hashes an entry carries inline before they are stored as a node blob: more
 #: makes every checkpoint body longer (67 bytes a hash), fewer writes more node blobs.
-INLINE_MAX = 16
+INLINE_MAX = 8
 
 
 @dataclass(frozen=True, slots=True, eq=False)
