@@ -173,22 +173,27 @@ def _heads(
     version = int(body["v"])
     heads: dict[str, HistoryHead] = {}
 
-    def one(key: str, follow: bool = True) -> HistoryHead:
+    def own(key: Any) -> dict[str, Any] | None:  # an entry naming its messages itself
+        ref = refs.get(key) if isinstance(key, str) else None
+        return ref if isinstance(ref, dict) and (version == 1 or "of" not in ref) else None
+
+    def one(key: str) -> HistoryHead:
         if key in heads:
             return heads[key]
         ref = refs.get(key)
         if not isinstance(ref, dict):
             raise _corrupt(row, "undecodable")
-        if version == 1 or "of" not in ref:
-            head = _entry(tx, row, version, ref)
-        elif follow and isinstance(ref["of"], str) and type(ref.get("keep")) is int:
-            head = _prefix_of(one(ref["of"], follow=False), ref["keep"])
-            if head is None:
+        found: HistoryHead | None
+        if own(key) is not None:
+            found = _entry(tx, row, version, ref)
+        elif own(ref["of"]) is not None and type(ref.get("keep")) is int:
+            found = _prefix_of(one(ref["of"]), ref["keep"])
+            if found is None:
                 raise _corrupt(row, "history_length_mismatch")
         else:
             raise _corrupt(row, "undecodable")
-        heads[key] = head
-        return head
+        heads[key] = found
+        return found
 
     return {key: one(key) for key in refs if wanted is None or wanted(key)}
 
