@@ -265,7 +265,13 @@ def _entry_for(
     stored before whose history starts with all of this one's messages, else its own."""
     n = len(head.hashes)
     for key, other in heads.items():
-        if "of" not in entries[key] and len(other.hashes) >= n and other.hashes[:n] == head.hashes:
+        if (
+            n
+            and "of" not in entries[key]
+            and len(other.hashes) >= n
+            and other.hashes[n - 1] == head.hashes[-1]  # cheap first: the last one
+            and other.hashes[:n] == head.hashes
+        ):
             prefix = _prefix_of(other, n)
             assert prefix is not None
             return {"of": key, "keep": n}, replace(head, base=prefix.base, keep=prefix.keep)
