@@ -1,29 +1,41 @@
 """Checkpoints whose size tracks the step, not the chat.
 
-Each history message is stored once as a content-addressed blob. A history is a chain of
-small nodes ``{"base": <node hash or null>, "keep": n, "add": [message hashes]}`` meaning
-"the first n messages of base, then these". A checkpoint row holds the masked small state
-and, per history key, the head node hash and length; its digest covers that body.
+Each history message is stored once as a content-addressed blob. A checkpoint row holds
+the masked small state and, per history key, an entry naming its messages; its digest
+covers that body. Two formats are read:
+
+- ``"v": 2`` (written since issue #24, round 3): the entry is a node held inline,
+  ``{"base": <node hash or null>, "keep": n, "add": [message hashes]}``, "the first n
+  messages of the chain at base, then these"; or ``{"of": <key>, "keep": n}``, the first n
+  messages of that key's history in this body (a run's resume base next to the current
+  history it is a prefix of). Nodes that outgrow the row become node blobs
+  (durability/history_write.py).
+- ``"v": 1``: the entry is ``{"head": <node hash or null>, "length": n}``.
+
+A node blob is ``{"base": <node hash or null>, "keep": n, "add": [message hashes]}`` in
+both: a chain of them ends at a null base.
 """
 
 from __future__ import annotations
 
 import json
-import marshal
-import operator
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from durability.canonical import canonical_json, digest_bytes, digest_text
 from durability.errors import CorruptCheckpoint
+from durability.history_write import FrozenMessage, HistoryHead, store_history
 from durability.masking import Masker
 from durability.records import Checkpoint, CheckpointData, CheckpointRef
 from durability.store.base import StoreTx
 from durability.store.rows import CheckpointRow
 
-FORMAT_VERSION = 1
+__all__ = ["FrozenMessage", "HistoryCache", "HistoryCacheEntry", "load_checkpoint"]
+
+FORMAT_VERSION = 2
+READABLE_FORMATS = (1, 2)
 MAX_CHAIN = 10_000_000
 #: Stored JSON is UTF-8 text: decoded as text, json.loads' encoding detection is skipped.
 _decode = json.JSONDecoder().decode
@@ -31,43 +43,10 @@ _decode = json.JSONDecoder().decode
 MAX_PREFETCH = 100_000
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class FrozenMessage:
-    """A history message already masked, in canonical JSON and hashed (``Journal.freeze``).
-
-    Immutable: handing the very same object again at the same position of a history costs
-    one identity check, no serialisation. ``masker`` is the masker that masked it; under
-    another masker the text is decoded and masked again.
-    """
-
-    text: str
-    hash: str
-    masker: Masker
-
-    @classmethod
-    def of(cls, masker: Masker, value: Any) -> FrozenMessage:
-        text = canonical_json(masker.mask(value))
-        return cls(text, digest_text(text), masker)
-
-
-@dataclass(frozen=True)
-class _HistoryHead:
-    head: str | None
-    hashes: tuple[str, ...]  # blob hash of each masked message
-    # The messages as the caller passed them, packed with marshal (format 2: no
-    # back-references): equal bytes mean the same types and values, hence the same
-    # canonical JSON. ``ends[i]`` is where message i ends in ``packed``. None when unknown
-    # (first checkpoint after a restart) or when a message cannot be packed.
-    packed: bytes | None
-    ends: tuple[int, ...] | None
-    # The caller's messages when every one was a FrozenMessage (compared by identity).
-    frozen: tuple[FrozenMessage, ...] | None = None
-
-
 @dataclass(frozen=True)
 class HistoryCacheEntry:
     checkpoint_id: int
-    heads: dict[str, _HistoryHead]
+    heads: dict[str, HistoryHead]
     run_id: str = ""
 
 
@@ -112,7 +91,7 @@ def _decode_body(row: CheckpointRow) -> dict[str, Any]:
         body = json.loads(row.body)
     except ValueError:
         raise _corrupt(row, "undecodable") from None
-    if not isinstance(body, dict) or body.get("v") != FORMAT_VERSION:
+    if not isinstance(body, dict) or body.get("v") not in READABLE_FORMATS:
         raise _corrupt(row, "unknown_format")
     if not isinstance(body.get("histories"), dict) or not isinstance(body.get("state"), dict):
         raise _corrupt(row, "undecodable")
@@ -158,6 +137,67 @@ def _resolve_hashes(tx: StoreTx, row: CheckpointRow, head: str | None) -> list[s
     return hashes
 
 
+def _entry(tx: StoreTx, row: CheckpointRow, version: int, ref: dict[str, Any]) -> HistoryHead:
+    """One history entry that names its messages itself (not ``of``), resolved."""
+    try:
+        if version == 1:
+            base, keep, add = ref["head"], int(ref["length"]), []
+        else:
+            base, keep, add = ref["base"], int(ref["keep"]), ref["add"]
+            if not isinstance(add, list) or not all(isinstance(h, str) for h in add):
+                raise TypeError
+        if base is not None and not isinstance(base, str):
+            raise TypeError
+    except (KeyError, TypeError, ValueError):
+        raise _corrupt(row, "undecodable") from None
+    chain = _resolve_hashes(tx, row, base)
+    if keep < 0 or len(chain) < keep or (version == 1 and len(chain) != keep):
+        raise _corrupt(row, "history_length_mismatch")
+    return HistoryHead(base, keep, (*chain[:keep], *add))
+
+
+def _prefix_of(other: HistoryHead, keep: int) -> HistoryHead | None:
+    """The history made of the first ``keep`` messages of ``other`` (None when it has
+    fewer), based where ``other`` is."""
+    if not 0 <= keep <= len(other.hashes):
+        return None
+    return HistoryHead(other.base, min(other.keep, keep), other.hashes[:keep])
+
+
+def _heads(
+    tx: StoreTx, row: CheckpointRow, body: dict[str, Any], wanted: Callable[[str], bool] | None
+) -> dict[str, HistoryHead]:
+    """The body's histories (those ``wanted`` accepts), each resolved to its messages'
+    hashes; an ``of`` entry names another key's entry, which names its messages itself."""
+    refs: dict[str, Any] = body["histories"]
+    version = int(body["v"])
+    heads: dict[str, HistoryHead] = {}
+
+    def own(key: Any) -> dict[str, Any] | None:  # an entry naming its messages itself
+        ref = refs.get(key) if isinstance(key, str) else None
+        return ref if isinstance(ref, dict) and (version == 1 or "of" not in ref) else None
+
+    def one(key: str) -> HistoryHead:
+        if key in heads:
+            return heads[key]
+        ref = refs.get(key)
+        if not isinstance(ref, dict):
+            raise _corrupt(row, "undecodable")
+        found: HistoryHead | None
+        if own(key) is not None:
+            found = _entry(tx, row, version, ref)
+        elif own(ref["of"]) is not None and type(ref.get("keep")) is int:
+            found = _prefix_of(one(ref["of"]), ref["keep"])
+            if found is None:
+                raise _corrupt(row, "history_length_mismatch")
+        else:
+            raise _corrupt(row, "undecodable")
+        heads[key] = found
+        return found
+
+    return {key: one(key) for key in refs if wanted is None or wanted(key)}
+
+
 def load_checkpoint(
     tx: StoreTx, row: CheckpointRow, wanted: Callable[[str], bool] | None = None
 ) -> Checkpoint:
@@ -165,16 +205,8 @@ def load_checkpoint(
     ``wanted``, only the histories whose key it accepts are loaded (and returned)."""
     body = _decode_body(row)
     histories: dict[str, list[Any]] = {}
-    for key, ref in body["histories"].items():
-        if wanted is not None and not wanted(key):
-            continue
-        try:
-            head, length = ref["head"], int(ref["length"])
-        except (KeyError, TypeError, ValueError):
-            raise _corrupt(row, "undecodable") from None
-        hashes = _resolve_hashes(tx, row, head)
-        if len(hashes) != length:
-            raise _corrupt(row, "history_length_mismatch")
+    for key, head in _heads(tx, row, body, wanted).items():
+        hashes = head.hashes
         blobs = tx.blobs.get_many(hashes)
         messages = []
         for h in hashes:
@@ -202,7 +234,7 @@ def load_checkpoint(
 
 def _previous_heads(
     tx: StoreTx, run_id: str, context_id: str, cache: HistoryCache
-) -> dict[str, _HistoryHead]:
+) -> dict[str, HistoryHead]:
     """Heads of the chat's latest checkpoint (from the cache when it is current).
 
     Only the chat's one open run writes checkpoints, so once it has one, its newest is the
@@ -221,139 +253,29 @@ def _previous_heads(
     if cached is not None and cached.checkpoint_id == row.id:
         return cached.heads
     try:
-        body = _decode_body(row)
-        return {
-            key: _HistoryHead(ref["head"], tuple(_resolve_hashes(tx, row, ref["head"])), None, None)
-            for key, ref in body["histories"].items()
-        }
-    except (CorruptCheckpoint, KeyError, TypeError):
+        return _heads(tx, row, _decode_body(row), None)
+    except (CorruptCheckpoint, KeyError, TypeError, ValueError):
         return {}  # a damaged predecessor is never a base: start a fresh chain
 
 
-def _masked_blob(masker: Masker, message: Any) -> tuple[str, bytes]:
-    if isinstance(message, FrozenMessage):
-        if message.masker is masker:
-            return message.hash, message.text.encode("utf-8")
-        message = json.loads(message.text)
-    data = canonical_json(masker.mask(message)).encode("utf-8")
-    return digest_bytes(data), data
-
-
-def _frozen_prefix(messages: list[Any], prev: _HistoryHead, limit: int) -> int:
-    """How many leading messages are the very FrozenMessage objects ``prev`` saw."""
-    if prev.frozen is None or limit == 0:
-        return 0
-    if all(map(operator.is_, messages[:limit], prev.frozen[:limit])):
-        return limit
-    keep = 0
-    while keep < limit and messages[keep] is prev.frozen[keep]:
-        keep += 1
-    return keep
-
-
-_PACK_VERSION = 2  # marshal format without back-references: bytes depend only on the value
-_LIST_HEADER = 5  # marshal list: type byte + 4-byte length, then the items' bytes
-
-
-def _pack(value: Any) -> bytes | None:
-    try:
-        return marshal.dumps(value, _PACK_VERSION)
-    except ValueError:  # a type marshal does not know (e.g. a str subclass)
-        return None
-
-
-def _packed_prefix(messages: list[Any], prev: _HistoryHead, limit: int) -> int:
-    """How many leading messages are byte-for-byte what the previous checkpoint saw.
-
-    One C-level pass over the messages (no JSON, no hashing); 0 when unknown.
-    """
-    if prev.packed is None or prev.ends is None or limit == 0:
-        return 0
-    packed = _pack(messages[:limit])
-    if packed is None:
-        return 0
-    if packed[_LIST_HEADER:] == prev.packed[: prev.ends[limit - 1]]:
-        return limit
-    keep, start = 0, 0
-    while keep < limit:
-        one = _pack(messages[keep])
-        if one is None or one != prev.packed[start : prev.ends[keep]]:
-            break
-        start = prev.ends[keep]
-        keep += 1
-    return keep
-
-
-def _store_history(
-    tx: StoreTx,
-    masker: Masker,
-    messages: list[Any],
-    prev: _HistoryHead | None,
-    now: float,
-    known: dict[tuple[str, ...], str | None] | None = None,
-) -> _HistoryHead:
-    """Store the messages not already in ``prev``'s chain; return the new head.
-
-    The unchanged prefix is found from the packed bytes; past it (or without them) each
-    message is masked and hashed, and a message whose hash still matches the previous
-    one at its position extends the prefix. ``known`` maps the messages (their hashes) of
-    the chains stored so far in this checkpoint to their heads: a chain with the very same
-    messages reuses that head instead of a node of its own (a run's resume base taken at
-    this step equals the current history: one node less per chain, issue #24).
-    """
-    limit = 0 if prev is None else min(len(prev.hashes), len(messages))
-    keep = 0
-    if prev is not None:
-        keep = _frozen_prefix(messages, prev, limit) or _packed_prefix(messages, prev, limit)
-    all_frozen = prev is not None and prev.frozen is not None and keep > 0
-    hashes = list(prev.hashes[:keep]) if prev is not None else []
-    parts: list[bytes] | None = None if all_frozen else []
-    if (
-        parts is not None
-        and keep
-        and prev is not None
-        and prev.packed is not None
-        and prev.ends is not None
-    ):
-        parts = [prev.packed[: prev.ends[keep - 1]]]
-        ends = list(prev.ends[:keep])
-    else:
-        ends = []
-    if keep == 0:
-        all_frozen = True
-    for index in range(keep, len(messages)):
-        message = messages[index]
-        if all_frozen and not isinstance(message, FrozenMessage):
-            all_frozen = False
-        h, data = _masked_blob(masker, message)
-        if index == keep and index < limit and prev is not None and h == prev.hashes[index]:
-            keep += 1  # unchanged after all (e.g. no packed bytes after a restart)
-        else:
-            tx.blobs.put(h, data, now)
-        hashes.append(h)
-        one = _pack(message) if parts is not None else None
-        if one is None:
-            parts = None
-        elif parts is not None:
-            parts.append(one)
-            ends.append((ends[-1] if ends else 0) + len(one))
-    packed = b"".join(parts) if parts is not None else None
-    packed_ends = tuple(ends) if packed is not None else None
-    frozen = tuple(messages) if all_frozen and messages else None
-    all_hashes = tuple(hashes)
-    if prev is not None and keep == len(prev.hashes) == len(messages):
-        head: str | None = prev.head
-    elif known is not None and all_hashes in known:
-        head = known[all_hashes]  # the same messages as a chain stored just before
-    else:
-        base = prev.head if (prev is not None and keep > 0) else None
-        node = canonical_json({"base": base, "keep": keep if base else 0, "add": hashes[keep:]})
-        node_data = node.encode("utf-8")
-        head = digest_bytes(node_data)
-        tx.blobs.put(head, node_data, now)
-    if known is not None:
-        known.setdefault(all_hashes, head)
-    return _HistoryHead(head, all_hashes, packed, packed_ends, frozen)
+def _entry_for(
+    head: HistoryHead, heads: dict[str, HistoryHead], entries: dict[str, dict[str, Any]]
+) -> tuple[dict[str, Any], HistoryHead]:
+    """The body's entry for ``head`` and the head as the body names it: ``of`` another key
+    stored before whose history starts with all of this one's messages, else its own."""
+    n = len(head.hashes)
+    for key, other in heads.items():
+        if (
+            n
+            and "of" not in entries[key]
+            and len(other.hashes) >= n
+            and other.hashes[n - 1] == head.hashes[-1]  # cheap first: the last one
+            and other.hashes[:n] == head.hashes
+        ):
+            prefix = _prefix_of(other, n)
+            assert prefix is not None
+            return {"of": key, "keep": n}, replace(head, base=prefix.base, keep=prefix.keep)
+    return head.entry(), head
 
 
 def store_checkpoint(
@@ -367,11 +289,12 @@ def store_checkpoint(
 ) -> tuple[CheckpointRef, HistoryCacheEntry]:
     """Write one checkpoint in ``tx``; return it and the cache entry to keep after commit."""
     previous = _previous_heads(tx, run_id, context_id, cache)
-    heads: dict[str, _HistoryHead] = {}
-    known: dict[tuple[str, ...], str | None] = {}
+    heads: dict[str, HistoryHead] = {}
+    known: dict[tuple[str, ...], HistoryHead] = {}
+    entries: dict[str, dict[str, Any]] = {}
     for key, messages in data.histories.items():
-        prev = previous.get(str(key))
-        heads[str(key)] = _store_history(tx, masker, list(messages), prev, now, known)
+        head = store_history(tx, masker, list(messages), previous.get(str(key)), now, known)
+        entries[str(key)], heads[str(key)] = _entry_for(head, heads, entries)
     masked_state = masker.mask(dict(data.state))
     body = canonical_json(
         {
@@ -379,7 +302,7 @@ def store_checkpoint(
             "run_id": run_id,
             "seq": data.seq,
             "state": masked_state,
-            "histories": {k: {"head": h.head, "length": len(h.hashes)} for k, h in heads.items()},
+            "histories": entries,
         }
     )
     digest = digest_text(body)

@@ -26,7 +26,32 @@ def runs_with_status(conn: sqlite3.Connection, statuses: Iterable[str]) -> list[
     return [(str(r[0]), float(r[1])) for r in rows]
 
 
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMATS = (1, 2)  # durability/checkpoints.py describes both
+
+
+Entry = tuple[str | None, int, list[str], bool]
+
+
+def history_entry(body: dict[str, Any], ref: Any) -> Entry | None:
+    """One history entry of a checkpoint body as (base node, keep, inline message hashes,
+    exact): format 1 names a chain's head and its length (exact: the chain has that many
+    messages), format 2 a base, how many of its chain's messages come first and the
+    messages after them. None for a format 2 ``of`` entry (the first ``keep`` messages of
+    another key's entry, which names its messages itself). Raises KeyError, TypeError or
+    ValueError when malformed."""
+    if body.get("v") == 1:
+        base, keep, add, exact = ref["head"], int(ref["length"]), [], True
+    elif "of" in ref:
+        if "of" in body["histories"][ref["of"]] or type(ref["keep"]) is not int:
+            raise ValueError("undecodable")
+        return None
+    else:
+        base, keep, add, exact = ref["base"], int(ref["keep"]), ref["add"], False
+    if not isinstance(add, list) or not all(isinstance(h, str) for h in add):
+        raise TypeError("add")
+    if base is not None and not isinstance(base, str):
+        raise TypeError("base")
+    return base, keep, add, exact
 
 
 @dataclass(frozen=True)
@@ -100,24 +125,33 @@ def _checkpoint_reason(walker: _HistoryWalker, body_text: str, digest: str) -> s
         body = json.loads(body_text)
     except ValueError:
         return "undecodable"
-    if not isinstance(body, dict) or body.get("v") != CHECKPOINT_FORMAT:
+    if not isinstance(body, dict) or body.get("v") not in CHECKPOINT_FORMATS:
         return "unknown_format"
     histories = body.get("histories")
     if not isinstance(histories, dict) or not isinstance(body.get("state"), dict):
         return "undecodable"
-    for ref in histories.values():
+    lengths: dict[str, int] = {}
+    for key, ref in histories.items():
         try:
-            head, length = ref["head"], int(ref["length"])
-            hashes = walker.resolve(head)
-        except (KeyError, TypeError):
+            entry = history_entry(body, ref)
+        except (KeyError, TypeError, ValueError):
             return "undecodable"
+        if entry is None:
+            continue
+        base, keep, add, exact = entry
+        lengths[key] = keep + len(add)
+        try:
+            chain = walker.resolve(base)
         except ValueError as exc:
             return str(exc) if str(exc).isidentifier() else "undecodable"
-        if len(hashes) != length:
+        if keep < 0 or len(chain) < keep or (exact and len(chain) != keep):
             return "history_length_mismatch"
-        reason = walker.messages_present(hashes)
+        reason = walker.messages_present(chain[:keep] + add)
         if reason:
             return reason
+    for ref in histories.values() if body["v"] == 2 else ():  # ``of``: a prefix of its key's
+        if "of" in ref and not 0 <= ref["keep"] <= lengths[ref["of"]]:
+            return "history_length_mismatch"
     return None
 
 
@@ -153,18 +187,29 @@ def _reachable_from(conn: sqlite3.Connection, where: str, args: list[str]) -> se
     """Blobs the selected checkpoints and calls reach: history nodes, messages, results."""
     walker = _HistoryWalker(conn, check_digests=False)
     rows = conn.execute(f"SELECT body FROM checkpoints {where}", args).fetchall()
-    for (body,) in rows:
+    for (text,) in rows:
         try:
-            histories = json.loads(body).get("histories", {})
-        except (ValueError, AttributeError):
+            body = json.loads(text)
+            refs = list(body["histories"].values())
+        except (ValueError, AttributeError, KeyError, TypeError):
             continue
-        for ref in histories.values() if isinstance(histories, dict) else ():
+        for ref in refs:
             try:
-                walker.reachable.update(walker.resolve(ref["head"]))
+                entry = history_entry(body, ref)
             except (ValueError, KeyError, TypeError):
-                head = ref.get("head") if isinstance(ref, dict) else None
-                if isinstance(head, str):
-                    walker.reachable.add(head)  # keep what a damaged chain still names
+                entry = None
+                if isinstance(ref, dict):  # keep what a damaged entry still names
+                    names = [ref.get("head"), ref.get("base"), *(ref.get("add") or [])]
+                    walker.reachable.update(h for h in names if isinstance(h, str))
+            if entry is None:
+                continue
+            base, _, add, _ = entry
+            walker.reachable.update(add)
+            try:
+                walker.reachable.update(walker.resolve(base))
+            except ValueError:
+                if base is not None:
+                    walker.reachable.add(base)  # keep what a damaged chain still names
     rows = conn.execute(
         f"SELECT result_blob FROM calls {where or 'WHERE 1'} AND result_blob IS NOT NULL", args
     ).fetchall()

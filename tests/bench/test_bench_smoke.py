@@ -150,6 +150,18 @@ def test_bytes_bench_smoke(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_wal_profile_smoke(tmp_path: Path) -> None:
+    """Same-chat turns read back from the WAL: frames per commit, mapped to the tables."""
+    result = run_bench("wal_profile.py", "--smoke", "--dir", str(tmp_path), timeout=240)
+    assert result["turns"] + result["skipped_wal_reset"] == 2
+    for profile in result["profiles"]:
+        assert profile["frames"] == sum(sum(c.values()) for c in profile["commits"])
+        assert len(profile["commits"]) >= 3  # admission, the intents, the end: each commits
+        assert any("checkpoints" in commit for commit in profile["commits"])
+    assert result["turns"] == 0 or "runs" in result["frames_per_turn_by_table"]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_poll_bench_smoke(tmp_path: Path) -> None:
     """The UI's poll of a long chat: whole log once, then nothing new, then only new items."""
     result = run_bench("poll_bench.py", "--smoke", "--dir", str(tmp_path), timeout=240)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from pathlib import Path
+from typing import Any
 
-from durability import Journal
-from durability.records import CheckpointData
+from durability import Journal, canonical_json
+from durability.canonical import digest_text
+from durability.records import CheckpointData, Run
 
 DAY = 86_400.0
 
@@ -71,3 +73,41 @@ def execute(db: Path, sql: str, args: tuple = ()) -> None:
         conn.execute(sql, args)
     finally:
         conn.close()
+
+
+def _put_json(tx: Any, value: Any) -> str:
+    text = canonical_json(value)
+    tx.blobs.put(sha(text), text.encode("utf-8"), 1.0)
+    return sha(text)
+
+
+def old_format_checkpoint(
+    journal: Journal, run: Run, histories: dict[str, list[Any]], heads: dict[str, Any]
+) -> int:
+    """A checkpoint as the code before issue #24 round 3 wrote it (format 1): each changed
+    history a node blob based on the previous head, the body ``{"head", "length"}`` per
+    key. ``heads`` maps each key to (head, messages) of the previous one; it is updated."""
+
+    def write(tx: Any) -> int:
+        refs = {}
+        for key, messages in histories.items():
+            hashes = [_put_json(tx, m) for m in messages]
+            head, before = heads.get(key, (None, []))
+            keep = 0
+            while keep < min(len(before), len(messages)) and before[keep] == messages[keep]:
+                keep += 1
+            if key not in heads or not keep == len(before) == len(messages):
+                base = head if keep else None
+                node = {"base": base, "keep": keep if base else 0, "add": hashes[keep:]}
+                head = _put_json(tx, node)
+            heads[key] = (head, list(messages))
+            refs[key] = {"head": head, "length": len(messages)}
+        state = {"old": True}
+        body = canonical_json(
+            {"v": 1, "run_id": run.id, "seq": None, "state": state, "histories": refs}
+        )
+        return int(
+            tx.checkpoints.insert(run.id, run.context_id, None, body, digest_text(body), 2.0)
+        )
+
+    return journal.store.write(write)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from durability import CheckpointData, Journal, Masker
+from durability import CheckpointData, Journal, Masker, history_write
 from tests.durability.conftest import sha
 
 pytestmark = pytest.mark.unit
@@ -73,10 +73,12 @@ def _nodes(journal: Journal) -> int:
     )
 
 
-def test_chains_with_the_same_messages_in_one_checkpoint_share_one_node(tmp_path):
+def test_chains_with_the_same_messages_in_one_checkpoint_share_one_node(tmp_path, monkeypatch):
     """A run's resume base taken at a step equals the current history (issue #24): the
     second chain reuses the first one's head, though their previous heads differ (a node
-    of its own would differ too, being based on its own chain); both read back whole."""
+    of its own would differ too, being based on its own chain); both read back whole.
+    Every change is made a node blob here (none carried inline in the row)."""
+    monkeypatch.setattr(history_write, "INLINE_MAX", 0)
     with Journal.open_sqlite(tmp_path / "j.sqlite") as journal:
         run = journal.admit("chat", "in-1", sha("x")).run
         log, base = [{"m": 1}, {"m": 2}], [{"m": 1}]
@@ -89,7 +91,7 @@ def test_chains_with_the_same_messages_in_one_checkpoint_share_one_node(tmp_path
         assert latest is not None and latest.histories == {"log": log, "resume:log": log}
         log = [*log, {"m": 4}]  # the chains part again: each stores its own change
         journal.write_checkpoint(run.id, CheckpointData({}, {"log": log, "resume:log": base}))
-        assert _nodes(journal) == 5
+        assert _nodes(journal) == 4  # "resume:log" is the node's first message: no new node
     with Journal.open_sqlite(tmp_path / "j.sqlite") as journal:  # no cache: from the rows
         latest = journal.latest_checkpoint(run.id)
         assert latest is not None and latest.histories == {"log": log, "resume:log": base}

@@ -12,7 +12,14 @@ from durability import Journal
 from durability.errors import InvalidArgument
 from durability.retention import FinishedRun, apply_retention, expired_runs
 from durability.verify import verify_database
-from tests.durability._ops_support import DAY, Clock, count, journaled_run, sha
+from tests.durability._ops_support import (
+    DAY,
+    Clock,
+    count,
+    journaled_run,
+    old_format_checkpoint,
+    sha,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -71,8 +78,9 @@ def test_old_finished_runs_go_with_their_rows_and_blobs(db: Path) -> None:
 
     assert sorted(report.run_ids) == sorted([old_done, old_failed])
     assert report.runs_removed == 2
-    assert report.blobs_removed == 2 * 6  # per run: 3 message blobs + 3 history nodes
-    assert count(db, "blobs") == before_blobs - 12
+    # per run: 3 message blobs (its 3 checkpoints carry them inline: no node blob)
+    assert report.blobs_removed == 2 * 3
+    assert count(db, "blobs") == before_blobs - 6
     with Journal.open_sqlite(db) as journal:
         remaining = {r.id: r.status for r in journal.list_runs()}
         assert remaining == {old_held: "needs_attention", old_active: "active", fresh: "stopped"}
@@ -179,10 +187,41 @@ def test_blob_sweep_is_precise(db: Path) -> None:
         journal.set_run_status(kept.id, "completed")
     report = apply_retention(db, keep_runs=1, keep_days=30, now=NOW)
     assert report.run_ids == [old.id]
-    # gone: the spilled result, the "only a" message, chat-a's history node
-    assert report.blobs_removed == 3
+    # gone: the spilled result and the "only a" message (the history is inline: no node)
+    assert report.blobs_removed == 2
     with Journal.open_sqlite(db) as journal:
         assert journal.get_blob(standalone) == b"an attachment kept by its own reference"
         checkpoint = journal.latest_checkpoint(kept.id)
         assert checkpoint is not None and checkpoint.histories["0"] == [shared]
+    assert verify_database(db).ok
+
+
+def test_a_kept_run_keeps_the_node_an_old_run_wrote_and_its_inline_messages(db: Path) -> None:
+    """Issue #24 round 3: a checkpoint carries its newest messages inline, based on a node
+    blob an earlier run of the chat may have written (here in the old format): the sweep of
+    that run keeps the node and the messages the kept run reaches, and only those."""
+    from durability.records import CheckpointData
+
+    clock = Clock(NOW - 60 * DAY)
+    first = [{"role": "user", "content": f"m{i}"} for i in range(3)]
+    with Journal.open_sqlite(db, clock=clock) as journal:
+        old = journal.admit("chat", "in-1", sha("1")).run
+        heads: dict = {}
+        old_format_checkpoint(journal, old, {"0": first[:2]}, heads)
+        old_format_checkpoint(journal, old, {"0": first, "gone": [{"only": "old"}]}, heads)
+        journal.set_run_status(old.id, "completed")
+        clock.now = NOW
+    with Journal.open_sqlite(db, clock=clock) as journal:  # no cache: from the old rows
+        kept = journal.admit("chat", "in-2", sha("2")).run
+        later = [*first, {"role": "assistant", "content": "inline"}]
+        journal.write_checkpoint(kept.id, CheckpointData(state={}, histories={"0": later}))
+        journal.set_run_status(kept.id, "completed")
+    assert verify_database(db).ok
+    report = apply_retention(db, keep_runs=1, keep_days=30, now=NOW)
+    assert report.run_ids == [old.id]
+    # gone: "gone"'s message and its node; the first node stays (the second is based on it)
+    assert report.blobs_removed == 2
+    with Journal.open_sqlite(db) as journal:
+        checkpoint = journal.latest_checkpoint(kept.id)
+        assert checkpoint is not None and checkpoint.histories["0"] == later
     assert verify_database(db).ok

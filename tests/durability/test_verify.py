@@ -126,3 +126,56 @@ def test_a_damaged_scheduled_task_is_named(db: Path) -> None:
     assert problem.code == "task" and problem.ids == {"task_id": "t-1", "revision": 1}
     assert problem.where == "task of scheduled task t-1 (revision 1)"
     assert "no longer matches its digest" in problem.message
+
+
+def _rewrite_body(db: Path, checkpoint_id: int, change) -> None:
+    import sqlite3
+
+    from durability import canonical_json
+    from durability.canonical import digest_text
+
+    conn = sqlite3.connect(db)
+    body = json.loads(
+        conn.execute("SELECT body FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()[0]
+    )
+    conn.close()
+    change(body)
+    text = canonical_json(body)
+    execute(
+        db,
+        "UPDATE checkpoints SET body = ?, digest = ? WHERE id = ?",
+        (text, digest_text(text), checkpoint_id),
+    )
+
+
+def test_both_checkpoint_formats_are_checked(tmp_path: Path) -> None:
+    """Issue #24 round 3: format 2 entries (inline, ``of``) and format 1 ones (written by the
+    old code) in one file; a sound file passes, each kind of damage is named."""
+    from durability.records import CheckpointData
+    from tests.durability._ops_support import old_format_checkpoint, sha
+
+    path = tmp_path / "journal.sqlite"
+    log = [{"m": i} for i in range(4)]
+    with Journal.open_sqlite(path) as journal:
+        old = journal.admit("chat", "in-1", sha("1")).run
+        old_format_checkpoint(journal, old, {"log": log[:2]}, {})
+        journal.set_run_status(old.id, "completed")
+        run = journal.admit("chat", "in-2", sha("2")).run
+        ref = journal.write_checkpoint(
+            run.id, CheckpointData({}, {"log": log, "resume:log": log[:3]})
+        )
+    assert verify_database(path).ok, verify_database(path).problems
+
+    def too_long(body):
+        body["histories"]["resume:log"] = {"of": "log", "keep": 9}
+
+    _rewrite_body(path, ref.id, too_long)
+    assert ["history_length_mismatch" in p.message for p in verify_database(path).problems] == [
+        True
+    ]
+
+    def bad_add(body):
+        body["histories"]["log"]["add"] = [1]
+
+    _rewrite_body(path, ref.id, bad_add)
+    assert ["undecodable" in p.message for p in verify_database(path).problems] == [True]

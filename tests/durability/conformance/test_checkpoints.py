@@ -6,7 +6,13 @@ import json
 
 import pytest
 
-from durability import CheckpointData, CorruptCheckpoint, InvalidArgument, RunNotActive
+from durability import (
+    CheckpointData,
+    CorruptCheckpoint,
+    InvalidArgument,
+    RunNotActive,
+    history_write,
+)
 from tests.durability.conftest import sha
 
 pytestmark = pytest.mark.unit
@@ -178,10 +184,16 @@ def test_only_the_wanted_histories_are_loaded(journal, run):
         journal.latest_checkpoint(run.id, histories="log")
 
 
+@pytest.fixture
+def node_per_step(monkeypatch):
+    """Every checkpoint stores its new messages as a node blob (none carried inline)."""
+    monkeypatch.setattr(history_write, "INLINE_MAX", 0)
+
+
 def _chain_nodes(journal, run_id, key):
     """The history chain's node hashes, head first (read through the journal's blobs)."""
     row = journal.store.read(lambda tx: tx.checkpoints.latest(run_id=run_id))
-    node = json.loads(row.body)["histories"][key]["head"]
+    node = json.loads(row.body)["histories"][key]["base"]
     nodes = []
     while node is not None:
         nodes.append(node)
@@ -197,7 +209,7 @@ def _grow(journal, run_id, steps):
     return history
 
 
-def test_a_long_history_chain_reads_back(journal, run):
+def test_a_long_history_chain_reads_back(journal, run, node_per_step):
     history = _grow(journal, run.id, 60)
     assert len(_chain_nodes(journal, run.id, "0")) == 60
     assert journal.latest_checkpoint(run.id).histories["0"] == history
@@ -215,7 +227,9 @@ def test_a_long_history_chain_reads_back(journal, run):
         (None, "blob_missing"),
     ],
 )
-def test_a_damaged_node_in_the_middle_of_a_chain_is_corrupt(journal, backend, run, damage, reason):
+def test_a_damaged_node_in_the_middle_of_a_chain_is_corrupt(
+    journal, backend, run, damage, reason, node_per_step
+):
     _grow(journal, run.id, 30)
     middle = _chain_nodes(journal, run.id, "0")[15]
     if damage is None:  # the node is gone: its row now answers to another hash
