@@ -68,6 +68,24 @@ def fence_query(run_id: str | None, call_id: str | None) -> str:
     return sql.SQL(template).format(sql.Literal(key)).as_string(None)  # type: ignore[arg-type]
 
 
+#: A sweep's candidates: active runs whose claim is free, oldest change first, their rows
+#: locked. The claims held (``{held}``: ``held("c")``, the time read once), and the
+#: sweeper's own, named by token in ``%b``, are read once into a hashed set, not looked up
+#: run by run. ``runs.fence`` is the token of the run's claim row (written in one
+#: transaction with it; NULL while there is none): the statement reads the claims in its
+#: snapshot, but a run another worker claimed and committed since carries a new fence on
+#: its row, and PostgreSQL rechecks a locked row's conditions on its newest version, so
+#: such a run is skipped, not handed over to be refused by the upsert. ``%s`` first: the
+#: runs already tried in this sweep.
+CANDIDATES = (
+    "SELECT id, context_id FROM runs r WHERE status = 'active' AND NOT (id = ANY(%s))"
+    " AND r.id NOT IN (SELECT c.run_id FROM claims c WHERE {held}"
+    " OR c.token = ANY(%b::bigint[]))"
+    " AND r.fence IS NOT DISTINCT FROM (SELECT c.token FROM claims c WHERE c.run_id = r.id)"
+    " ORDER BY updated_at LIMIT %s FOR NO KEY UPDATE SKIP LOCKED"
+)
+
+
 class ClaimTable(Table):
     def lock_fence(
         self, run_id: str | None = None, call_id: str | None = None
@@ -147,30 +165,26 @@ class ClaimTable(Table):
         lease: float,
         limit: int,
         alive_key: int | None = None,
-        mine: list[str] | None = None,
+        mine: list[int] | None = None,
     ) -> list[ClaimRow]:
         """Claim up to ``limit`` active runs that nobody holds (oldest change first): never
         claimed, released, expired, or whose holder's liveness lock is free; rows another
-        worker is locking at this moment are skipped, not waited for. ``mine``: runs the
-        sweeper holds claims on (by its own book); never swept by it, even when its lock
-        was lost: a worker taken for dead must not take its own runs back under a new
+        worker is locking at this moment are skipped, not waited for. ``mine``: the tokens
+        of the claims the sweeper holds by its own book; never swept by it, even when its
+        lock was lost: a worker taken for dead must not take its own runs back under a new
         token (its peers take them, and its late writes are refused).
 
-        A row another worker claimed and committed after this statement's snapshot is
-        locked all the same (PostgreSQL rechecks only the run's own row), and its claim is
-        then refused by the upsert: the candidates are looked up again (a new snapshot)
-        until ``limit`` runs are won or none is left, so a sweep that lost a race to a
-        concurrent sweeper still takes its share of the backlog."""
+        A run another worker claimed and committed after the lookup's snapshot is skipped
+        when its row is locked (``CANDIDATES``), so concurrent sweepers do not hand each
+        other runs that are no longer free. Should a claim still be refused by the upsert
+        (it always sees the newest claim), the candidates are looked up again, the runs
+        tried left out, up to ``SWEEP_ROUNDS`` times."""
         won: list[ClaimRow] = []
-        tried: list[str] = list(mine or ())
+        tried: list[str] = []
+        candidates = CANDIDATES.format(held=held("c", f"(SELECT {NOW})"))
         for _ in range(SWEEP_ROUNDS):
-            rows = self.sql.run(
-                "SELECT id, context_id FROM runs r WHERE status = 'active'"
-                " AND NOT (id = ANY(%s)) AND NOT EXISTS"
-                f" (SELECT 1 FROM claims c WHERE c.run_id = r.id AND {held('c')})"
-                " ORDER BY updated_at LIMIT %s FOR NO KEY UPDATE SKIP LOCKED",
-                (tried, limit - len(won)),
-            ).fetchall()
+            rows = self.sql.run(candidates, (tried, list(mine or ()), limit - len(won)))
+            rows = rows.fetchall()
             if not rows:
                 break
             tried += [str(r[0]) for r in rows]
