@@ -79,8 +79,8 @@ def fence_query(run_id: str | None, call_id: str | None) -> str:
 #: runs already tried in this sweep.
 CANDIDATES = (
     "SELECT id, context_id FROM runs r WHERE status = 'active' AND NOT (id = ANY(%s))"
-    " AND r.id NOT IN (SELECT c.run_id FROM claims c WHERE {held}"
-    " OR c.token = ANY(%b::bigint[]))"
+    " AND r.id NOT IN (SELECT c.run_id FROM claims c WHERE c.worker_id IS NOT NULL"
+    " AND ({held} OR c.token = ANY(%b::bigint[])))"
     " AND r.fence IS NOT DISTINCT FROM (SELECT c.token FROM claims c WHERE c.run_id = r.id)"
     " ORDER BY updated_at LIMIT %s FOR NO KEY UPDATE SKIP LOCKED"
 )
