@@ -185,3 +185,19 @@ def test_a_sweep_leaves_its_own_claims_to_their_renewal_when_they_look_free(open
     assert [c.run_id for c in w1.cluster.sweep(limit=2)] == [other.id]
     assert w1.cluster.owner(run.id).token == token  # not taken back by w1
     assert [c.run_id for c in w2.cluster.sweep(limit=2)] == [run.id]
+
+
+def test_sweeps_and_claims_work_while_an_advisory_lock_with_a_negative_key_is_held(
+    open_journal, postgres_server
+):
+    """The liveness check reads every advisory lock of the database; one with a negative
+    key (the migration lock of a journal opening at that moment, or another application's)
+    made the key's arithmetic overflow, and every sweep and claim failed with
+    ``invalid_argument`` while it was held."""
+    w1, w2 = open_journal("w1", liveness=True), open_journal("w2", liveness=True)
+    run = open_journal().admit("chat", "in-1", sha("x")).run
+    with postgres_server.connect() as other:
+        other.execute("SELECT pg_advisory_lock(%s)", (-(2**62) - 12345,))
+        assert [c.run_id for c in w2.cluster.sweep(limit=2)] == [run.id]
+        assert w1.cluster.claim(run.id) is None  # w2 holds it: its lock is seen
+        assert w1.cluster.owner(run.id).worker_id == "w2"

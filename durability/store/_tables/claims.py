@@ -24,9 +24,10 @@ NOW = "extract(epoch from clock_timestamp())::double precision"
 #: The claim ``c`` is held: by a worker, within its lease, and its holder's liveness lock
 #: (durability/store/liveness.py) is still held by some session, or the claim names none. The
 #: lock's bigint key appears in pg_locks as (classid, objid) = (high, low) 32 bits,
-#: objsubid 1; keys are non-negative, so the sum below is the key.
+#: objsubid 1, put together by bits: other advisory locks in the database may have negative
+#: keys (the migration lock's), whose high half times 2^32 would overflow a bigint.
 ALIVE = (
-    "SELECT l.classid::bigint * 4294967296 + l.objid::bigint FROM pg_locks l"
+    "SELECT (l.classid::bigint << 32) | l.objid::bigint FROM pg_locks l"
     " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1"
     " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
 )
