@@ -110,9 +110,7 @@ PAUSE = 240_003
 CANDIDATE_LOOKUP = "SELECT id, context_id FROM runs r WHERE status = 'active'"
 
 
-def test_a_sweep_skips_runs_claimed_after_its_snapshot(
-    open_journal, postgres_server, monkeypatch
-):
+def test_a_sweep_skips_runs_claimed_after_its_snapshot(open_journal, postgres_server, monkeypatch):
     """#24 round 3: why one of four sweepers took 90% of a backlog. w2's candidate lookup
     takes its snapshot, then w1 claims the two oldest runs and commits, then w2's lookup
     goes on to lock rows. w2 must pass over w1's runs at the lock (their fence changed
@@ -149,8 +147,7 @@ def test_a_sweep_skips_runs_claimed_after_its_snapshot(
         sweeper.start()
         wait_for(
             lambda: gate.execute(
-                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = %s"
-                " AND NOT granted",
+                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND NOT granted",
                 (PAUSE,),
             ).fetchone(),
             what="w2's lookup waiting after its snapshot",
