@@ -105,9 +105,9 @@ def test_a_sweep_that_loses_its_candidates_looks_again(open_journal, monkeypatch
         assert events == [{"worker_id": "w2", "token": claim.token, "previous": None}]
 
 
-#: The advisory lock a paused candidate lookup waits for (test_claims_committed_after...).
+#: The advisory lock a paused candidate lookup waits for.
 PAUSE = 240_003
-CANDIDATE_LOOKUP = "SELECT id, context_id FROM runs r WHERE status = 'active'"
+ACTIVE = "WHERE status = 'active'"
 
 
 def test_a_sweep_skips_runs_claimed_after_its_snapshot(open_journal, postgres_server, monkeypatch):
@@ -126,12 +126,12 @@ def test_a_sweep_skips_runs_claimed_after_its_snapshot(open_journal, postgres_se
     paused = threading.Event()
 
     def execute(self, query, params=None, **kwargs):
-        if paused.is_set() and str(query).startswith(CANDIDATE_LOOKUP):
+        text = str(query)
+        if paused.is_set() and "SKIP LOCKED" in text and ACTIVE in text:  # a sweep's lookup
             # wait for the test's lock after the statement's snapshot is taken
-            query = str(query).replace(
-                CANDIDATE_LOOKUP,
-                f"SELECT id, context_id FROM runs r WHERE"
-                f" (SELECT pg_advisory_xact_lock_shared({PAUSE})::text) IS NOT NULL"
+            query = text.replace(
+                ACTIVE,
+                f"WHERE (SELECT pg_advisory_xact_lock_shared({PAUSE})::text) IS NOT NULL"
                 " AND status = 'active'",
                 1,
             )

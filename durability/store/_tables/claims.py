@@ -75,15 +75,18 @@ def fence_query(run_id: str | None, call_id: str | None) -> str:
 #: run by run. ``runs.fence`` is the token of the run's claim row (written in one
 #: transaction with it; NULL while there is none): the statement reads the claims in its
 #: snapshot, but a run another worker claimed and committed since carries a new fence on
-#: its row, and PostgreSQL rechecks a locked row's conditions on its newest version, so
-#: such a run is skipped, not handed over to be refused by the upsert. ``%s`` first: the
-#: runs already tried in this sweep.
+#: its row, and PostgreSQL rechecks a locked row on its newest version, so such a run is
+#: passed over (its row stays locked until the sweep commits), not handed over to be
+#: refused by the upsert. That check is outside the ordered subquery so that it runs only
+#: for the runs taken in order, not for every free run. ``%s`` first: the runs already
+#: tried in this sweep.
 CANDIDATES = (
-    "SELECT id, context_id FROM runs r WHERE status = 'active' AND NOT (id = ANY(%s))"
+    "SELECT id, context_id FROM (SELECT id, context_id, fence FROM runs r"
+    " WHERE status = 'active' AND NOT (id = ANY(%s))"
     " AND r.id NOT IN (SELECT c.run_id FROM claims c WHERE c.worker_id IS NOT NULL"
-    " AND ({held} OR c.token = ANY(%b::bigint[])))"
-    " AND r.fence IS NOT DISTINCT FROM (SELECT c.token FROM claims c WHERE c.run_id = r.id)"
-    " ORDER BY updated_at LIMIT %s FOR NO KEY UPDATE SKIP LOCKED"
+    " AND ({held} OR c.token = ANY(%b::bigint[]))) ORDER BY updated_at OFFSET 0) f"
+    " WHERE f.fence IS NOT DISTINCT FROM (SELECT c.token FROM claims c WHERE c.run_id = f.id)"
+    " LIMIT %s FOR NO KEY UPDATE OF f SKIP LOCKED"
 )
 
 
