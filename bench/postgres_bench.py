@@ -6,8 +6,9 @@
   the same server, same run (alternating which goes first).
 - **steps/s**: 1, 8 and 32 runs stepping at once in one worker process (one thread per
   run, one connection pool), for a fixed time each.
-- **claims/s**: 1, 2 and 4 worker processes sweeping (``limit`` 2) a backlog of unclaimed
-  runs until none is left; also checks that no run was claimed twice.
+- **claims/s**: 1, 2 and 4 worker processes (each holding its liveness lock, as a server
+  does) sweeping (``limit`` 2) a backlog of unclaimed runs until a sweep finds none; also
+  checks that no run was claimed twice, and reports each worker's share.
 
 The server is ``--dsn`` (or ``A0_BENCH_POSTGRES_DSN``), else a private cluster with
 PostgreSQL's default durability (fsync on) started for the run. Each run works in a schema
@@ -143,7 +144,10 @@ def concurrent_steps(journal: Journal, runs: int, seconds: float) -> dict[str, A
 
 
 def _sweeper(dsn: str, namespace: str, worker: str, start: Any, out: Any, finish: Any) -> None:
-    journal = Journal.open_postgres(dsn, namespace=namespace, worker_id=worker, pool_size=2)
+    # with its liveness lock, as a server opens it (A0_DURABILITY_LIVENESS is on by default)
+    journal = Journal.open_postgres(
+        dsn, namespace=namespace, worker_id=worker, pool_size=2, liveness=True
+    )
     claimed: list[str] = []
     try:
         out.put(("ready", worker))
@@ -194,6 +198,7 @@ def claims_per_second(dsn: str, namespace: str, workers: int, backlog: int) -> d
         "claimed_twice": len(claimed) - len(set(claimed)),
         "claims_per_s": len(claimed) / (ended - began),
         "per_worker": {r[0]: len(r[1]) for r in results},
+        "largest_share": max(len(r[1]) for r in results) / max(1, len(claimed)),
     }
 
 
@@ -250,7 +255,8 @@ def table(result: dict[str, Any]) -> str:
     for case in result["claims"]:
         lines.append(
             f"{case['workers']} workers: {case['claims_per_s']:.0f} claims/s"
-            f" ({case['claimed']} of {case['runs']} runs, claimed twice: {case['claimed_twice']})"
+            f" ({case['claimed']} of {case['runs']} runs, claimed twice: {case['claimed_twice']},"
+            f" largest share {case['largest_share']:.0%})"
         )
     lines.append(f"{result['elapsed_s']:.1f}s")
     return "\n".join(lines)

@@ -234,7 +234,7 @@ class Cluster:
             return []
         sent = self._monotonic()
         with self._lock:
-            mine = list(self._book)
+            mine = [claim.token for claim in self._book.values()]
         rows = self.store.write(
             lambda tx: tx.claims.sweep(
                 self.worker_id, self.lease_seconds, limit, self.alive_key, mine

@@ -4,13 +4,15 @@ concurrent sweeper looks again instead of coming back empty."""
 
 from __future__ import annotations
 
+import threading
+
 import psycopg
 import pytest
 
 from durability import FencingLost
 from durability.errors import CallNotFound, IntentMissing, RunNotFound
 from durability.store._tables import claims as claims_table
-from tests.postgres.conftest import sha
+from tests.postgres.conftest import sha, wait_for
 
 pytestmark = pytest.mark.postgres
 
@@ -101,3 +103,98 @@ def test_a_sweep_that_loses_its_candidates_looks_again(open_journal, monkeypatch
     for claim in won:
         events = [e.payload for e in w2.list_events(run_id=claim.run_id) if e.type == "claim"]
         assert events == [{"worker_id": "w2", "token": claim.token, "previous": None}]
+
+
+#: The advisory lock a paused candidate lookup waits for.
+PAUSE = 240_003
+ACTIVE = "WHERE status = 'active'"
+
+
+def test_a_sweep_skips_runs_claimed_after_its_snapshot(open_journal, postgres_server, monkeypatch):
+    """#24 round 3: why one of four sweepers took 90% of a backlog. w2's candidate lookup
+    takes its snapshot, then w1 claims the two oldest runs and commits, then w2's lookup
+    goes on to lock rows. w2 must pass over w1's runs at the lock (their fence changed
+    since its snapshot) and win the next two in that same lookup: on the old code it locked
+    w1's runs (they looked free in its snapshot), the upsert refused them, and the lookup
+    was lost (four such losses in a row and the sweep came back empty while runs were
+    free)."""
+    plain = open_journal()
+    w1, w2 = open_journal("w1", liveness=True), open_journal("w2", liveness=True)
+    runs = [plain.admit(f"c{i}", f"in-{i}", sha(str(i))).run.id for i in range(4)]
+    lookups: list[str] = []
+    original = psycopg.Cursor.execute
+    paused = threading.Event()
+
+    def execute(self, query, params=None, **kwargs):
+        text = str(query)
+        if paused.is_set() and "SKIP LOCKED" in text and ACTIVE in text:  # a sweep's lookup
+            # wait for the test's lock after the statement's snapshot is taken
+            query = text.replace(
+                ACTIVE,
+                f"WHERE (SELECT pg_advisory_xact_lock_shared({PAUSE})::text) IS NOT NULL"
+                " AND status = 'active'",
+                1,
+            )
+            lookups.append(query)
+        return original(self, query, params, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+    won2: list = []
+    with postgres_server.connect() as gate:
+        gate.execute("SELECT pg_advisory_lock(%s)", (PAUSE,))
+        paused.set()
+        sweeper = threading.Thread(target=lambda: won2.extend(w2.cluster.sweep(limit=2)))
+        sweeper.start()
+        wait_for(
+            lambda: gate.execute(
+                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND NOT granted",
+                (PAUSE,),
+            ).fetchone(),
+            what="w2's lookup waiting after its snapshot",
+        )
+        paused.clear()  # w1's own lookup runs unpaused
+        won1 = w1.cluster.sweep(limit=2)
+        paused.set()
+        gate.execute("SELECT pg_advisory_unlock(%s)", (PAUSE,))
+        sweeper.join(timeout=60)
+    assert not sweeper.is_alive()
+    assert len(won1) == 2 and len(won2) == 2
+    assert sorted(c.run_id for c in won1 + won2) == sorted(runs)  # each run won once
+    assert len(lookups) == 1, "the sweep lost a lookup to runs claimed after its snapshot"
+    for claim in won1:  # untouched: still w1's, under its token
+        owner = w1.cluster.owner(claim.run_id)
+        assert owner.worker_id == "w1" and owner.token == claim.token
+
+
+def test_a_sweep_leaves_its_own_claims_to_their_renewal_when_they_look_free(open_journal):
+    """A sweeper names its own claims by token: a claim in its book that the database
+    takes for free (here its liveness lock key is one nobody holds, as after the worker's
+    session ended) is not taken back by it under a new token; a peer takes it."""
+    w1, w2 = open_journal("w1", liveness=True), open_journal("w2", liveness=True)
+    run = w1.admit("chat", "in-1", sha("x")).run
+    other = open_journal().admit("chat-2", "in-2", sha("y")).run
+    token = w1.cluster.get(run.id).token
+    with psycopg.connect(w1.store.dsn.conninfo, autocommit=True) as conn:
+        conn.execute(
+            f"UPDATE {w1.store.namespace}.claims SET alive_key = 12345 WHERE run_id = %s",
+            (run.id,),
+        )
+    assert [c.run_id for c in w1.cluster.sweep(limit=2)] == [other.id]
+    assert w1.cluster.owner(run.id).token == token  # not taken back by w1
+    assert [c.run_id for c in w2.cluster.sweep(limit=2)] == [run.id]
+
+
+def test_sweeps_and_claims_work_while_an_advisory_lock_with_a_negative_key_is_held(
+    open_journal, postgres_server
+):
+    """The liveness check reads every advisory lock of the database; one with a negative
+    key (the migration lock of a journal opening at that moment, or another application's)
+    made the key's arithmetic overflow, and every sweep and claim failed with
+    ``invalid_argument`` while it was held."""
+    w1, w2 = open_journal("w1", liveness=True), open_journal("w2", liveness=True)
+    run = open_journal().admit("chat", "in-1", sha("x")).run
+    with postgres_server.connect() as other:
+        other.execute("SELECT pg_advisory_lock(%s)", (-(2**62) - 12345,))
+        assert [c.run_id for c in w2.cluster.sweep(limit=2)] == [run.id]
+        assert w1.cluster.claim(run.id) is None  # w2 holds it: its lock is seen
+        assert w1.cluster.owner(run.id).worker_id == "w2"

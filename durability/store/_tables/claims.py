@@ -24,9 +24,10 @@ NOW = "extract(epoch from clock_timestamp())::double precision"
 #: The claim ``c`` is held: by a worker, within its lease, and its holder's liveness lock
 #: (durability/store/liveness.py) is still held by some session, or the claim names none. The
 #: lock's bigint key appears in pg_locks as (classid, objid) = (high, low) 32 bits,
-#: objsubid 1; keys are non-negative, so the sum below is the key.
+#: objsubid 1, put together by bits: other advisory locks in the database may have negative
+#: keys (the migration lock's), whose high half times 2^32 would overflow a bigint.
 ALIVE = (
-    "SELECT l.classid::bigint * 4294967296 + l.objid::bigint FROM pg_locks l"
+    "SELECT (l.classid::bigint << 32) | l.objid::bigint FROM pg_locks l"
     " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1"
     " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
 )
@@ -66,6 +67,27 @@ def fence_query(run_id: str | None, call_id: str | None) -> str:
     from psycopg import sql
 
     return sql.SQL(template).format(sql.Literal(key)).as_string(None)  # type: ignore[arg-type]
+
+
+#: A sweep's candidates: active runs whose claim is free, oldest change first, their rows
+#: locked. The claims held (``{held}``: ``held("c")``, the time read once), and the
+#: sweeper's own, named by token in ``%b``, are read once into a hashed set, not looked up
+#: run by run. ``runs.fence`` is the token of the run's claim row (written in one
+#: transaction with it; NULL while there is none): the statement reads the claims in its
+#: snapshot, but a run another worker claimed and committed since carries a new fence on
+#: its row, and PostgreSQL rechecks a locked row on its newest version, so such a run is
+#: passed over (its row stays locked until the sweep commits), not handed over to be
+#: refused by the upsert. That check is outside the ordered subquery so that it runs only
+#: for the runs taken in order, not for every free run. ``%s`` first: the runs already
+#: tried in this sweep.
+CANDIDATES = (
+    "SELECT id, context_id FROM (SELECT id, context_id, fence FROM runs r"
+    f" WHERE status = {ACTIVE_RUN} AND NOT (id = ANY(%s))"
+    " AND r.id NOT IN (SELECT c.run_id FROM claims c WHERE c.worker_id IS NOT NULL"
+    " AND ({held} OR c.token = ANY(%b::bigint[]))) ORDER BY updated_at OFFSET 0) f"
+    " WHERE f.fence IS NOT DISTINCT FROM (SELECT c.token FROM claims c WHERE c.run_id = f.id)"
+    " LIMIT %s FOR NO KEY UPDATE OF f SKIP LOCKED"
+)
 
 
 class ClaimTable(Table):
@@ -148,30 +170,26 @@ class ClaimTable(Table):
         lease: float,
         limit: int,
         alive_key: int | None = None,
-        mine: list[str] | None = None,
+        mine: list[int] | None = None,
     ) -> list[ClaimRow]:
         """Claim up to ``limit`` active runs that nobody holds (oldest change first): never
         claimed, released, expired, or whose holder's liveness lock is free; rows another
-        worker is locking at this moment are skipped, not waited for. ``mine``: runs the
-        sweeper holds claims on (by its own book); never swept by it, even when its lock
-        was lost: a worker taken for dead must not take its own runs back under a new
+        worker is locking at this moment are skipped, not waited for. ``mine``: the tokens
+        of the claims the sweeper holds by its own book; never swept by it, even when its
+        lock was lost: a worker taken for dead must not take its own runs back under a new
         token (its peers take them, and its late writes are refused).
 
-        A row another worker claimed and committed after this statement's snapshot is
-        locked all the same (PostgreSQL rechecks only the run's own row), and its claim is
-        then refused by the upsert: the candidates are looked up again (a new snapshot)
-        until ``limit`` runs are won or none is left, so a sweep that lost a race to a
-        concurrent sweeper still takes its share of the backlog."""
+        A run another worker claimed and committed after the lookup's snapshot is skipped
+        when its row is locked (``CANDIDATES``), so concurrent sweepers do not hand each
+        other runs that are no longer free. Should a claim still be refused by the upsert
+        (it always sees the newest claim), the candidates are looked up again, the runs
+        tried left out, up to ``SWEEP_ROUNDS`` times."""
         won: list[ClaimRow] = []
-        tried: list[str] = list(mine or ())
+        tried: list[str] = []
+        candidates = CANDIDATES.format(held=held("c", f"(SELECT {NOW})"))
         for _ in range(SWEEP_ROUNDS):
-            rows = self.sql.run(
-                f"SELECT id, context_id FROM runs r WHERE status = {ACTIVE_RUN}"
-                " AND NOT (id = ANY(%s)) AND NOT EXISTS"
-                f" (SELECT 1 FROM claims c WHERE c.run_id = r.id AND {held('c')})"
-                " ORDER BY updated_at LIMIT %s FOR NO KEY UPDATE SKIP LOCKED",
-                (tried, limit - len(won)),
-            ).fetchall()
+            rows = self.sql.run(candidates, (tried, list(mine or ()), limit - len(won)))
+            rows = rows.fetchall()
             if not rows:
                 break
             tried += [str(r[0]) for r in rows]
