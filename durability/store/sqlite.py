@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from durability import sqlite_check
 from durability.errors import (
     CorruptDatabase,
     DurabilityError,
@@ -122,7 +123,7 @@ class SqliteStore(Store):
             page_size = conn.execute("PRAGMA page_size").fetchone()[0]
             pages = max(1, WAL_AUTOCHECKPOINT_BYTES // int(page_size))
             conn.execute(f"PRAGMA wal_autocheckpoint={pages}")
-            if quick_check:
+            if quick_check and not sqlite_check.passed(self.path):  # begun at process start?
                 problems = self._check(conn, full=False)
                 if problems:
                     raise CorruptDatabase(
