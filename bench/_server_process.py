@@ -81,9 +81,16 @@ def server_env(usr: Path, model_url: str, extra: dict[str, str] | None = None) -
 class ServerProcess:
     """One run_ui.py; ``failpoint=(boundary, call name)`` arms A0_CRASH_AT/A0_CRASH_MATCH."""
 
-    def __init__(self, usr: Path, model: Any, failpoint: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        usr: Path,
+        model: Any,
+        failpoint: tuple[str, str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.usr = usr
         extra = {"A0_CRASH_AT": failpoint[0], "A0_CRASH_MATCH": failpoint[1]} if failpoint else {}
+        extra.update(env or {})
         self.env = server_env(usr, model.url, extra)
         self.port = 0
         self.url = ""
