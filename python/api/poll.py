@@ -10,7 +10,7 @@ from agent import AgentContext, AgentContextType
 from durability import Journal
 from durability.status import RunStatus
 from python.api._chat import context_id_of
-from python.durable.rebuild import IdleChat
+from python.durable.idle import IdleChat
 from python.server.api import ApiHandler, get_int
 
 

@@ -21,10 +21,10 @@ from durability.errors import DurabilityError
 from durability.status import RunStatus
 from python.durable import admission, new_chats, rebuild
 from python.durable.admission import KeyedLocks, Submission
+from python.durable.idle import IdleChat
 from python.durable.new_chats import ChatSpec
 from python.durable.ownership import LocalOwnership, Ownership
 from python.durable.policy import ReplayPolicy
-from python.durable.rebuild import IdleChat
 from python.durable.scheduler import Scheduler
 from python.durable.session import DurableSession, session_of
 from python.helpers.errors import ChatNotFound

@@ -22,8 +22,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from durability.adapters.shell import ShellReceipts
     from durability.records import Call
     from python.durable.admission import Submission
+    from python.durable.idle import IdleChat
     from python.durable.policy import ReplayPolicy
-    from python.durable.rebuild import IdleChat
     from python.helpers.scheduler import TaskScheduler
 
 

@@ -31,6 +31,7 @@ from durability import recovery
 from durability.errors import CorruptCheckpoint
 from durability.status import HoldReason, RunStatus
 from python.durable import checkpoint, restored_log
+from python.durable.idle import IdleChat
 from python.durable.notices import warn
 from python.durable.session import session_of
 
@@ -56,15 +57,6 @@ class ChatRead:
     damaged_reason: Any = None
     error: Exception | None = None  # the read failed: the chat is shown empty
     created: float | None = None  # its first run's time: the chat list's order
-
-
-@dataclass(frozen=True, slots=True)
-class IdleChat:
-    """A journaled chat not rebuilt yet, as the chat list shows it."""
-
-    name: str | None
-    created_at: float  # its first run's time: the chat list's order
-    log_length: int  # as its newest checkpoint has it
 
 
 def _pick(state: dict[str, Any], lengths: dict[str, int]) -> tuple[str | None, int]:
