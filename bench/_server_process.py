@@ -36,7 +36,7 @@ PHASES = (
     ("first output", r""),
     ("serving on (imports and preload done)", r"serving on http"),
     ("lifespan start", r"Waiting for application startup"),
-    ("journal open", r"journal open:"),
+    ("journal open", r"journal open(:| \()"),  # SQLite, or a shared worker's
     ("startup complete", r"Application startup complete"),
     ("listening", r"Uvicorn running on"),
     ("idle chats rebuilt", r"idle chats rebuilt:"),  # in the background, after serving

@@ -165,11 +165,11 @@ def seeded_start(
         # while on a loaded machine
         rss = server.idle_rss_kib(deadline=time.monotonic() + 180)
         phases = server.phases()
-        opened = next((line for _, line in server.lines if "journal open:" in line), "")
+        opened = next((line for _, line in server.lines if "journal open" in line), "")
     finally:
         server.stop()
     return {
-        "journal_line": opened[opened.find("journal open:") :],
+        "journal_line": opened[opened.find("journal open") :],
         "to_health_s": health - start,
         "journal_open_s": phases.get("journal open"),
         # lifespan start to "journal open": open the journal, rebuild the chats with an
