@@ -4,7 +4,7 @@ It imports nothing from the agent: it journals opaque, JSON-serialisable values.
 
 The names below are imported on first use (PEP 562): a module of the engine can be
 imported without the whole journal, so that a server starts its integrity check of the
-journal's file before the rest loads (durability/sqlite_check.py, issue #24).
+journal's file before the rest loads (durability/store/sqlite_check.py, issue #24).
 """
 
 from __future__ import annotations

@@ -11,13 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from durability import sqlite_check
 from durability.errors import (
     CorruptDatabase,
     DurabilityError,
     JournalClosed,
     StorageError,
 )
+from durability.store import sqlite_check
 from durability.store._group_commit import GroupCommitWriter
 from durability.store.base import Store, StoreTx, numbered_migrations, pending_migrations
 from durability.store.sqlite_tx import SqliteTx

@@ -127,7 +127,7 @@ def test_an_existing_journal_keeps_its_page_size(path):
         assert writer.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1024
 
 
-# The check begun at process start (durability/sqlite_check.py, issue #24) -------------------
+# The check begun at process start (durability/store/sqlite_check.py, issue #24) -------------------
 def _damage(path) -> None:
     with Journal.open_sqlite(path) as journal:
         for i in range(300):
@@ -155,7 +155,7 @@ def _counting_checks(monkeypatch) -> list[bool]:
 
 
 def test_a_check_begun_early_that_passed_stands_for_the_stores_own(path, monkeypatch):
-    from durability import sqlite_check
+    from durability.store import sqlite_check
 
     Journal.open_sqlite(path).close()
     calls = _counting_checks(monkeypatch)
@@ -169,7 +169,7 @@ def test_a_check_begun_early_that_passed_stands_for_the_stores_own(path, monkeyp
 
 
 def test_a_damaged_journal_is_refused_as_before_when_its_check_was_begun_early(path, monkeypatch):
-    from durability import sqlite_check
+    from durability.store import sqlite_check
 
     _damage(path)
     calls = _counting_checks(monkeypatch)
@@ -188,7 +188,7 @@ def test_a_damaged_journal_is_refused_as_before_when_its_check_was_begun_early(p
 
 
 def test_a_file_that_is_not_a_database_is_refused_as_before_after_an_early_check(path):
-    from durability import sqlite_check
+    from durability.store import sqlite_check
 
     path.parent.mkdir(parents=True)
     path.write_bytes(b"this is not sqlite" * 500)
@@ -202,7 +202,7 @@ def test_the_store_waits_for_the_early_verdict_before_it_opens(path, monkeypatch
     """Nothing is served before the verdict: the open returns only once it is known."""
     import threading
 
-    from durability import sqlite_check
+    from durability.store import sqlite_check
     from tests.integration._helpers import wait_until
 
     Journal.open_sqlite(path).close()
@@ -229,7 +229,7 @@ def test_the_store_waits_for_the_early_verdict_before_it_opens(path, monkeypatch
 
 
 def test_no_early_check_for_a_journal_not_made_yet(path):
-    from durability import sqlite_check
+    from durability.store import sqlite_check
 
     assert sqlite_check.begin(path) is None
     assert not path.exists()

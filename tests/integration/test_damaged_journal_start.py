@@ -1,6 +1,6 @@
 """A damaged journal is never served (DESIGN.md: the integrity check on open), also now that
 run_ui.py begins the check at process start on a thread of its own (issue #24,
-durability/sqlite_check.py): the server refuses to start, with the same error as before."""
+durability/store/sqlite_check.py): the server refuses to start, with the same error as before."""
 
 from __future__ import annotations
 
