@@ -157,8 +157,10 @@ class DurableChats:
         return context_id in self._later
 
     def idle(self) -> list[tuple[str, IdleChat]]:
-        """The chats not rebuilt yet that the chat list shows, with what it shows."""
-        return [(c, idle) for c, idle in list(self._later.items()) if idle is not None]
+        """The chats not rebuilt yet that the chat list shows, with what it shows (a chat a
+        shared worker's sweep loaded meanwhile is listed as loaded)."""
+        later = list(self._later.items())
+        return [(c, idle) for c, idle in later if idle is not None and c not in self._sessions]
 
     def idle_chat(self, context_id: str) -> IdleChat | None:
         return self._later.get(context_id)
