@@ -12,7 +12,6 @@ the store searches exactly on the worker with numpy, and says why in
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -91,9 +90,9 @@ def choose(conn: Any) -> SearchChoice:
     schema, problem = prepare(conn) if version else ("", "")
     if schema:
         return SearchChoice(version, schema, "pgvector", "")
-    # found, not imported: numpy loads with the first search (~0.05-0.1 s a worker would
-    # spend before it serves; issue #24)
-    if importlib.util.find_spec("numpy") is None:
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
         return SearchChoice(
             version,
             "",
