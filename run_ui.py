@@ -15,11 +15,29 @@ _GC_PAUSED = __name__ == "__main__" and gc.isenabled()
 if _GC_PAUSED:
     gc.disable()
 
+import os
+
+
+def _begin_journal_check() -> None:
+    """Start the SQLite journal's integrity check now, on a thread and a connection of its
+    own, so that it reads the file while the modules below load; the journal waits for its
+    verdict when it opens (durability/store/sqlite_check.py). A shared worker has no such file."""
+    if os.environ.get("A0_DURABILITY_POSTGRES_DSN", "").strip():
+        return
+    from durability.paths import journal_path
+    from durability.store import sqlite_check
+    from python.helpers.files import usr_dir
+
+    sqlite_check.begin(journal_path(usr_dir()))
+
+
+if __name__ == "__main__":
+    _begin_journal_check()
+
 import argparse
 import asyncio
 import contextlib
 import logging
-import os
 import socket
 import sys
 from collections.abc import Sequence

@@ -36,7 +36,7 @@ PHASES = (
     ("first output", r""),
     ("serving on (imports and preload done)", r"serving on http"),
     ("lifespan start", r"Waiting for application startup"),
-    ("journal open", r"journal open:"),
+    ("journal open", r"journal open(:| \()"),  # SQLite, or a shared worker's
     ("startup complete", r"Application startup complete"),
     ("listening", r"Uvicorn running on"),
     ("idle chats rebuilt", r"idle chats rebuilt:"),  # in the background, after serving
@@ -81,9 +81,16 @@ def server_env(usr: Path, model_url: str, extra: dict[str, str] | None = None) -
 class ServerProcess:
     """One run_ui.py; ``failpoint=(boundary, call name)`` arms A0_CRASH_AT/A0_CRASH_MATCH."""
 
-    def __init__(self, usr: Path, model: Any, failpoint: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        usr: Path,
+        model: Any,
+        failpoint: tuple[str, str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.usr = usr
         extra = {"A0_CRASH_AT": failpoint[0], "A0_CRASH_MATCH": failpoint[1]} if failpoint else {}
+        extra.update(env or {})
         self.env = server_env(usr, model.url, extra)
         self.port = 0
         self.url = ""

@@ -15,14 +15,20 @@ Goal (issue #13): resumed run completed within 0.5 s of process start.
 ``seeded`` mode: the start-up of a server whose journal holds 1,000 chats of 50 steps
 (``--chats``, ``--steps``; 1,000 finished runs, written through the journal API) against an
 empty one: process start to health, to the "journal open" line, to every chat rebuilt
-(idle chats are rebuilt in the background once the server answers: "idle chats rebuilt"),
+(since issue #24 an idle chat is rebuilt only when a request names it: none is here),
 and the idle resident memory (VmRSS once the process used no CPU for 0.3 s). Goal (issue
 #24): health within 1.5x of the empty journal, idle memory within 2x. Then, in-process,
 the engine's half of the rebuild: the newest checkpoint of every seeded chat read back,
 with all its history chains and with only those a rebuild uses.
 
     .venv/bin/python bench/recovery_bench.py [--mode restart|seeded|all] [--repeat N]
-        [--chats N] [--steps N] [--dir PATH] [--source] [--json] [--smoke]
+        [--chats N] [--steps N] [--engine sqlite|postgres] [--dsn DSN] [--dir PATH]
+        [--source] [--json] [--smoke]
+
+``--engine postgres`` (seeded mode): the journals are two namespaces of a PostgreSQL
+(``--dsn`` or ``A0_BENCH_POSTGRES_DSN``, else a private cluster with fsync on, as
+bench/postgres_bench.py), seeded through the journal API, and the servers start as shared
+workers on them (docs/shared-workers.md).
 
 The servers run from compiled bytecode, as a deployment does (docker/Dockerfile runs
 ``compileall``, pip compiles installed packages): the bench points ``PYTHONPYCACHEPREFIX``
@@ -148,8 +154,10 @@ def restart_once(folder: Path, model: ScriptedModel, index: int) -> dict[str, An
     }
 
 
-def seeded_start(usr: Path, model: ScriptedModel) -> dict[str, Any]:
-    server = ServerProcess(usr, model)
+def seeded_start(
+    usr: Path, model: ScriptedModel, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    server = ServerProcess(usr, model, env=env)
     start = server.start()
     try:
         health = server.wait_healthy(deadline=start + 120)
@@ -157,11 +165,11 @@ def seeded_start(usr: Path, model: ScriptedModel) -> dict[str, Any]:
         # while on a loaded machine
         rss = server.idle_rss_kib(deadline=time.monotonic() + 180)
         phases = server.phases()
-        opened = next((line for _, line in server.lines if "journal open:" in line), "")
+        opened = next((line for _, line in server.lines if "journal open" in line), "")
     finally:
         server.stop()
     return {
-        "journal_line": opened[opened.find("journal open:") :],
+        "journal_line": opened[opened.find("journal open") :],
         "to_health_s": health - start,
         "journal_open_s": phases.get("journal open"),
         # lifespan start to "journal open": open the journal, rebuild the chats with an
@@ -238,23 +246,74 @@ def _current_chains(key: str) -> bool:
     return not key.startswith("resume:")
 
 
-def run_seeded(folder: Path, repeat: int, chats: int, steps: int) -> dict[str, Any]:
+def seed_postgres(dsn: str, namespace: str, chats: int, steps: int) -> float:
+    """``chats`` finished chats of ``steps`` steps in a new PostgreSQL namespace; seconds."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from _journal_seed import SEED_THREADS, seed_chat
+
+    from durability import Journal
+
+    started = time.monotonic()
+    journal = Journal.open_postgres(dsn, namespace=namespace, pool_size=SEED_THREADS)
+    with journal, ThreadPoolExecutor(SEED_THREADS) as pool:
+        list(pool.map(lambda chat: seed_chat(journal, chat, steps), range(chats)))
+    return time.monotonic() - started
+
+
+def _postgres_env(dsn: str, namespace: str) -> dict[str, str]:
+    """A shared worker on ``namespace`` (docs/shared-workers.md)."""
+    from durability.crypto import generate_key
+
+    return {
+        "A0_DURABILITY_POSTGRES_DSN": dsn,
+        "A0_DURABILITY_POSTGRES_NAMESPACE": namespace,
+        "A0_DURABILITY_RESOURCE_KEY": generate_key(),
+        "A0_WORKER_ID": "bench-worker",
+    }
+
+
+def _namespace_bytes(dsn: str, namespace: str) -> int:
+    import psycopg
+
+    sql = (
+        "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'"
+    )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return int(conn.execute(sql, (namespace,)).fetchone()[0])
+
+
+def run_seeded(
+    folder: Path, repeat: int, chats: int, steps: int, dsn: str | None = None
+) -> dict[str, Any]:
+    """Seeded against empty, on SQLite, or (``dsn``) on PostgreSQL as a shared worker."""
     from _journal_seed import seed_journal
 
     empty_usr = folder / "empty" / "usr"
     seeded_usr = folder / "seeded" / "usr"
-    seconds = seed_journal(journal_path(seeded_usr), chats, steps)
+    envs: tuple[dict[str, str] | None, dict[str, str] | None] = (None, None)
+    if dsn is None:
+        seconds = seed_journal(journal_path(seeded_usr), chats, steps)
+        size = journal_path(seeded_usr).stat().st_size
+    else:
+        suffix = os.urandom(4).hex()
+        spaces = (f"bench_empty_{suffix}", f"bench_seeded_{suffix}")
+        seconds = seed_postgres(dsn, spaces[1], chats, steps)
+        size = _namespace_bytes(dsn, spaces[1])
+        envs = (_postgres_env(dsn, spaces[0]), _postgres_env(dsn, spaces[1]))
     empty, seeded = [], []
     with ScriptedModel() as model:
         model.respond_with(responder)
         for _ in range(repeat):  # alternate, so both see the same machine weather
-            empty.append(seeded_start(empty_usr, model))
-            seeded.append(seeded_start(seeded_usr, model))
+            empty.append(seeded_start(empty_usr, model, envs[0]))
+            seeded.append(seeded_start(seeded_usr, model, envs[1]))
     out: dict[str, Any] = {
+        "engine": "sqlite" if dsn is None else "postgres",
         "chats": chats,
         "steps_per_chat": steps,
         "seed_seconds": seconds,
-        "journal_bytes": journal_path(seeded_usr).stat().st_size,
+        "journal_bytes": size,
     }
     for name, rows in (("empty", empty), ("seeded", seeded)):
         out[name] = {
@@ -276,7 +335,8 @@ def run_seeded(folder: Path, repeat: int, chats: int, steps: int) -> dict[str, A
         if out["seeded"][key] and out["empty"][key]
     }
     out["ratios"] = ratios
-    out["engine"] = engine_rebuild(journal_path(seeded_usr), repeat)
+    if dsn is None:
+        out["engine_rebuild"] = engine_rebuild(journal_path(seeded_usr), repeat)
     out["goal_ratio"] = GOAL_SEEDED_RATIO
     out["goal_rss_ratio"] = GOAL_RSS_RATIO
     # restore_s is a part of to_health_s, shown apart
@@ -332,16 +392,18 @@ def table(result: dict[str, Any]) -> str:
                 )
             )
         lines.append(_common.render(rows))
-        engine = seeded["engine"]
-        lines.append(
-            f"engine, in-process: the newest checkpoint of all {engine['chats']} chats in "
-            f"{engine['all_chains_s']:.3f} s with every history chain, "
-            f"{engine['current_chains_s']:.3f} s with only those a rebuild uses"
-        )
+        engine = seeded.get("engine_rebuild")
+        if engine:
+            lines.append(
+                f"engine, in-process: the newest checkpoint of all {engine['chats']} chats in "
+                f"{engine['all_chains_s']:.3f} s with every history chain, "
+                f"{engine['current_chains_s']:.3f} s with only those a rebuild uses"
+            )
         ratios = ", ".join(f"{k} {v:.2f}x" for k, v in seeded["ratios"].items())
         verdict = "meets" if seeded["meets_goal"] else "MISSES"
         lines.append(
-            f"seeded ({seeded['chats']} chats x {seeded['steps_per_chat']} steps, "
+            f"{seeded['engine']}: seeded ({seeded['chats']} chats x "
+            f"{seeded['steps_per_chat']} steps, "
             f"{seeded['journal_bytes'] / 1e6:.1f} MB, seeded in {seeded['seed_seconds']:.1f}s) "
             f"over empty: {ratios}: {verdict} the goal (health <= {seeded['goal_ratio']}x, "
             f"RSS <= {seeded['goal_rss_ratio']}x)"
@@ -365,6 +427,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=50, help="steps per seeded chat")
     parser.add_argument("--dir", type=Path, help="folder for the usr dirs (a temp dir)")
     parser.add_argument(
+        "--engine",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="--mode seeded: the journal's engine; postgres starts shared workers on --dsn",
+    )
+    parser.add_argument(
+        "--dsn",
+        default=os.environ.get("A0_BENCH_POSTGRES_DSN"),
+        help="PostgreSQL for --engine postgres (else a private cluster, fsync on)",
+    )
+    parser.add_argument(
         "--source",
         action="store_true",
         help="do not compile bytecode first (the environment decides, as before round 5)",
@@ -377,6 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat < 1 or args.chats < 1 or args.steps < 1:
         parser.error("--repeat, --chats and --steps must be at least 1")
     started = time.monotonic()
+    server: Any = None  # a private PostgreSQL cluster (--engine postgres without --dsn)
     folder = Path(tempfile.mkdtemp(prefix="recovery-bench-", dir=args.dir))
     result: dict[str, Any] = {
         "bench": "recovery",
@@ -394,8 +468,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode in ("restart", "all"):
             result["restart"] = run_restart(folder, args.repeat)
         if args.mode in ("seeded", "all"):
-            result["seeded"] = run_seeded(folder, args.repeat, args.chats, args.steps)
+            dsn = None
+            if args.engine == "postgres":
+                dsn = args.dsn
+                if not dsn:
+                    from tests.support.postgres import start_cluster
+
+                    server = start_cluster(durable=True)
+                    dsn = server.dsn
+            result["seeded"] = run_seeded(folder, args.repeat, args.chats, args.steps, dsn)
     finally:
+        if server is not None:
+            server.destroy()
         shutil.rmtree(folder, ignore_errors=True)
     result["seconds"] = time.monotonic() - started
     if not args.json:

@@ -1,73 +1,167 @@
 """The journal engine: durable admission, call intents, results, checkpoints and decisions.
 
 It imports nothing from the agent: it journals opaque, JSON-serialisable values.
+
+The names below are imported on first use (PEP 562): a module of the engine can be
+imported without the whole journal, so that a server starts its integrity check of the
+journal's file before the rest loads (durability/store/sqlite_check.py, issue #24).
 """
 
-from durability.canonical import canonical_json, digest, digest_bytes, fingerprint
-from durability.errors import (
-    ActiveRunExists,
-    BlobNotFound,
-    CallNotFound,
-    ConfigurationError,
-    ConflictNotFound,
-    CorruptCheckpoint,
-    CorruptDatabase,
-    CorruptRecord,
-    DecisionNotApplicable,
-    DeferredWriteRefused,
-    DocumentConflict,
-    DocumentInvalid,
-    DocumentTooLarge,
-    DurabilityError,
-    FencingLost,
-    InputConflict,
-    IntentMissing,
-    InvalidArgument,
-    InvalidTransition,
-    JournalClosed,
-    MemoryBackendUnavailable,
-    MemoryNotFound,
-    NoActiveRun,
-    NoOpenCall,
-    NoteRequired,
-    NotSerializable,
-    OpenIntents,
-    ReplayDivergence,
-    ResourceNotFound,
-    ResourceRefused,
-    ResourceTooLarge,
-    ResourceUndecryptable,
-    ResultConflict,
-    RunHeld,
-    RunNotActive,
-    RunNotFound,
-    RunNotHeld,
-    SchemaTooNew,
-    StaleVersion,
-    StorageError,
-    TaskConflict,
-    TaskExists,
-    TaskInvalid,
-    TaskNotFound,
-)
-from durability.journal import AsyncJournal, Journal
-from durability.masking import Masker, collect_secrets
-from durability.records import (
-    Admission,
-    Call,
-    Checkpoint,
-    CheckpointData,
-    CheckpointRef,
-    Conflict,
-    Decision,
-    DecisionOutcome,
-    Document,
-    Event,
-    NewChat,
-    RetryGrant,
-    Run,
-    RunDetail,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from durability.canonical import canonical_json, digest, digest_bytes, fingerprint
+    from durability.errors import (
+        ActiveRunExists,
+        BlobNotFound,
+        CallNotFound,
+        ConfigurationError,
+        ConflictNotFound,
+        CorruptCheckpoint,
+        CorruptDatabase,
+        CorruptRecord,
+        DecisionNotApplicable,
+        DeferredWriteRefused,
+        DocumentConflict,
+        DocumentInvalid,
+        DocumentTooLarge,
+        DurabilityError,
+        FencingLost,
+        InputConflict,
+        IntentMissing,
+        InvalidArgument,
+        InvalidTransition,
+        JournalClosed,
+        MemoryBackendUnavailable,
+        MemoryNotFound,
+        NoActiveRun,
+        NoOpenCall,
+        NoteRequired,
+        NotSerializable,
+        OpenIntents,
+        ReplayDivergence,
+        ResourceNotFound,
+        ResourceRefused,
+        ResourceTooLarge,
+        ResourceUndecryptable,
+        ResultConflict,
+        RunHeld,
+        RunNotActive,
+        RunNotFound,
+        RunNotHeld,
+        SchemaTooNew,
+        StaleVersion,
+        StorageError,
+        TaskConflict,
+        TaskExists,
+        TaskInvalid,
+        TaskNotFound,
+    )
+    from durability.journal import AsyncJournal, Journal
+    from durability.masking import Masker, collect_secrets
+    from durability.records import (
+        Admission,
+        Call,
+        Checkpoint,
+        CheckpointData,
+        CheckpointRef,
+        Conflict,
+        Decision,
+        DecisionOutcome,
+        Document,
+        Event,
+        NewChat,
+        RetryGrant,
+        Run,
+        RunDetail,
+    )
+
+#: Where each public name lives.
+_HOMES = {
+    "canonical_json": "durability.canonical",
+    "digest": "durability.canonical",
+    "digest_bytes": "durability.canonical",
+    "fingerprint": "durability.canonical",
+    "ActiveRunExists": "durability.errors",
+    "BlobNotFound": "durability.errors",
+    "CallNotFound": "durability.errors",
+    "ConfigurationError": "durability.errors",
+    "ConflictNotFound": "durability.errors",
+    "CorruptCheckpoint": "durability.errors",
+    "CorruptDatabase": "durability.errors",
+    "CorruptRecord": "durability.errors",
+    "DecisionNotApplicable": "durability.errors",
+    "DeferredWriteRefused": "durability.errors",
+    "DocumentConflict": "durability.errors",
+    "DocumentInvalid": "durability.errors",
+    "DocumentTooLarge": "durability.errors",
+    "DurabilityError": "durability.errors",
+    "FencingLost": "durability.errors",
+    "InputConflict": "durability.errors",
+    "IntentMissing": "durability.errors",
+    "InvalidArgument": "durability.errors",
+    "InvalidTransition": "durability.errors",
+    "JournalClosed": "durability.errors",
+    "MemoryBackendUnavailable": "durability.errors",
+    "MemoryNotFound": "durability.errors",
+    "NoActiveRun": "durability.errors",
+    "NoOpenCall": "durability.errors",
+    "NotSerializable": "durability.errors",
+    "NoteRequired": "durability.errors",
+    "OpenIntents": "durability.errors",
+    "ReplayDivergence": "durability.errors",
+    "ResourceNotFound": "durability.errors",
+    "ResourceRefused": "durability.errors",
+    "ResourceTooLarge": "durability.errors",
+    "ResourceUndecryptable": "durability.errors",
+    "ResultConflict": "durability.errors",
+    "RunHeld": "durability.errors",
+    "RunNotActive": "durability.errors",
+    "RunNotFound": "durability.errors",
+    "RunNotHeld": "durability.errors",
+    "SchemaTooNew": "durability.errors",
+    "StaleVersion": "durability.errors",
+    "StorageError": "durability.errors",
+    "TaskConflict": "durability.errors",
+    "TaskExists": "durability.errors",
+    "TaskInvalid": "durability.errors",
+    "TaskNotFound": "durability.errors",
+    "AsyncJournal": "durability.journal",
+    "Journal": "durability.journal",
+    "Masker": "durability.masking",
+    "collect_secrets": "durability.masking",
+    "Admission": "durability.records",
+    "Call": "durability.records",
+    "Checkpoint": "durability.records",
+    "CheckpointData": "durability.records",
+    "CheckpointRef": "durability.records",
+    "Conflict": "durability.records",
+    "Decision": "durability.records",
+    "DecisionOutcome": "durability.records",
+    "Document": "durability.records",
+    "Event": "durability.records",
+    "NewChat": "durability.records",
+    "RetryGrant": "durability.records",
+    "Run": "durability.records",
+    "RunDetail": "durability.records",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'durability' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))
+
 
 __all__ = [
     "ActiveRunExists",

@@ -115,6 +115,20 @@ class NewChat:
 
 
 @dataclass(frozen=True)
+class ChatSummary(_Record):
+    """A journaled chat read without rebuilding it (``Journal.chat_summaries``): when its
+    first and newest runs began, when it last had each event type asked for, and what the
+    caller picked from its newest checkpoint (None when it has none or it failed
+    validation)."""
+
+    context_id: str
+    created_at: float
+    newest_run_at: float
+    last_events: dict[str, float]
+    picked: Any
+
+
+@dataclass(frozen=True)
 class Checkpoint(_Record):
     id: int
     run_id: str

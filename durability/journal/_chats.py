@@ -11,18 +11,19 @@ one request are journaled in one transaction: all of them or none.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from durability import checkpoints
-from durability.canonical import canonical_json, digest
+from durability.canonical import canonical_json, digest, digest_text
 from durability.errors import ActiveRunExists, InvalidArgument
 from durability.ids import new_id
 from durability.journal._checkpoints import apply_cache
 from durability.journal._operation import JournalBase, operation
-from durability.journal._plan import Plan, write
+from durability.journal._plan import Plan, read, write
 from durability.journal._validation import require_text
-from durability.records import CHAT_ORIGINS, CheckpointData, NewChat, Run
+from durability.records import CHAT_ORIGINS, ChatSummary, CheckpointData, NewChat, Run
 from durability.status import RunStatus
 from durability.store.base import StoreTx
 
@@ -50,6 +51,46 @@ class ChatOps:
         """Journal chats made without a message, each as a finished run with its first
         checkpoint, all in one transaction."""
         return _record_chats(journal, chats)
+
+    @operation()
+    def chat_summaries(
+        journal: JournalBase,
+        pick: Callable[[dict[str, Any], dict[str, int]], Any],
+        event_types: Sequence[str] = (),
+    ) -> Plan[list[ChatSummary]]:
+        """Every journaled chat, oldest first, without rebuilding it: ``pick(state,
+        history_lengths)`` of its newest checkpoint (its state as stored, the length of each
+        history), and when it last had an event of each of ``event_types``. One read of
+        each run's newest checkpoint row, no history chain."""
+        types = tuple(str(t) for t in event_types)
+
+        def op(tx: StoreTx) -> list[ChatSummary]:
+            spans = tx.runs.chat_spans()
+            newest = tx.checkpoints.newest_per_chat()
+            events = tx.events.last_of(types) if types else {}
+            found = []
+            for context_id, (first, last) in sorted(spans.items(), key=lambda i: i[1][0]):
+                row = newest.get(context_id)
+                picked = _pick(pick, *row[1:]) if row is not None else None
+                marks = {t: events[(context_id, t)] for t in types if (context_id, t) in events}
+                found.append(ChatSummary(context_id, first, last, marks, picked))
+            return found
+
+        return read(op)
+
+
+def _pick(pick: Callable[[dict[str, Any], dict[str, int]], Any], body: str, sha: str) -> Any:
+    """What ``pick`` takes from a checkpoint body; None when the body fails validation (the
+    chat's rebuild reports it)."""
+    if digest_text(body) != sha:
+        return None
+    try:
+        decoded = json.loads(body)
+        state, histories = decoded["state"], decoded["histories"]
+        lengths = {str(k): int(v.get("length") or 0) for k, v in histories.items()}
+        return pick(state, lengths) if isinstance(state, dict) else None
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
 
 
 def _record_chats(journal: JournalBase, chats: Sequence[NewChat]) -> Plan[list[Run]]:

@@ -29,10 +29,24 @@ _FIRST = 64  # candidates ranked first when no limit says how many are needed
 _MIN_ROWS = 1024
 _BATCH = 512  # rows normalised at once
 
-try:
-    import numpy as np
-except ImportError:  # pragma: no cover - numpy is optional on SQLite
-    np = None  # type: ignore[assignment]
+#: numpy, imported by the first search that may use a matrix (``_numpy``): importing it
+#: costs ~0.05-0.1 s, which a server would otherwise spend before it serves (issue #24).
+np: Any = None
+_NUMPY_MISSING = False
+
+
+def _numpy() -> Any:
+    """numpy, imported on first use; None when it is not installed (optional on SQLite)."""
+    global np, _NUMPY_MISSING
+    if np is None and not _NUMPY_MISSING:
+        try:
+            import numpy
+        except ImportError:  # pragma: no cover - numpy is optional on SQLite
+            _NUMPY_MISSING = True
+        else:
+            np = numpy
+    return np
+
 
 #: (moved vectors, deletes, highest seq deleted, newest seq): see MemoryTable.matrix_state
 State = tuple[int, int, int, int]
@@ -172,7 +186,7 @@ class MatrixCache:
 
     def view(self, tx: Any, subdir: str, model: str, dim: int, *, refresh: bool) -> _View | None:
         """The matrix as ``tx`` sees the table, or None (rank in SQL): see the module."""
-        if np is None:
+        if _numpy() is None:
             return None
         state: State | None = tx.memories.matrix_state()
         if state is None:

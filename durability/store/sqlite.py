@@ -17,6 +17,7 @@ from durability.errors import (
     JournalClosed,
     StorageError,
 )
+from durability.store import sqlite_check
 from durability.store._group_commit import Count, GroupCommitWriter
 from durability.store.base import Store, StoreTx, numbered_migrations, pending_migrations
 from durability.store.sqlite_tx import SqliteTx
@@ -122,7 +123,7 @@ class SqliteStore(Store):
             page_size = conn.execute("PRAGMA page_size").fetchone()[0]
             pages = max(1, WAL_AUTOCHECKPOINT_BYTES // int(page_size))
             conn.execute(f"PRAGMA wal_autocheckpoint={pages}")
-            if quick_check:
+            if quick_check and not sqlite_check.passed(self.path):  # begun at process start?
                 problems = self._check(conn, full=False)
                 if problems:
                     raise CorruptDatabase(

@@ -105,9 +105,13 @@ def detail_row(detail: Any) -> dict[str, Any]:
 def add_chat_name(row: dict[str, Any], runtime: Any) -> dict[str, Any]:
     """``context_name``: the chat's name as the chat list shows it (None when the chat is
     not loaded in this process), so the Recovery panel names the chat, not its id."""
-    ctx = runtime.find_context(row["context_id"]) if row.get("context_id") else None
+    context_id = row.get("context_id")
+    ctx = runtime.find_context(context_id) if context_id else None
     name = getattr(ctx, "name", None) if ctx is not None else None
     no = getattr(ctx, "no", None) if ctx is not None else None
+    if ctx is None and context_id:  # a chat not rebuilt since start-up: its listed name
+        idle = runtime.chats.idle_chat(context_id)
+        name = idle.name if idle is not None else None
     row["context_name"] = name or (f"Chat {no}" if no is not None else None)
     return row
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
-from agent import AgentContext
+from agent import AgentContext, AgentContextType
 from durability import Journal
 from durability.status import RunStatus
 from python.api._chat import context_id_of
+from python.durable.idle import IdleChat
 from python.server.api import ApiHandler, get_int
 
 
@@ -22,6 +24,25 @@ def _log_snapshot(ctx: AgentContext, log_from: int) -> dict[str, Any]:
         # an idle chat has no step in progress (its last heading is no longer current)
         "log_progress_active": log.progress_active and ctx.is_running(),
         "paused": ctx.paused,
+    }
+
+
+def idle_row(context_id: str, idle: IdleChat) -> dict[str, Any]:
+    """The chat list's row of a chat not rebuilt since start-up (the same keys as a loaded
+    chat's ``output()``); the first request that names it rebuilds it."""
+    created = datetime.fromtimestamp(idle.created_at, UTC).isoformat()
+    return {
+        "id": context_id,
+        "name": idle.name,
+        "created_at": created,
+        "no": None,
+        "log_guid": "",
+        "log_version": 0,
+        "log_length": idle.log_length,
+        "paused": False,
+        "last_message": created,
+        "type": AgentContextType.USER.value,
+        "running": False,
     }
 
 
@@ -68,6 +89,7 @@ class Poll(ApiHandler):
             row = dict(chat.output())
             row["running"] = chat.is_running()
             contexts.append(row)
+        contexts += [idle_row(context_id, idle) for context_id, idle in runtime.chats.idle()]
         contexts.sort(key=lambda r: str(r.get("created_at", "")), reverse=True)
         snapshot: dict[str, Any] = {
             "deselect_chat": False,

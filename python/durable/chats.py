@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent import AgentConfig, AgentContext, AgentContextType, UserMessage, new_context_id
-from durability import failpoints
 from durability.errors import DurabilityError
 from durability.status import RunStatus
 from python.durable import admission, new_chats, rebuild
 from python.durable.admission import KeyedLocks, Submission, SubmitOptions
+from python.durable.idle import IdleChat
 from python.durable.new_chats import ChatSpec
 from python.durable.ownership import LocalOwnership, Ownership
 from python.durable.policy import ReplayPolicy
@@ -37,9 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover
 logger = logging.getLogger("a0.durable")
 
 MAX_PARALLEL_RESUMES = 2
-#: Holds the background rebuild of idle chats before its first chat (tests, with
-#: ``A0_CRASH_MODE=freeze``: durability/failpoints.py); requests still load them.
-REBUILD_FAILPOINT = "startup.idle_rebuild"
 ConfigFactory = Callable[[], AgentConfig]
 DEFAULT_NAME_PREFIX = "Chat "
 
@@ -80,13 +77,13 @@ class DurableChats:
         self._background: set[asyncio.Task[Any]] = set()
         self._resume_slots: asyncio.Semaphore | None = None
         self._input_locks = KeyedLocks()
-        #: Journaled chats not rebuilt yet (oldest first): ``load`` rebuilds each once.
-        self._later: dict[str, None] = {}
+        #: Journaled chats not rebuilt yet (oldest first), each as the chat list shows it
+        #: (None: removed, not listed): ``load`` rebuilds each once.
+        self._later: dict[str, IdleChat | None] = {}
         self._load_locks = KeyedLocks()
         #: Held while chats are made by a request (python/durable/new_chats.py): one id,
         #: one chat.
         self.opening = asyncio.Lock()
-        self._rebuilder: asyncio.Task[None] | None = None
         #: The process's task scheduler (python/durable/scheduler.py); the server starts
         #: its loop (``Runtime.start``), ``close`` stops it.
         self.scheduler = Scheduler(self)
@@ -112,9 +109,11 @@ class DurableChats:
 
     def next_chat_names(self, count: int) -> list[str]:
         """``count`` default names after those of the chats loaded here ("Chat N")."""
-        highest = len(self._sessions)
-        for session in self._sessions.values():
-            number = (session.context.name or "").removeprefix(DEFAULT_NAME_PREFIX)
+        highest = len(self._sessions) + len(self._later)
+        names = [s.context.name for s in self._sessions.values()]
+        names += [idle.name for idle in self._later.values() if idle is not None]
+        for name in names:
+            number = (name or "").removeprefix(DEFAULT_NAME_PREFIX)
             if number.isdigit():
                 highest = max(highest, int(number))
         return [f"{DEFAULT_NAME_PREFIX}{highest + n}" for n in range(1, count + 1)]
@@ -144,10 +143,10 @@ class DurableChats:
         return [s.context for s in self._sessions.values()]
 
     # chats rebuilt after start-up (python/durable/rebuild.py) ------------------------------
-    def defer(self, context_ids: Iterable[str]) -> None:
+    def defer(self, idle: Mapping[str, IdleChat | None]) -> None:
         """Leave these journaled chats for ``load`` (start-up rebuilds only what recovery
-        needs before serving)."""
-        self._later.update(dict.fromkeys(context_ids))
+        needs); the chat list shows each as its ``IdleChat`` until then."""
+        self._later.update(idle)
 
     @property
     def deferred_count(self) -> int:
@@ -157,10 +156,19 @@ class DurableChats:
     def is_deferred(self, context_id: str) -> bool:
         return context_id in self._later
 
+    def idle(self) -> list[tuple[str, IdleChat]]:
+        """The chats not rebuilt yet that the chat list shows, with what it shows (a chat a
+        shared worker's sweep loaded meanwhile is listed as loaded)."""
+        later = list(self._later.items())
+        return [(c, idle) for c, idle in later if idle is not None and c not in self._sessions]
+
+    def idle_chat(self, context_id: str) -> IdleChat | None:
+        return self._later.get(context_id)
+
     async def load(self, context_id: str) -> AgentContext | None:
         """The chat ``context_id`` if loaded here; a journaled chat left for later is rebuilt
-        now, once: whoever comes meanwhile (a request, the background rebuild) waits for
-        that one rebuild. None when there is no such chat."""
+        now, once: whoever comes meanwhile waits for that one rebuild. None when there is
+        no such chat."""
         if context_id not in self._later:
             return self.get(context_id)
         async with self._load_locks.hold(context_id):
@@ -168,26 +176,6 @@ class DurableChats:
                 await rebuild.load_chat(self, context_id)  # cancelled: not built, kept for later
             self._later.pop(context_id, None)
         return self.get(context_id)
-
-    def rebuild_later(self) -> None:
-        """Start rebuilding the chats left for later in the background (the server calls
-        this once it answers requests)."""
-        if self._later and self._rebuilder is None and not self.stopping:
-            loop = asyncio.get_running_loop()
-            self._rebuilder = loop.create_task(self._rebuild_idle(), name="idle-chat-rebuild")
-
-    async def _rebuild_idle(self) -> None:
-        await asyncio.to_thread(failpoints.failpoint, REBUILD_FAILPOINT)
-        count = 0
-        for context_id in list(self._later):
-            if self.stopping:
-                return
-            try:
-                if await self.load(context_id) is not None:
-                    count += 1
-            except Exception as exc:  # left for its first request
-                logger.warning("chat %s not rebuilt: %s", context_id, type(exc).__name__)
-        logger.info("idle chats rebuilt: %d", count)
 
     # the one way in for a message -------------------------------------------------------
     async def submit(
@@ -278,9 +266,13 @@ class DurableChats:
         (`python -m durability retention` while the server runs); returns their ids."""
         wanted = [only] if only is not None else list(self._sessions)
         idle = [c for c in wanted if self._idle_journaled(c)]
-        if not idle:
+        listed = [c for c, _ in self.idle()] if only is None else []
+        if not idle and not listed:
             return []
-        alive = await self.journal.aio.contexts_with_runs(idle)
+        alive = await self.journal.aio.contexts_with_runs(idle + listed)
+        for context_id in listed:  # not rebuilt yet: no longer listed, and gone if named
+            if context_id not in alive and self._later.get(context_id) is not None:
+                self._later[context_id] = None
         gone = []
         for context_id in idle:
             if context_id in alive or not self._idle_journaled(context_id):  # checked again
@@ -338,8 +330,6 @@ class DurableChats:
         if self.rechecker is not None:
             self.rechecker.cancel()
             await asyncio.gather(self.rechecker, return_exceptions=True)
-        if self._rebuilder is not None:  # it stops before its next chat
-            await asyncio.wait([self._rebuilder], timeout=timeout)
         pending = self.tasks()
         if pending:
             await asyncio.wait(pending, timeout=timeout)

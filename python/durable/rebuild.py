@@ -7,9 +7,12 @@ after it (python/durable/restored_log.py). Reading is separate from building:
 
 - ``restore_contexts(chats)`` rebuilds every chat (the tests);
   ``restore_contexts(chats, idle_later=True)`` (start-up, both engines) rebuilds only the chats
-  with an open run, which recovery needs, and leaves the idle ones to
-  ``DurableChats.load`` (python/durable/chats.py): the first request that names one, or
-  the background rebuild once the server answers, whichever comes first.
+  with an open run, which recovery needs, and keeps each idle one as an ``IdleChat``: its
+  name, when it was made and its log length, read from its newest checkpoint row in one
+  pass over the journal (``Journal.chat_summaries``), what the chat list shows of it. It
+  is rebuilt by ``DurableChats.load`` (python/durable/chats.py) when a request names it,
+  never before (issue #24: a rebuilt chat holds ~67 KiB; 1,000 idle chats doubled a
+  server's memory).
 - ``load_chat(chats, context_id)`` is that later rebuild of one chat: the journal read in a
   thread, the build on the loop. ``DurableChats.load`` runs it once per chat.
 """
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -28,6 +31,7 @@ from durability import recovery
 from durability.errors import CorruptCheckpoint
 from durability.status import HoldReason, RunStatus
 from python.durable import checkpoint, restored_log
+from python.durable.idle import IdleChat
 from python.durable.notices import warn
 from python.durable.session import session_of
 
@@ -55,6 +59,28 @@ class ChatRead:
     created: float | None = None  # its first run's time: the chat list's order
 
 
+def _pick(state: dict[str, Any], lengths: dict[str, int]) -> tuple[str | None, int]:
+    current = state.get("current")
+    name = current.get("name") if isinstance(current, dict) else None
+    return (name if isinstance(name, str) and name else None), lengths.get(checkpoint.LOG_KEY, 0)
+
+
+def idle_chats(journal: Journal, context_ids: Iterable[str]) -> dict[str, IdleChat | None]:
+    """What the chat list shows of these chats without rebuilding them; None for a chat
+    removed after its newest run (gone: never listed, a request for it gets 404)."""
+    wanted = set(context_ids)
+    found: dict[str, IdleChat | None] = dict.fromkeys(wanted)
+    for summary in journal.chat_summaries(_pick, ("context_removed",)):
+        context_id = summary.context_id
+        if context_id not in wanted:
+            continue
+        if summary.last_events.get("context_removed", -1.0) >= summary.newest_run_at:
+            continue  # removed: gone
+        name, length = summary.picked or (None, 0)
+        found[context_id] = IdleChat(name, summary.created_at, length)
+    return found
+
+
 def journaled_chats(journal: Journal) -> tuple[dict[str, float], set[str]]:
     """Every chat with a run, oldest chat first, with its newest run's time; and the
     chats with an open (active or held) run."""
@@ -73,7 +99,7 @@ def restore_contexts(chats: Chats, *, idle_later: bool = False) -> list[AgentCon
     newest run is not rebuilt."""
     newest_run, open_chats = journaled_chats(chats.journal)
     if idle_later:
-        chats.defer([cid for cid in newest_run if cid not in open_chats])
+        chats.defer(idle_chats(chats.journal, [c for c in newest_run if c not in open_chats]))
         newest_run = {cid: at for cid, at in newest_run.items() if cid in open_chats}
     restored = []
     journal = chats.journal

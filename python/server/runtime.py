@@ -204,10 +204,8 @@ class Runtime:
         self._sweeper = asyncio.create_task(self._sweep_api_chats(), name="api-chat-sweeper")
 
     def serving(self) -> None:
-        """The server answers requests: rebuild the idle chats start-up left for later, in
-        the background (a request naming one rebuilds it first)."""
-        if self._chats is not None and not self._stopping:
-            self._chats.rebuild_later()
+        """The server answers requests: memory's background work starts (an idle chat is
+        rebuilt only when a request names it: python/durable/chats.py)."""
         if self._memory is not None and not self._stopping:
             self._memory.start()  # knowledge import and re-embedding, in the background
 

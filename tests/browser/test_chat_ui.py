@@ -134,3 +134,33 @@ def test_login_page_then_chat(page: Page, ui_server, model_server):
     page.get_by_test_id("logout-link").click()
     expect(page).to_have_url(f"{ui_server.url}/login")
     assert ui_server.stop() == 0
+
+
+def test_an_idle_chat_is_listed_after_a_restart_and_opens_when_clicked(
+    page: Page, running_ui, model_server
+):
+    """Issue #24: after a restart an idle chat is listed from its journaled summary (not
+    rebuilt), with its name; clicking it rebuilds it and shows its log."""
+    model_server.tool("response", {"text": "Answered before the restart."})
+    answer = running_ui.api_message("A question before the restart")
+    assert answer.status_code == 200, answer.text
+    context_id = answer.json()["context_id"]
+    with running_ui.ui_client() as client:
+        rows = client.post("/api/poll", json={"context": "", "log_from": 0}).json()["contexts"]
+    name = next(row["name"] for row in rows if row["id"] == context_id)
+    assert name
+    assert running_ui.stop() == 0
+    running_ui.start(timeout=60)
+
+    with running_ui.ui_client() as client:
+        rows = client.post("/api/poll", json={"context": "", "log_from": 0}).json()["contexts"]
+    assert [(r["id"], r["name"], r["log_guid"]) for r in rows] == [(context_id, name, "")]
+    page.goto(running_ui.url)
+    item = page.get_by_test_id("chat-item")
+    expect(item).to_have_count(1, timeout=TIMEOUT_MS)
+    expect(item).to_contain_text(name)
+    item.click()
+    expect(page.get_by_test_id("log-response")).to_contain_text(
+        "Answered before the restart.", timeout=TIMEOUT_MS
+    )
+    expect(page.get_by_test_id("log-user")).to_contain_text("A question before the restart")

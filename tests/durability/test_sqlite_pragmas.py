@@ -125,3 +125,111 @@ def test_an_existing_journal_keeps_its_page_size(path):
         writer = journal.store._writer_conn
         assert writer.execute("PRAGMA page_size").fetchone()[0] == 4096
         assert writer.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1024
+
+
+# The check begun at process start (durability/store/sqlite_check.py, issue #24) -------------------
+def _damage(path) -> None:
+    with Journal.open_sqlite(path) as journal:
+        for i in range(300):
+            journal.append_event("chat", "log", {"i": i, "text": "x" * 200})
+    data = bytearray(path.read_bytes())
+    size = len(data)  # the events' leaves near the end: the file opens, its check fails
+    for page in range(size - 20 * 1024 + 100, size - 10 * 1024, 1024):
+        for offset in range(page, page + 600, 3):
+            data[offset] = 0xA5
+    path.write_bytes(bytes(data))
+
+
+def _counting_checks(monkeypatch) -> list[bool]:
+    from durability.store.sqlite import SqliteStore
+
+    calls: list[bool] = []
+    original = SqliteStore._check
+
+    def check(conn, full):
+        calls.append(full)
+        return original(conn, full)
+
+    monkeypatch.setattr(SqliteStore, "_check", staticmethod(check))
+    return calls
+
+
+def test_a_check_begun_early_that_passed_stands_for_the_stores_own(path, monkeypatch):
+    from durability.store import sqlite_check
+
+    Journal.open_sqlite(path).close()
+    calls = _counting_checks(monkeypatch)
+    check = sqlite_check.begin(path)
+    assert check is not None
+    with Journal.open_sqlite(path) as journal:
+        assert calls == [], "the file was checked twice"
+        assert journal.integrity_check() == []
+    with Journal.open_sqlite(path):  # each early verdict answers once
+        assert calls == [False, False]
+
+
+def test_a_damaged_journal_is_refused_as_before_when_its_check_was_begun_early(path, monkeypatch):
+    from durability.store import sqlite_check
+
+    _damage(path)
+    calls = _counting_checks(monkeypatch)
+    with pytest.raises(CorruptDatabase) as before:  # no early check: as always
+        Journal.open_sqlite(path)
+    checked_before = list(calls)
+    calls.clear()
+    check = sqlite_check.begin(path)
+    assert check is not None
+    with pytest.raises(CorruptDatabase) as after:
+        Journal.open_sqlite(path)
+    assert check.done.wait(60) and check.rows != ["ok"]  # the early check saw it too
+    assert after.value.to_dict() == before.value.to_dict()  # code, message, problems
+    assert after.value.code == "corrupt_database"
+    assert calls == checked_before, "the store checks the file itself after a failed check"
+
+
+def test_a_file_that_is_not_a_database_is_refused_as_before_after_an_early_check(path):
+    from durability.store import sqlite_check
+
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"this is not sqlite" * 500)
+    assert sqlite_check.begin(path) is not None
+    with pytest.raises(CorruptDatabase) as info:
+        Journal.open_sqlite(path)
+    assert info.value.code == "corrupt_database"
+
+
+def test_the_store_waits_for_the_early_verdict_before_it_opens(path, monkeypatch):
+    """Nothing is served before the verdict: the open returns only once it is known."""
+    import threading
+
+    from durability.store import sqlite_check
+    from tests.integration._helpers import wait_until
+
+    Journal.open_sqlite(path).close()
+    check = sqlite_check.begin(path)
+    assert check is not None
+    asked, release = threading.Event(), threading.Event()
+    real_passed = check.passed
+
+    def held_passed() -> bool:
+        asked.set()
+        release.wait(60)
+        return real_passed()
+
+    monkeypatch.setattr(check, "passed", held_passed)
+    opened: list[Journal] = []
+    opener = threading.Thread(target=lambda: opened.append(Journal.open_sqlite(path)))
+    opener.start()
+    wait_until(asked.is_set, timeout=30, what="the store to ask for the verdict")
+    assert opened == [], "the journal opened before its verdict"
+    release.set()
+    opener.join(30)
+    assert len(opened) == 1
+    opened[0].close()
+
+
+def test_no_early_check_for_a_journal_not_made_yet(path):
+    from durability.store import sqlite_check
+
+    assert sqlite_check.begin(path) is None
+    assert not path.exists()

@@ -1,8 +1,7 @@
-"""Idle chats after a restart (issue #13): start-up rebuilds only the chats recovery needs;
-an idle chat is rebuilt on the first request that names it, or by the background rebuild
-once the server answers. Real run_ui.py processes on one usr dir; the background rebuild is
-held at its failpoint (``A0_CRASH_MODE=freeze``) so every first access below happens before
-it, then a plain restart shows every chat in poll once it is done."""
+"""Idle chats after a restart (issues #13, #24): start-up rebuilds only the chats recovery
+needs; each idle chat is listed by poll from a summary read off its newest checkpoint (name,
+date, log length) and rebuilt only by the first request that names it, never in the
+background. Real run_ui.py processes on one usr dir."""
 
 from __future__ import annotations
 
@@ -13,15 +12,12 @@ from typing import Any
 import httpx
 import pytest
 
-from python.durable.chats import REBUILD_FAILPOINT
 from tests.integration._durable_system import Crashable, crashable
 from tests.integration._helpers import request_text, wait_until
 
 pytestmark = pytest.mark.integration
 
 __all__ = ["crashable"]  # the fixture
-
-HELD_REBUILD = {"A0_CRASH_AT": REBUILD_FAILPOINT, "A0_CRASH_MODE": "freeze"}
 
 
 def _answer(text: str) -> dict[str, Any]:
@@ -63,27 +59,48 @@ def _listed(harness: Crashable) -> set[str]:
     return {row["id"] for row in _poll(harness)["contexts"]}
 
 
+def _rows(harness: Crashable) -> dict[str, dict[str, Any]]:
+    return {row["id"]: row for row in _poll(harness)["contexts"]}
+
+
+def _not_rebuilt(row: dict[str, Any]) -> bool:
+    """A chat listed from its summary: no log of its own in this process yet."""
+    return row["log_guid"] == "" and row["no"] is None
+
+
 def _parallel(calls: list[Callable[[], httpx.Response]]) -> list[httpx.Response]:
     with ThreadPoolExecutor(len(calls)) as pool:
         return list(pool.map(lambda call: call(), calls))
 
 
-def test_idle_chats_are_served_on_first_access_and_all_listed_after_the_background_rebuild(
+def test_idle_chats_are_listed_with_their_names_and_rebuilt_only_when_named(
     crashable: Crashable,
 ):
     crashable.start()
     chats = [_new_chat(crashable, n) for n in range(6)]
     removed = _new_chat(crashable, 6)
+    names = {cid: row["name"] for cid, row in _rows(crashable).items()}
+    assert all(names[c] for c in chats), names
     with crashable.server.ui_client() as client:  # type: ignore[union-attr]
         assert client.post("/api/chat_remove", json={"context": removed}).status_code == 200
     crashable.stop()
 
-    # 1. the background rebuild held before its first chat: nothing idle is rebuilt yet
-    crashable.start(**HELD_REBUILD)
+    crashable.start()
     opened = crashable.server.output()  # type: ignore[union-attr]
-    # the removed chat is one of them until it is read (its removal is found then)
+    # the removed chat is one of them (found removed in the journal: never listed)
     assert "journal open: 0 chats, 7 idle ones later" in opened
-    assert _listed(crashable) == set(), "an idle chat was rebuilt before serving"
+    rows = _rows(crashable)
+    assert set(rows) == set(chats), "every idle chat is listed, the removed one is not"
+    assert all(_not_rebuilt(row) for row in rows.values()), rows
+    assert {cid: row["name"] for cid, row in rows.items()} == {c: names[c] for c in chats}
+    assert all(row["log_length"] >= 2 for row in rows.values()), rows
+    # newest first, as before the restart
+    assert [row["id"] for row in _poll(crashable)["contexts"]] == list(reversed(chats))
+    # a new chat's default name follows the listed ones ("Chat N" is never given twice)
+    with crashable.server.ui_client() as client:  # type: ignore[union-attr]
+        made = client.post("/api/chat_create", json={}).json()["ctxid"]
+    assert _rows(crashable)[made]["name"] not in names.values()
+    assert all(_not_rebuilt(_rows(crashable)[c]) for c in chats)
 
     # each way a request names a chat gets it, rebuilt from the journal
     items = _log(crashable, chats[0]).json()["log"]["items"]
@@ -104,22 +121,17 @@ def test_idle_chats_are_served_on_first_access_and_all_listed_after_the_backgrou
     assert gone.status_code == 404 and gone.json()["error"]["code"] == "context_not_found", (
         gone.text
     )
-    assert _listed(crashable) == set(chats[:4]), "only the chats asked for are loaded yet"
+    # only the chats asked for were rebuilt; each is listed once, with the same name
+    rows = _rows(crashable)
+    assert set(rows) == {*chats, made}
+    assert {c for c, row in rows.items() if not _not_rebuilt(row)} == {*chats[:4], made}
+    assert all(rows[c]["name"] == names[c] for c in chats), rows
     # rebuilt late or out of order, the list keeps the chats' own order (newest first)
     for context_id in (chats[5], chats[4]):
         assert _log(crashable, context_id).status_code == 200
     order = [row["id"] for row in _poll(crashable)["contexts"]]
-    assert order == list(reversed(chats)), order
-    crashable.kill()  # the frozen rebuild thread would hold up a clean stop
-
-    # 2. a plain restart: the background rebuild brings every chat into poll, each once
-    crashable.start()
-    wait_until(lambda: _listed(crashable) == set(chats), timeout=60, what="every chat in poll")
-    for n, context_id in enumerate(chats):
-        assert _answers(_poll(crashable, context_id)["logs"], n) == 1, n
-    assert removed not in _listed(crashable)
-    for context_id in chats:  # first accesses after the rebuild: the same chats
-        assert _log(crashable, context_id).status_code == 200
+    assert order == [made, *reversed(chats)], order
+    assert not any(_not_rebuilt(row) for row in _rows(crashable).values())
     crashable.stop()
 
 
@@ -136,7 +148,7 @@ def test_a_scheduled_firing_into_an_idle_chat_continues_it(crashable: Crashable)
     wait_until(lambda: _answers_text(crashable, task["context_id"]), what="the first firing")
     crashable.stop()
 
-    crashable.start(**HELD_REBUILD)
+    crashable.start()
     crashable.model.reply(_answer("second nudge answered"))
     assert crashable.post("scheduler_task_run", {"task_id": task["uuid"]}).status_code == 200
     wait_until(lambda: crashable.model.calls >= 2, what="the second firing's model call")

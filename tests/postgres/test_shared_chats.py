@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from python.durable.chats import REBUILD_FAILPOINT
 from tests.integration._helpers import request_text, wait_until
 from tests.postgres._workers import post, run_of, wait_status, workers
 from tests.support.model_server import ScriptedFailure, model_server
@@ -182,9 +181,9 @@ def _answers(log: dict[str, Any], text: str) -> int:
 
 
 def test_a_worker_starting_on_idle_chats_serves_them_after_it_answers(workers, model_server):
-    """B starts on a journal where A answered three chats: none is rebuilt before B serves
-    (its background rebuild is held at its failpoint), the first request for one rebuilds
-    it, and B's own sweep loads the others; each chat shows its answer once."""
+    """B starts on a journal where A answered three chats: none is rebuilt before B serves,
+    each is listed by B's poll from its summary with its name (issue #24), the first request
+    for one rebuilds it; each chat shows its answer once."""
     for n in range(3):
         model_server.tool("response", {"text": f"answer number {n}"})
     a = workers.start("worker-a")
@@ -193,10 +192,18 @@ def test_a_worker_starting_on_idle_chats_serves_them_after_it_answers(workers, m
         answered = a.api_message(f"question number {n}", input_id=f"q{n}")
         assert answered.json()["response"] == f"answer number {n}", answered.text
         chats.append(answered.json()["context_id"])
+    with a.ui_client() as client:
+        polled = client.post("/api/poll", json={"context": "", "log_from": 0}).json()
+    names = {row["id"]: row["name"] for row in polled["contexts"]}
     a.stop()
 
-    b = workers.start("worker-b", A0_CRASH_AT=REBUILD_FAILPOINT, A0_CRASH_MODE="freeze")
+    b = workers.start("worker-b")
     assert "0 chats, 3 idle ones later" in b.output(), b.output()[-2000:]
+    with b.ui_client() as client:
+        polled = client.post("/api/poll", json={"context": "", "log_from": 0}).json()
+    rows = {row["id"]: row for row in polled["contexts"]}
+    assert {c: rows[c]["name"] for c in chats} == {c: names[c] for c in chats}, rows
+    assert all(rows[c]["log_guid"] == "" for c in chats), "rebuilt before a request named it"
     first = post(b, "api_log_get", {"context_id": chats[1], "length": 1000})
     assert first.status_code == 200, first.text
     assert _answers(first.json(), "answer number 1") == 1, first.text
@@ -207,7 +214,7 @@ def test_a_worker_starting_on_idle_chats_serves_them_after_it_answers(workers, m
         shown = {row["id"] for row in polled.json()["contexts"]}
         return shown if shown >= set(chats) else None
 
-    wait_until(listed, timeout=60, what="B's sweep to load the idle chats")
+    wait_until(listed, timeout=60, what="B to list the idle chats")
     for n, context_id in enumerate(chats):
         log = post(b, "api_log_get", {"context_id": context_id, "length": 1000})
         assert _answers(log.json(), f"answer number {n}") == 1, log.text

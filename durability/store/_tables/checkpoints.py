@@ -14,8 +14,23 @@ _BY_CONTEXT = (
     " FROM checkpoints c WHERE c.run_id = r.id)) FROM runs r WHERE r.context_id = ?)"
 )
 
+# each run's newest checkpoint with its chat: one index seek per run
+_NEWEST_OF_RUNS = (
+    "SELECT r.context_id, c.id, c.body, c.digest FROM runs r JOIN checkpoints c"
+    " ON c.id = (SELECT MAX(c2.id) FROM checkpoints c2 WHERE c2.run_id = r.id)"
+)
+
 
 class CheckpointTable(Table):
+    def newest_per_chat(self) -> dict[str, tuple[int, str, str]]:
+        """Every chat's newest checkpoint over all its runs: (id, body, digest) by chat."""
+        newest: dict[str, tuple[int, str, str]] = {}
+        for context_id, checkpoint_id, body, digest in self.sql.run(_NEWEST_OF_RUNS).fetchall():
+            known = newest.get(context_id)
+            if known is None or checkpoint_id > known[0]:
+                newest[context_id] = (int(checkpoint_id), str(body), str(digest))
+        return newest
+
     def insert(
         self, run_id: str, context_id: str, seq: int | None, body: str, digest: str, now: float
     ) -> int:

@@ -45,3 +45,13 @@ class EventTable(Table):
             f"SELECT {EVENTS.select} FROM events WHERE {' AND '.join(where)} ORDER BY id LIMIT ?",
             [*args, limit],
         )
+
+    def last_of(self, types: tuple[str, ...]) -> dict[tuple[str, str], float]:
+        """When each chat last had an event of each of ``types``: by (chat, type)."""
+        marks = ", ".join("?" for _ in types)
+        rows = self.sql.run(
+            f"SELECT context_id, type, MAX(created_at) FROM events WHERE type IN ({marks})"
+            " GROUP BY context_id, type",
+            types,
+        ).fetchall()
+        return {(str(c), str(t)): float(at) for c, t, at in rows}

@@ -54,6 +54,13 @@ class InputTable(Table):
 
 
 class RunTable(Table):
+    def chat_spans(self) -> dict[str, tuple[float, float]]:
+        """When each chat's first and newest runs began, by chat."""
+        rows = self.sql.run(
+            "SELECT context_id, MIN(created_at), MAX(created_at) FROM runs GROUP BY context_id"
+        ).fetchall()
+        return {str(c): (float(first), float(newest)) for c, first, newest in rows}
+
     def insert(self, run: Run) -> None:
         detail = None if run.reason_detail is None else dump(run.reason_detail)
         self.sql.run(_INSERT, RUNS.values(run, reason_detail=detail))
