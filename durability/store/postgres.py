@@ -88,6 +88,10 @@ class _Retry(Exception):
 
 class PostgresStore(Store):
     engine = "postgres"
+    #: fenced writes of concurrent callers share transactions (postgres_batch.py)
+    group_commit = False  # measured: see bench/README.md, "Issue #24, round 3"
+    group_lanes = 4  # batches in flight at once (postgres_batch.py, ``FencedWriters``)
+    _writer: Any = None
     #: the pgvector extension's available version, and its schema when it ranks memories
     pgvector: str = ""
     pgvector_schema: str = ""
@@ -315,6 +319,19 @@ class PostgresStore(Store):
         return self.translate(exc)
 
     def write(self, fn: Callable[[StoreTx], T]) -> T:
+        """A shared worker's fenced write shares a transaction with the fenced writes of
+        other runs queued meanwhile (durability/store/postgres_batch.py); alone, and any
+        other write, it runs in a transaction of its own (``write_alone``)."""
+        if self.group_commit and isinstance(fn, FencedOp):
+            with self._lock:
+                if self._writer is None:
+                    from durability.store.postgres_batch import FencedWriters
+
+                    self._writer = FencedWriters(self, self.group_lanes)
+            return cast(T, self._writer.submit(fn))
+        return self.write_alone(fn)
+
+    def write_alone(self, fn: Callable[[StoreTx], T]) -> T:
         fence: tuple[str, Any] | None = None
         op, verify = fn, None
         if isinstance(fn, FencedOp):  # the fence is read with BEGIN, in the same round trip
@@ -358,6 +375,8 @@ class PostgresStore(Store):
     def close(self) -> None:
         if self._closed:
             return
+        if self._writer is not None:
+            self._writer.close()  # answers every queued write first
         self._closed = True
         self._pool.close()
 
