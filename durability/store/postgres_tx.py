@@ -153,35 +153,50 @@ class PostgresTx(StoreTx):
         super().__init__(PostgresSql(conn, locking=locking, pipeline=pipeline))
 
 
+#: The transaction's id and its fence's row in one statement (the fence a sub-select).
+_XID_AND_FENCE = (
+    "SELECT pg_current_xact_id(), f.* FROM (SELECT 1) AS one LEFT JOIN ({}) AS f ON true"
+)
+_WITH_XID: dict[str, str] = {}
+
+
 class Opened:
-    """A write transaction opened in pipeline mode: BEGIN, the query of its id and the
-    fence (``fence``: a statement and its arguments, or None) are queued, not waited for;
-    they reach the server with the transaction's first statement, and their answers come
-    back in that statement's round trip."""
+    """A write transaction opened in pipeline mode: BEGIN and one statement asking for the
+    transaction's id and, with ``fence`` (a statement and its arguments), locking the
+    run's row and reading its token are queued, not waited for; they reach the server with
+    the transaction's first statement, and their answers come back in its round trip."""
 
     def __init__(self, conn: Any, begin: str, fence: tuple[str, Any] | None) -> None:
         conn.execute(begin, prepare=False)
-        self._xid_cursor: Any = conn.execute(XID_QUERY)
-        self._fence_cursor: Any = None if fence is None else conn.execute(*fence)
+        if fence is None:
+            self._cursor: Any = conn.execute(XID_QUERY)
+        else:
+            query = _WITH_XID.get(fence[0])
+            if query is None:
+                query = _WITH_XID[fence[0]] = _XID_AND_FENCE.format(fence[0])
+            self._cursor = conn.execute(query, fence[1])
         self._xid: str | None = None
         self._found: tuple[str, int | None] | None = None
-        self._read = False
+
+    def _read(self) -> None:
+        if self._cursor is not None:
+            row = self._cursor.fetchone()
+            self._cursor = None
+            if row is not None:
+                self._xid = str(row[0])
+                if len(row) > 1 and row[1] is not None:
+                    self._found = (str(row[1]), row[2])
 
     def xid(self) -> str | None:
         """The transaction's id, asked for before COMMIT is sent (a lost commit is settled
         by it: durability/store/_lost_commit.py)."""
-        if self._xid_cursor is not None:
-            row = self._xid_cursor.fetchone()
-            self._xid, self._xid_cursor = (None if row is None else str(row[0])), None
+        self._read()
         return self._xid
 
     def found(self) -> tuple[str, int | None] | None:
         """The fence's row: (run id, its current token), None when there is no such run or
         call (its row stays locked until the transaction ends)."""
-        if not self._read and self._fence_cursor is not None:
-            row = self._fence_cursor.fetchone()
-            self._found = None if row is None else (str(row[0]), row[1])
-            self._read = True
+        self._read()
         return self._found
 
 
