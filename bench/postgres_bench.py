@@ -5,7 +5,8 @@
   journal, each next to one *floor* sample: a single-row INSERT in its own transaction on
   the same server, same run (alternating which goes first).
 - **steps/s**: 1, 8 and 32 runs stepping at once in one worker process (one thread per
-  run, one connection pool), for a fixed time each.
+  run, one connection pool), for a fixed time each; then 8 and 32 again with the group
+  commit of fenced writes on (durability/store/postgres_batch.py; off by default).
 - **claims/s**: 1, 2 and 4 worker processes (each holding its liveness lock, as a server
   does) sweeping (``limit`` 2) a backlog of unclaimed runs until a sweep finds none; also
   checks that no run was claimed twice, and reports each worker's share.
@@ -219,6 +220,12 @@ def run_bench(dsn: str, steps: int, seconds: float, backlog: int) -> dict[str, A
             with Journal.open_postgres(dsn, namespace=namespace, pool_size=2) as plain:
                 result["unfenced_step"] = step_vs_floor(plain, floor, steps, "plain")
             result["concurrency"] = [concurrent_steps(worker, n, seconds) for n in (1, 8, 32)]
+            if hasattr(worker.store, "group_commit"):  # fenced writes of runs share commits
+                worker.store.group_commit = True  # type: ignore[attr-defined]
+                result["concurrency_group_commit"] = [
+                    concurrent_steps(worker, n, seconds) for n in (8, 32)
+                ]
+                worker.store.group_commit = False  # type: ignore[attr-defined]
         result["claims"] = [claims_per_second(dsn, namespace, n, backlog) for n in (1, 2, 4)]
     finally:
         floor.close()
@@ -245,9 +252,10 @@ def table(result: dict[str, Any]) -> str:
             f" (p99 {case['step']['p99_us']:.0f}), floor {case['floor']['median_us']:.0f} us"
             f" -> {case['ratio_to_floor']:.2f}x floor"
         )
-    for case in result["concurrency"]:
+    grouped = [(c, " (group commit)") for c in result.get("concurrency_group_commit", [])]
+    for case, label in [(c, "") for c in result["concurrency"]] + grouped:
         lines.append(
-            f"{case['runs']:>2} concurrent runs: {case['steps_per_s']:.0f} steps/s"
+            f"{case['runs']:>2} concurrent runs{label}: {case['steps_per_s']:.0f} steps/s"
             f" (step median {case['step_latency']['median_us']:.0f} us,"
             f" p99 {case['step_latency']['p99_us']:.0f} us,"
             f" {case['serialisation_retries']} retries)"

@@ -15,6 +15,13 @@ whose rows share a page failed each other: 8 concurrent runs retried ~3 times pe
 Reads run in one REPEATABLE READ READ ONLY snapshot. PostgreSQL commits concurrent
 transactions together itself (WAL group commit), so there is no group-commit writer here.
 
+A write runs in pipeline mode: BEGIN, the query of its transaction id and, for a shared
+worker's write, the fence (the run's row locked and its token read, a prepared statement)
+are queued and reach the server with the operation's first statement, in one round trip;
+COMMIT, sent once the id is known, is one more. The fence is verified before COMMIT is
+sent: a refused fence rolls the whole transaction back (whatever the operation's
+statements did) and its refusal is what the caller gets, before the operation's own.
+
 A lost connection before COMMIT was sent is retried on a new connection (nothing can have
 been committed). A lost connection during COMMIT of a write is settled here, on fresh
 connections (durability/store/_lost_commit.py): PostgreSQL is asked whether the
@@ -28,15 +35,12 @@ stays without them (requirements-postgres.txt).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import psycopg
@@ -51,45 +55,26 @@ from durability.errors import (
     StorageError,
 )
 from durability.store import _lost_commit as outcome
-from durability.store._tables.claims import fence_query
+from durability.store._tables.claims import fence_statement
 from durability.store.base import (
     FencedOp,
     Store,
     StoreTx,
-    numbered_migrations,
     operation_name,
-    pending_migrations,
 )
-from durability.store.postgres_tx import PostgresTx, integrity_problems
+from durability.store.postgres_schema import check_namespace, migrate, migrations
+from durability.store.postgres_tx import Opened, PostgresTx, integrity_problems
 
 T = TypeVar("T")
 
 logger = logging.getLogger("a0.durability.postgres")
 
-MIGRATIONS_DIR = Path(__file__).parent / "migrations" / "postgres"
-NAMESPACE_PATTERN = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 #: SQLSTATEs after which a write is run again from the start (nothing was committed).
 _RETRY_STATES = {"40001", "40P01"}
 _UNIQUE_VIOLATION = "23505"
 MAX_ATTEMPTS = 30
 #: A connection lost before COMMIT: run again on a fresh connection this many times.
 MAX_CONNECTION_RETRIES = 2
-
-
-def migrations() -> list[tuple[int, Path]]:
-    """Numbered migration files of this engine, in order."""
-    return numbered_migrations(MIGRATIONS_DIR)
-
-
-def check_namespace(namespace: str) -> str:
-    if not isinstance(namespace, str) or not NAMESPACE_PATTERN.match(namespace):
-        raise InvalidArgument(
-            "the namespace must be a lowercase SQL name (letters, digits, _; at most 63)",
-            field="namespace",
-        )
-    if namespace.startswith("pg_"):
-        raise InvalidArgument("a namespace may not start with pg_", field="namespace")
-    return namespace
 
 
 class _Retry(Exception):
@@ -103,6 +88,10 @@ class _Retry(Exception):
 
 class PostgresStore(Store):
     engine = "postgres"
+    #: fenced writes of concurrent callers share transactions (postgres_batch.py)
+    group_commit = False  # measured: see bench/README.md, "Issue #24, round 3"
+    group_lanes = 4  # batches in flight at once (postgres_batch.py, ``FencedWriters``)
+    _writer: Any = None
     #: the pgvector extension's available version, and its schema when it ranks memories
     pgvector: str = ""
     pgvector_schema: str = ""
@@ -148,7 +137,7 @@ class PostgresStore(Store):
                 self.dsn.conninfo, autocommit=True, connect_timeout=max(1, int(connect_timeout))
             ) as conn:
                 configure(conn)
-                self._migrate(conn)
+                migrate(conn, self.namespace)
                 self._choose_memory_search(conn)
             self._pool.open(wait=True, timeout=connect_timeout)
         except BaseException as exc:
@@ -198,33 +187,6 @@ class PostgresStore(Store):
         finally:
             self._pool.putconn(conn)
 
-    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
-        lock_key = int.from_bytes(
-            hashlib.sha256(f"a0-migrate:{self.namespace}".encode()).digest()[:8], "big", signed=True
-        )
-        ident = sql.Identifier(self.namespace)
-        conn.execute("BEGIN")
-        try:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key,))
-            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
-                " name TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)"
-            )
-            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
-            current = int(row[0]) if row else 0
-            for number, path in pending_migrations(MIGRATIONS_DIR, current):
-                conn.execute(path.read_text(encoding="utf-8").encode("utf-8"))
-                conn.execute(
-                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
-                    (number, path.name, time.time()),
-                )
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.pgconn.transaction_status != psycopg.pq.TransactionStatus.UNKNOWN:
-                conn.execute("ROLLBACK")
-            raise
-
     @property
     def schema_version(self) -> int:
         def op(conn: psycopg.Connection[Any]) -> int:
@@ -239,14 +201,15 @@ class PostgresStore(Store):
         fn: Callable[..., T],
         *,
         name: str | None = None,
-        fence: str | None = None,
+        fence: tuple[str, Any] | None = None,
     ) -> T:
-        """Run ``fn(conn)`` in one transaction: ``mode`` is ``write`` (READ COMMITTED, run
-        again after a deadlock, a serialisation failure or a unique violation; a lost commit
-        acknowledgement is settled) or ``read`` (REPEATABLE READ READ ONLY). ``name`` names
-        the operation in log lines (default: ``fn``'s). ``fence`` (a write's): a statement
-        locking a run's row and reading its token, sent with BEGIN in one round trip;
-        ``fn(conn, found)`` then gets its row (run id, token) or None."""
+        """Run ``fn`` in one transaction: ``mode`` is ``write`` (READ COMMITTED, run again
+        after a deadlock, a serialisation failure or a unique violation; a lost commit
+        acknowledgement is settled) or ``read`` (REPEATABLE READ READ ONLY), ``fn(conn)``.
+        A write runs in pipeline mode: ``fn(conn, pipeline, opened)``, where ``opened``
+        (``postgres_tx.Opened``) has the transaction's id and the row ``fence`` read (a
+        statement locking a run's row and reading its token, queued with BEGIN). ``name``
+        names the operation in log lines (default: ``fn``'s)."""
         begin = {
             "write": "BEGIN ISOLATION LEVEL READ COMMITTED",
             "read": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
@@ -257,7 +220,9 @@ class PostgresStore(Store):
         while True:
             attempt += 1
             try:
-                return self._run_once(begin, fn, writes, fence)
+                if writes:
+                    return self._write_once(begin, fn, fence)
+                return self._run_once(begin, fn)
             except PoolTimeout as exc:  # no connection to be had within the timeout
                 raise self.translate(exc) from None
             except outcome.LostAck as ack:
@@ -282,27 +247,27 @@ class PostgresStore(Store):
                     self.retries += 1
                 time.sleep(random.uniform(0, min(0.05, 0.0005 * 2**attempt)))
 
-    def _begin(
-        self, conn: psycopg.Connection[Any], begin: str, writes: bool, fence: str | None
-    ) -> tuple[str | None, Any]:
-        """Open the transaction; a write's id, and the fence's row (``fence``), come back
-        in the same round trip."""
-        if not writes:
-            conn.execute(begin)
-            return None, None
-        cursor = conn.execute(f"{begin}; {outcome.XID_QUERY}" + (f"; {fence}" if fence else ""))
-        cursor.nextset()
-        row = cursor.fetchone()
-        xid = None if row is None else str(row[0])
-        if fence is None:
-            return xid, None
-        cursor.nextset()
-        found = cursor.fetchone()
-        return xid, None if found is None else (str(found[0]), found[1])
+    def _run_once(self, begin: str, fn: Callable[..., T]) -> T:
+        """A read: its own snapshot, nothing to commit."""
+        try:
+            with self._connection() as conn:
+                try:
+                    conn.execute(begin)
+                    value = fn(conn)
+                    conn.execute("COMMIT")
+                    return value
+                except BaseException:
+                    _rollback(conn)
+                    raise
+        except (DurabilityError, PoolTimeout):
+            raise
+        except psycopg.Error as exc:
+            raise self._failed(exc, None, None, None, committing=False) from None
 
-    def _run_once(
-        self, begin: str, fn: Callable[..., T], writes: bool, fence: str | None = None
-    ) -> T:
+    def _write_once(self, begin: str, fn: Callable[..., T], fence: tuple[str, Any] | None) -> T:
+        """One attempt of a write, in pipeline mode: BEGIN, the transaction's id and the
+        fence travel with the first statement; COMMIT (sent once the id is known) is one
+        round trip with its flush."""
         committing = False
         xid: str | None = None
         value: Any = None
@@ -310,64 +275,90 @@ class PostgresStore(Store):
         try:
             with self._connection() as conn:
                 try:
-                    xid, found = self._begin(conn, begin, writes, fence)
-                    try:
-                        value = fn(conn) if fence is None else fn(conn, found)
-                    except DurabilityError as exc:
-                        if exc.keeps_writes:
-                            committing, refusal = True, exc
-                            conn.execute("COMMIT")
-                        else:
-                            conn.execute("ROLLBACK")
-                        raise
-                    committing = True
-                    conn.execute("COMMIT")
+                    with conn.pipeline() as pipeline:
+                        opened = Opened(conn, begin, fence)
+                        try:
+                            value = fn(conn, pipeline, opened)
+                        except DurabilityError as exc:
+                            if exc.keeps_writes:
+                                xid = opened.xid()
+                                committing, refusal = True, exc
+                                conn.execute("COMMIT", prepare=False)
+                            else:
+                                conn.execute("ROLLBACK", prepare=False)
+                            raise
+                        xid = opened.xid()
+                        committing = True
+                        conn.execute("COMMIT", prepare=False)
                     return cast(T, value)
                 except BaseException:
-                    status = conn.pgconn.transaction_status
-                    if status in (
-                        psycopg.pq.TransactionStatus.INTRANS,
-                        psycopg.pq.TransactionStatus.INERROR,
-                    ):
-                        try:
-                            conn.execute("ROLLBACK")
-                        except psycopg.Error:
-                            pass
+                    _rollback(conn)
                     raise
         except (DurabilityError, PoolTimeout):
             raise
         except psycopg.Error as exc:
-            state = exc.sqlstate or ""
-            if state in _RETRY_STATES or state == _UNIQUE_VIOLATION:
-                raise _Retry(exc) from None
-            if outcome.is_connection_error(exc):
-                if committing and writes:  # committed or not: settled by ``run``
-                    raise outcome.LostAck(xid, value, refusal, str(exc).strip()[:300]) from None
-                raise _Retry(exc, connection=True) from None  # a read: nothing to know
-            raise self.translate(exc) from None
+            raise self._failed(exc, xid, value, refusal, committing=committing) from None
+
+    def _failed(
+        self,
+        exc: psycopg.Error,
+        xid: str | None,
+        value: Any,
+        refusal: DurabilityError | None,
+        *,
+        committing: bool,
+    ) -> BaseException:
+        """What a failed attempt becomes: run again, settled, or the caller's error."""
+        state = exc.sqlstate or ""
+        if state in _RETRY_STATES or state == _UNIQUE_VIOLATION:
+            return _Retry(exc)
+        if outcome.is_connection_error(exc):
+            if committing:  # committed or not: settled by ``run``
+                return outcome.LostAck(xid, value, refusal, str(exc).strip()[:300])
+            return _Retry(exc, connection=True)  # nothing can have been committed
+        return self.translate(exc)
 
     def write(self, fn: Callable[[StoreTx], T]) -> T:
-        if isinstance(fn, FencedOp):  # the fence is read in BEGIN's round trip
-            op, verify = fn.op, fn.verify
+        """A shared worker's fenced write shares a transaction with the fenced writes of
+        other runs queued meanwhile (durability/store/postgres_batch.py); alone, and any
+        other write, it runs in a transaction of its own (``write_alone``)."""
+        if self.group_commit and isinstance(fn, FencedOp):
+            with self._lock:
+                if self._writer is None:
+                    from durability.store.postgres_batch import FencedWriters
 
-            def fenced(conn: psycopg.Connection[Any], found: Any) -> T:
-                verify(found)
-                return op(self._tx(conn, locking=True))
+                    self._writer = FencedWriters(self, self.group_lanes)
+            return cast(T, self._writer.submit(fn))
+        return self.write_alone(fn)
 
+    def write_alone(self, fn: Callable[[StoreTx], T]) -> T:
+        fence: tuple[str, Any] | None = None
+        op, verify = fn, None
+        if isinstance(fn, FencedOp):  # the fence is read with BEGIN, in the same round trip
+            op, verify, fence = fn.op, fn.verify, fence_statement(fn.run_id, fn.call_id)
+
+        def body(conn: psycopg.Connection[Any], pipeline: Any, opened: Opened) -> T:
+            # The operation runs as soon as the fence is queued (its first statement carries
+            # the fence to the server); it is verified before anything is committed: a
+            # refused fence rolls the whole transaction back, and outranks the operation's
+            # own refusal.
             try:
-                where = fence_query(fn.run_id, fn.call_id)
-            except psycopg.Error as exc:  # an id that cannot be a literal (NUL)
-                raise self.translate(exc) from None
-            return self.run("write", fenced, name=operation_name(op), fence=where)
-        return self.run(
-            "write", lambda conn: fn(self._tx(conn, locking=True)), name=operation_name(fn)
-        )
+                value = op(self._tx(conn, locking=True, pipeline=pipeline))
+            except DurabilityError:
+                if verify is not None:
+                    verify(opened.found())
+                raise
+            if verify is not None:
+                verify(opened.found())
+            return value
+
+        return self.run("write", body, name=operation_name(op), fence=fence)
 
     def read(self, fn: Callable[[StoreTx], T]) -> T:
         return self.run("read", lambda conn: fn(self._tx(conn)))
 
-    def _tx(self, conn: Any, *, locking: bool = False) -> PostgresTx:
-        tx = PostgresTx(conn, locking=locking)
+    def _tx(self, conn: Any, *, locking: bool = False, pipeline: Any = None) -> PostgresTx:
+        tx = PostgresTx(conn, locking=locking, pipeline=pipeline)
         if self.pgvector_schema:  # memories also written to, and ranked by, pgvector
             from durability.store.postgres_vectors import memories_table
 
@@ -384,5 +375,17 @@ class PostgresStore(Store):
     def close(self) -> None:
         if self._closed:
             return
+        if self._writer is not None:
+            self._writer.close()  # answers every queued write first
         self._closed = True
         self._pool.close()
+
+
+def _rollback(conn: psycopg.Connection[Any]) -> None:
+    """End a transaction an error left open (a lost connection has none to end)."""
+    status = conn.pgconn.transaction_status
+    if status in (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR):
+        try:
+            conn.execute("ROLLBACK")
+        except psycopg.Error:
+            pass

@@ -18,6 +18,7 @@ from psycopg.rows import kwargs_row
 
 from durability.canonical import digest_bytes, digest_text
 from durability.records import Call
+from durability.store._lost_commit import XID_QUERY
 from durability.store._shapes import Shape
 from durability.store._sql import ACTIVE_RUN, OPEN_CALL, Sql
 from durability.store._tables.calls import (
@@ -57,12 +58,25 @@ class PostgresSql(Sql):
     order = "no"
     chain_sql = _CHAIN
 
-    def __init__(self, conn: Any, *, locking: bool = False) -> None:
+    def __init__(self, conn: Any, *, locking: bool = False, pipeline: Any = None) -> None:
         super().__init__(conn)
         #: In a write transaction every row read to decide a write is locked as it is read
         #: (``FOR NO KEY UPDATE``): READ COMMITTED then behaves like SQLite's single writer
         #: for each run, call, document and conflict (see durability/store/postgres.py).
         self.lock = " FOR NO KEY UPDATE" if locking else ""
+        #: A write transaction runs in pipeline mode (``Opened``): a statement's result, its
+        #: row count included, is there once its round trip (a sync) has been made.
+        self.pipeline = pipeline
+
+    def run(self, sql: str, args: Any = ()) -> Any:
+        cursor = self.conn.execute(self.q(sql), args)
+        if self.pipeline is not None:
+            self.pipeline.sync()  # everything queued so far (BEGIN, the fence) goes along
+        return cursor
+
+    def scalar(self, sql: str, args: Any = ()) -> Any:
+        rows = self.conn.execute(self.q(sql), args).fetchall()  # a fetch is its round trip
+        return rows[0][0] if rows else None
 
     def q(self, sql: str) -> str:
         converted = _IN_MARKS.get(sql)
@@ -135,8 +149,55 @@ class PostgresTx(StoreTx):
     Claims = ClaimTable
     Resources = ResourceTable
 
-    def __init__(self, conn: Any, *, locking: bool = False) -> None:
-        super().__init__(PostgresSql(conn, locking=locking))
+    def __init__(self, conn: Any, *, locking: bool = False, pipeline: Any = None) -> None:
+        super().__init__(PostgresSql(conn, locking=locking, pipeline=pipeline))
+
+
+#: The transaction's id and its fence's row in one statement (the fence a sub-select).
+_XID_AND_FENCE = (
+    "SELECT pg_current_xact_id(), f.* FROM (SELECT 1) AS one LEFT JOIN ({}) AS f ON true"
+)
+_WITH_XID: dict[str, str] = {}
+
+
+class Opened:
+    """A write transaction opened in pipeline mode: BEGIN and one statement asking for the
+    transaction's id and, with ``fence`` (a statement and its arguments), locking the
+    run's row and reading its token are queued, not waited for; they reach the server with
+    the transaction's first statement, and their answers come back in its round trip."""
+
+    def __init__(self, conn: Any, begin: str, fence: tuple[str, Any] | None) -> None:
+        conn.execute(begin, prepare=False)
+        if fence is None:
+            self._cursor: Any = conn.execute(XID_QUERY)
+        else:
+            query = _WITH_XID.get(fence[0])
+            if query is None:
+                query = _WITH_XID[fence[0]] = _XID_AND_FENCE.format(fence[0])
+            self._cursor = conn.execute(query, fence[1])
+        self._xid: str | None = None
+        self._found: tuple[str, int | None] | None = None
+
+    def _read(self) -> None:
+        if self._cursor is not None:
+            row = self._cursor.fetchone()
+            self._cursor = None
+            if row is not None:
+                self._xid = str(row[0])
+                if len(row) > 1 and row[1] is not None:
+                    self._found = (str(row[1]), row[2])
+
+    def xid(self) -> str | None:
+        """The transaction's id, asked for before COMMIT is sent (a lost commit is settled
+        by it: durability/store/_lost_commit.py)."""
+        self._read()
+        return self._xid
+
+    def found(self) -> tuple[str, int | None] | None:
+        """The fence's row: (run id, its current token), None when there is no such run or
+        call (its row stays locked until the transaction ends)."""
+        self._read()
+        return self._found
 
 
 def integrity_problems(conn: Any, newest: int, full: bool) -> list[str]:

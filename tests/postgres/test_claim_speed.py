@@ -1,6 +1,6 @@
 """The cheaper fenced write and sweep of #24, against a real PostgreSQL: the fence is read
-in the round trip that opens the transaction, and a sweep that lost its candidates to a
-concurrent sweeper looks again instead of coming back empty."""
+in the round trip of the write's first statement (pipeline mode), and a sweep that lost
+its candidates to a concurrent sweeper looks again instead of coming back empty."""
 
 from __future__ import annotations
 
@@ -18,25 +18,40 @@ pytestmark = pytest.mark.postgres
 
 
 def statements_of(monkeypatch, action) -> list[str]:
-    """The statements ``action`` sends, as the driver's cursors see them."""
+    """The statements ``action`` sends, as the driver's cursors see them, with ``<wait>``
+    where the client waits for the server's answers (a round trip): a statement outside
+    pipeline mode, a fetch, sync or exit of a pipeline."""
     sent: list[str] = []
-    original = psycopg.Cursor.execute
+    execute_original, wait_original = psycopg.Cursor.execute, psycopg.Connection.wait
 
     def execute(self, query, params=None, **kwargs):
         sent.append(str(query))
-        return original(self, query, params, **kwargs)
+        return execute_original(self, query, params, **kwargs)
+
+    def wait(self, gen, *args, **kwargs):
+        name = getattr(gen, "__name__", "")
+        if name in ("_fetch_gen", "_sync_gen", "_exit_gen") or (
+            name == "_execute_gen" and self._pipeline is None
+        ):
+            sent.append("<wait>")
+        return wait_original(self, gen, *args, **kwargs)
 
     monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+    monkeypatch.setattr(psycopg.Connection, "wait", wait)
     try:
         action()
     finally:
-        monkeypatch.setattr(psycopg.Cursor, "execute", original)
+        monkeypatch.setattr(psycopg.Cursor, "execute", execute_original)
+        monkeypatch.setattr(psycopg.Connection, "wait", wait_original)
     return sent
 
 
-def test_a_fenced_intent_is_three_round_trips_and_its_fence_rides_on_begin(
+def test_a_fenced_intent_is_two_round_trips_and_its_fence_rides_with_the_intent(
     open_journal, monkeypatch
 ):
+    """Pipeline mode: BEGIN, the transaction's id, the fence (a prepared statement, not a
+    literal) and the intent go out before the client first waits; COMMIT is the second
+    round trip (before: three, BEGIN with the fence in one simple query)."""
     w1 = open_journal("w1")
     run = w1.admit("chat", "in-1", sha("x")).run
     sent = statements_of(
@@ -45,9 +60,12 @@ def test_a_fenced_intent_is_three_round_trips_and_its_fence_rides_on_begin(
             run.id, agent_no=0, seq=0, kind="tool", name="t", args={}, policy="hold"
         ),
     )
-    assert len(sent) == 3, sent  # BEGIN with the fence, the intent, COMMIT
-    assert sent[0].startswith("BEGIN") and "FOR NO KEY UPDATE" in sent[0]
-    assert sent[-1] == "COMMIT"
+    assert sent.count("<wait>") == 2, sent
+    first = sent.index("<wait>")
+    assert sent[0].startswith("BEGIN") and "pg_current_xact_id" in sent[1], sent
+    assert claims_table.fence_statement(run.id, None)[0] in sent[1], sent
+    assert run.id not in sent[1] and sent[2].startswith("WITH bumped") and first == 3, sent
+    assert sent[first + 1 :] == ["COMMIT", "<wait>"], sent
 
 
 def test_the_folded_fence_still_refuses_a_superseded_worker(open_journal):
@@ -70,7 +88,7 @@ def test_the_folded_fence_still_refuses_a_superseded_worker(open_journal):
 
 
 @pytest.mark.parametrize("odd", ["it's", "back\\slash", "x'; DROP TABLE runs; --"])
-def test_ids_that_need_quoting_reach_the_fence_as_literals(open_journal, odd):
+def test_ids_that_need_quoting_reach_the_fence_as_arguments(open_journal, odd):
     w1 = open_journal("w1")
     run = w1.admit("chat", "in-1", sha("x")).run
     with pytest.raises((IntentMissing, CallNotFound)):

@@ -189,21 +189,22 @@ def test_a_repeat_refused_by_the_fence_is_a_fencing_loss_not_a_retry(
 
 def test_a_repeat_carries_the_token_of_the_first_attempt(open_journal):
     """The fence pins the token of a write's first attempt: a repeat under a newer claim
-    of the same worker is refused too (the write was meant for the old one)."""
+    of the same worker is refused too (the write was meant for the old one), and nothing
+    of the repeat commits (its statements may have run: they are rolled back)."""
     w1 = open_journal("w1")
     run = w1.admit("chat", "in-1", sha("x")).run
     first = w1.cluster.get(run.id).token
-    calls: list[int] = []
 
     def op(tx):
-        calls.append(1)
-        return len(calls)
+        tx.sql.run("UPDATE runs SET version = version + 1 WHERE id = ?", (run.id,))
+        return tx.sql.scalar("SELECT version FROM runs WHERE id = ?", (run.id,))
 
     fenced = w1.cluster.fenced(op, run.id, None)
-    assert w1.store.write(fenced) == 1
+    version = w1.store.write(fenced)
+    assert w1.get_run(run.id).version == version
     w1.cluster.release(run.id)
     assert w1.cluster.claim(run.id).token > first
     with pytest.raises(FencingLost) as info:
         w1.store.write(fenced)  # the same write again
     assert info.value.reason == "superseded" and info.value.held_token == first
-    assert calls == [1]
+    assert w1.get_run(run.id).version == version

@@ -40,6 +40,8 @@ def test_bench_runs_and_reports(postgres_server):
         assert result[key]["ratio_to_floor"] > 0 and result[key]["floor"]["median_us"] > 0
     assert [c["runs"] for c in result["concurrency"]] == [1, 8, 32]
     assert all(c["steps_per_s"] > 0 for c in result["concurrency"])
+    assert [c["runs"] for c in result["concurrency_group_commit"]] == [8, 32]
+    assert all(c["steps_per_s"] > 0 for c in result["concurrency_group_commit"])
     assert [c["workers"] for c in result["claims"]] == [1, 2, 4]
     for case in result["claims"]:
         assert case["claimed"] == case["runs"] == 20 and case["claimed_twice"] == 0

@@ -8,9 +8,10 @@ and a length), after the one-byte answers to SSL/GSS requests. When armed, the f
 CommandComplete 'C' with the tag ``COMMIT`` of a transaction whose client bytes hold the
 marker is not forwarded: both sockets are closed instead (the commit happened, its
 acknowledgement is lost). ``arm(..., request=True)`` loses the COMMIT itself instead: the
-client's simple query ``COMMIT`` is not forwarded, both sockets are closed, and the server
-rolls the transaction back. ``arm(..., then_down=True)`` also cuts every other connection
-and refuses new ones until ``restore()``: the database is gone, as far as clients know.
+client's ``COMMIT`` (a simple query, or a Parse in pipeline mode) is not forwarded, both
+sockets are closed, and the server rolls the transaction back. ``arm(..., then_down=True)``
+also cuts every other connection and refuses new ones until ``restore()``: the database is
+gone, as far as clients know.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from contextlib import contextmanager, suppress
 _CHUNK = 65536
 #: The simple query ``COMMIT`` as a client sends it: 'Q', length 11, the text, NUL.
 _COMMIT_QUERY = b"Q\x00\x00\x00\x0bCOMMIT\x00"
+#: ``COMMIT`` in the extended protocol (pipeline mode): Parse 'P', length 14, the unnamed
+#: statement, the text, no parameter types.
+_COMMIT_PARSE = b"P\x00\x00\x00\x0e\x00COMMIT\x00\x00\x00"
 
 
 class _Link:
@@ -60,7 +64,8 @@ class _Link:
                 with self.lock:
                     self.transaction += data  # recorded before the server can answer it
                     seen = bytes(self.transaction)
-                if _COMMIT_QUERY in data and self.proxy._take(seen, request=True):
+                commit = _COMMIT_QUERY in data or _COMMIT_PARSE in data
+                if commit and self.proxy._take(seen, request=True):
                     self.close()
                     self.proxy._lost_one(self)
                     return

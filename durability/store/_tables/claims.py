@@ -10,7 +10,6 @@ database's clock.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from durability.canonical import canonical_json, digest_text
@@ -47,8 +46,6 @@ def held(c: str, now: str = NOW) -> str:
     )
 
 
-#: ids that need no escaping inside a quoted literal
-_PLAIN_ID = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
 _FENCE_OF_RUN = "SELECT id, fence FROM runs WHERE id = {} FOR NO KEY UPDATE"
 _FENCE_OF_CALL = (
     "SELECT r.id, r.fence FROM runs r JOIN calls c ON c.run_id = r.id"
@@ -56,17 +53,12 @@ _FENCE_OF_CALL = (
 )
 
 
-def fence_query(run_id: str | None, call_id: str | None) -> str:
-    """The statement locking the row of a run (named, or through one of its calls) and
-    reading its fencing token, with the id as a quoted literal: it travels in one
-    simple-protocol message with BEGIN (durability/store/postgres.py)."""
+def fence_statement(run_id: str | None, call_id: str | None) -> tuple[str, tuple[str | None]]:
+    """The statement (and its one argument) locking the row of a run (named, or through
+    one of its calls) and reading its fencing token: queued with BEGIN in pipeline mode,
+    prepared by the driver once it has been used a few times (durability/store/postgres.py)."""
     template = _FENCE_OF_RUN if run_id is not None else _FENCE_OF_CALL
-    key = run_id if run_id is not None else call_id
-    if isinstance(key, str) and _PLAIN_ID.fullmatch(key):  # the common case, quoted at no cost
-        return template.format(f"'{key}'")
-    from psycopg import sql
-
-    return sql.SQL(template).format(sql.Literal(key)).as_string(None)  # type: ignore[arg-type]
+    return template.format("%s"), (run_id if run_id is not None else call_id,)
 
 
 #: A sweep's candidates: active runs whose claim is free, oldest change first, their rows
@@ -96,9 +88,7 @@ class ClaimTable(Table):
     ) -> tuple[str, int | None] | None:
         """The run (named, or through one of its calls) and its current fencing token, its
         row locked until the transaction ends; None when there is no such run or call."""
-        template = _FENCE_OF_RUN if run_id is not None else _FENCE_OF_CALL
-        key = run_id if run_id is not None else call_id
-        row = self.sql.run(template.format("%s"), (key,)).fetchone()
+        row = self.sql.run(*fence_statement(run_id, call_id)).fetchone()
         return (str(row[0]), row[1]) if row else None
 
     def _write(
