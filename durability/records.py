@@ -129,11 +129,17 @@ class ChatSummary(_Record):
 
 
 @dataclass(frozen=True)
-class Checkpoint(_Record):
+class _CheckpointIdentity(_Record):
+    """Which checkpoint: its row, its run and chat, and its place in the run."""
+
     id: int
     run_id: str
     context_id: str
     seq: int | None
+
+
+@dataclass(frozen=True)
+class Checkpoint(_CheckpointIdentity):
     state: dict[str, Any]
     histories: dict[str, list[Any]]
     digest: str
@@ -141,13 +147,9 @@ class Checkpoint(_Record):
 
 
 @dataclass(frozen=True)
-class CheckpointRef(_Record):
+class CheckpointRef(_CheckpointIdentity):
     """What a write returns: the checkpoint's identity, not its (possibly large) content."""
 
-    id: int
-    run_id: str
-    context_id: str
-    seq: int | None
     digest: str
     history_lengths: dict[str, int]
     created_at: float

@@ -51,12 +51,13 @@ class CheckpointOps:
 
     @deferrable()
     def defer_checkpoint(
-        journal: JournalBase, run_id: str, data: CheckpointData
+        journal: JournalBase, run_id: str, data: CheckpointData, *, within: float | None = None
     ) -> Plan[CheckpointRef]:
         """``write_checkpoint`` without waiting (True), or at once where the engine does not
-        defer (False)."""
+        defer (False). ``within``: how long it may wait for a write to ride on before it
+        commits on its own (None: the journal's ``defer_seconds``)."""
         plan = _write_checkpoint(journal, run_id, data)
-        return deferred(plan, run_id if journal.deferrals.enabled else None)
+        return deferred(plan, run_id if journal.deferrals.enabled else None, within)
 
     @operation()
     def latest_checkpoint(

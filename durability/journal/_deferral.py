@@ -122,7 +122,7 @@ class Deferrals:
             note(error)  # e.g. COMMIT itself failed after the write ran
             self._log(run_id, error)
 
-        self._store.defer(noting, on_done)
+        self._store.defer(noting, on_done, plan.defer_within)
 
     def _log(self, run_id: str, error: BaseException) -> None:
         code = str(getattr(error, "code", type(error).__name__))

@@ -38,11 +38,16 @@ class Plan(Generic[T]):
     after: Callable[[T], T] | None = None
     #: A deferrable write (``@deferrable``): the run it rides on, or None to commit now.
     defer_to: str | None = None
+    #: How long the deferred write may wait for a write to ride on (None: the journal's
+    #: ``defer_seconds``).
+    defer_within: float | None = None
 
 
-def deferred(plan: Plan[T], run_id: str | None) -> Plan[T]:
-    """``plan`` handed to the run's deferred writes (None: committed at once)."""
+def deferred(plan: Plan[T], run_id: str | None, within: float | None = None) -> Plan[T]:
+    """``plan`` handed to the run's deferred writes (None: committed at once), to wait
+    at most ``within`` seconds for a write to ride on (None: the journal's bound)."""
     plan.defer_to = run_id
+    plan.defer_within = within
     return plan
 
 

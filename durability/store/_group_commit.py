@@ -17,11 +17,12 @@ Only the callers whose batch finished are woken (no ``notify_all``).
 A *deferred* write (``defer``) has no caller waiting: it is parked, and the next write
 submitted (by any caller) takes every parked write along, ahead of itself, into its batch:
 they commit in the same transaction as that write, or in an earlier one, never later.
-Nothing submitted within ``defer_seconds``: the writer's thread commits what is parked on
-its own. ``flush`` returns once every deferred write handed over so far is answered;
-``close`` commits what is parked before it returns. A deferred write's outcome goes to its
-``on_done(value, error)``, called by the leader after the batch, before the batch's
-callers are woken (docs/durability.md, "Results ride on the next write").
+Nothing submitted within ``defer_seconds`` (or a parked write's own ``within``, the
+soonest of them): the writer's thread commits what is parked on its own. ``flush``
+returns once every deferred write handed over so far is answered; ``close`` commits what
+is parked before it returns. A deferred write's outcome goes to its ``on_done(value,
+error)``, called by the leader after the batch, before the batch's callers are woken
+(docs/durability.md, "Results ride on the next write").
 
 A batch (durability/store/_batch.py) first runs its writes one after another with no
 savepoints. If a write is refused
@@ -209,11 +210,12 @@ class GroupCommitWriter:
                 self._writer_turn.notify()
         return await future  # type: ignore[no-any-return]
 
-    def defer(self, fn: Callable[[Any], Any], on_done: OnDone) -> None:
+    def defer(self, fn: Callable[[Any], Any], on_done: OnDone, within: float | None = None) -> None:
         """Hand ``fn(tx)`` over without waiting: it commits with the next write submitted,
-        or on its own within ``defer_seconds``; ``on_done(value, error)`` gets its outcome."""
+        or on its own within ``within`` seconds (None: ``defer_seconds``), or with an
+        earlier-due parked write; ``on_done(value, error)`` gets its outcome."""
         slot = _Slot(fn, on_done)
-        slot.deadline = time.monotonic() + self.defer_seconds
+        slot.deadline = time.monotonic() + (self.defer_seconds if within is None else within)
         with self._lock:
             if self._running == threading.get_ident():
                 raise RuntimeError("a journal write may not start another write")
@@ -311,7 +313,7 @@ class GroupCommitWriter:
                         self._timer_due = None
                         self._writer_turn.wait()
                         continue
-                    due = self._parked[0].deadline  # the oldest: parked in order
+                    due = min(slot.deadline for slot in self._parked)  # the soonest
                     wait = due - time.monotonic()
                     if wait > 0 and not self._closed:
                         self._timer_due = due

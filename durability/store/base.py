@@ -156,9 +156,15 @@ class Store(ABC):
     #: Why the preferred search cannot run (empty when it can).
     memory_search_problem: str = ""
 
-    def defer(self, fn: Callable[[StoreTx], Any], on_done: Callable[[Any, Any], None]) -> None:
-        """Commit ``fn`` with the next write, or on its own within ``defer_seconds``;
-        ``on_done(value, error)`` gets the outcome (durability/journal/_deferral.py)."""
+    def defer(
+        self,
+        fn: Callable[[StoreTx], Any],
+        on_done: Callable[[Any, Any], None],
+        within: float | None = None,
+    ) -> None:
+        """Commit ``fn`` with the next write, or on its own within ``within`` seconds
+        (None: ``defer_seconds``); ``on_done(value, error)`` gets the outcome
+        (durability/journal/_deferral.py)."""
         raise NotImplementedError(f"{type(self).__name__} does not defer writes")
 
     def flush(self) -> None:

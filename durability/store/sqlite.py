@@ -197,8 +197,13 @@ class SqliteStore(Store):
     def defer_seconds(self, seconds: float) -> None:
         self._writer.defer_seconds = seconds
 
-    def defer(self, fn: Callable[[StoreTx], Any], on_done: Callable[[Any, Any], None]) -> None:
-        self._writer.defer(fn, on_done)
+    def defer(
+        self,
+        fn: Callable[[StoreTx], Any],
+        on_done: Callable[[Any, Any], None],
+        within: float | None = None,
+    ) -> None:
+        self._writer.defer(fn, on_done, within)
 
     def flush(self) -> None:
         self._writer.flush()

@@ -232,10 +232,23 @@ def checkpoint_data(context: AgentContext, run: DurableRun, journal: Journal) ->
     return CheckpointData({"current": state, "resume": base_state}, all_histories)
 
 
-async def write(context: AgentContext, run: DurableRun, journal: Journal) -> None:
+#: How long a run's start checkpoint waits for the run's first intent to ride on. Prompt
+#: building comes between the two and takes longer than the journal's default bound on a
+#: busy machine; a start checkpoint lost in a crash is rebuilt from the chat's previous
+#: checkpoint and the journaled input (``RunScope._restart_from_input``), the very state it
+#: holds (docs/durability.md, "Results ride on the next write").
+START_WITHIN_SECONDS = 1.0
+
+
+async def write(
+    context: AgentContext, run: DurableRun, journal: Journal, *, start: bool = False
+) -> None:
     """Hand one checkpoint of the chat for ``run`` to the journal: derived state, so it
-    rides on the run's next write (durability/journal/_deferral.py)."""
-    await journal.aio.defer_checkpoint(run.run_id, checkpoint_data(context, run, journal))
+    rides on the run's next write (durability/journal/_deferral.py); ``start``: the run's
+    start checkpoint, which may wait up to ``START_WITHIN_SECONDS`` for it."""
+    within = START_WITHIN_SECONDS if start else None
+    data = checkpoint_data(context, run, journal)
+    await journal.aio.defer_checkpoint(run.run_id, data, within=within)
 
 
 def _log_item(item: dict[str, Any]) -> dict[str, Any]:

@@ -150,7 +150,7 @@ class RunScope(EmbeddingSeam):
         checkpoint.set_resume_base(self.context, state, agent, phase="start")
 
         async def base_checkpoint() -> None:
-            await checkpoint.write(self.context, state, self.journal)
+            await checkpoint.write(self.context, state, self.journal, start=True)
             if msg.attachments:  # for a worker that may take it over
                 paths = list(msg.attachments)
                 await self.chats.ownership.store_attachments(self.context, state.run_id, paths)

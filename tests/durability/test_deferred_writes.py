@@ -104,6 +104,52 @@ def test_a_lone_deferred_result_is_durable_within_its_bound(tmp_path):
         journal.close()
 
 
+def _checkpoint_on_disk(path: Path, run_id: str) -> int:
+    with closing(sqlite3.connect(path)) as db:
+        return db.execute(
+            "SELECT count(*) FROM checkpoints WHERE run_id = ?", (run_id,)
+        ).fetchone()[0]
+
+
+def test_a_write_with_its_own_bound_waits_for_the_next_write_past_the_default(tmp_path):
+    """A run's start checkpoint (python/durable/checkpoint.py) waits longer than the
+    journal's bound for the run's first intent: it commits with it, not on its own."""
+    journal = _open(tmp_path, defer_seconds=0.005)
+    try:
+        run_id = _run(journal)
+        before = journal.store.batches
+        assert journal.defer_checkpoint(run_id, _checkpoint(0), within=60.0) is True
+        writer = journal.store._writer
+        wait_until(lambda: writer._timer_due is not None, DEADLINE, "the writer's timer")
+        assert writer._timer_due > time.monotonic() + 30  # its own bound, not 5 ms
+        assert _checkpoint_on_disk(journal.store.path, run_id) == 0
+        call = _intent(journal, run_id, 0)
+        assert journal.store.batches == before + 1  # the intent carried it: one commit
+        assert _checkpoint_on_disk(journal.store.path, run_id) == 1
+        assert _on_disk(journal.store.path, call.id) == "open"
+        assert journal.store.deferred_alone == 0
+    finally:
+        journal.close()
+
+
+def test_the_soonest_bound_of_the_parked_writes_is_kept(tmp_path):
+    """A write parked behind one with a longer bound still commits within its own, and
+    takes the longer one along (order kept)."""
+    journal = _open(tmp_path, defer_seconds=0.005)
+    try:
+        run_id = _run(journal)
+        call = _intent(journal, run_id, 0)
+        assert journal.defer_checkpoint(run_id, _checkpoint(0), within=60.0) is True
+        assert journal.defer_result(call.id, {"ok": True}) is True
+        wait_until(
+            lambda: _on_disk(journal.store.path, call.id) == "completed", DEADLINE, "the commit"
+        )
+        assert _checkpoint_on_disk(journal.store.path, run_id) == 1
+        assert journal.store.deferred_alone == 2
+    finally:
+        journal.close()
+
+
 def test_close_commits_what_is_deferred(tmp_path):
     journal = _open(tmp_path, defer_seconds=60.0)
     run_id = _run(journal)

@@ -44,14 +44,18 @@ class Crashable:
         self.server = server
         return server
 
-    def crash_during(self, message: str, input_id: str, **env: str) -> None:
-        """Start with a failpoint, send the message, wait until the process killed itself."""
+    def crash_during(
+        self, message: str, input_id: str, context_id: str | None = None, **env: str
+    ) -> None:
+        """Start with a failpoint, send the message (to ``context_id``: that chat; else a
+        new one), wait until the process killed itself."""
         server = self.start(**env)
         errors: list[BaseException] = []
+        chat = {"context_id": context_id} if context_id else {}
 
         def send() -> None:
             try:
-                server.api_message(message, input_id=input_id)
+                server.api_message(message, input_id=input_id, **chat)
             except httpx.HTTPError as exc:  # the server died mid-request
                 errors.append(exc)
 

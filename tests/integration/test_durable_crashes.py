@@ -3,7 +3,9 @@ journal; recovery follows DESIGN.md section 5 (the scripted model counts model c
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+from contextlib import closing
 
 import httpx
 import pytest
@@ -203,6 +205,41 @@ def test_corrupt_checkpoint_is_held_at_start_up_and_the_chat_refuses_messages(
     assert crashable.run(run["run_id"])["version"] == version
     assert model_server.calls == 1
     assert_no_repeats(side_effects(crashable.usr))
+    crashable.stop()
+
+
+def test_a_start_checkpoint_lost_to_a_sigkill_resumes_from_the_chat_and_the_input(
+    crashable, model_server
+):
+    """The run's start checkpoint waits for the run's first intent to ride on; a SIGKILL
+    before that intent loses it. The run resumes from the chat's previous checkpoint plus
+    the journaled input: the same history, the model asked once, the answer given."""
+    model_server.tool("response", {"text": "first answer"})
+    crashable.start()
+    first = crashable.server.api_message("first question", input_id="q-1").json()
+    assert first["response"] == "first answer", first
+    crashable.stop()
+    context_id = first["context_id"]
+
+    model_server.tool("response", {"text": "second answer"})
+    crashable.crash_during(
+        "second question", "q-2", context_id=context_id, **_crash_env("before_intent", "model")
+    )
+    assert model_server.calls == 1
+    with closing(sqlite3.connect(crashable.usr / "durability" / "journal.sqlite")) as db:
+        (run_id,) = db.execute("SELECT run_id FROM inputs WHERE input_id = 'q-2'").fetchone()
+        lost = db.execute("SELECT count(*) FROM checkpoints WHERE run_id = ?", (run_id,))
+        assert lost.fetchone()[0] == 0, "the start checkpoint was parked, not on disk"
+
+    crashable.start()
+    done = crashable.wait_status(run_id, "completed")
+    assert done["context_id"] == context_id
+    assert model_server.calls == 2, "the model is asked once for the resumed run"
+    prompt = "\n".join(str(m.get("content")) for m in model_server.requests[-1]["messages"])
+    assert prompt.count("first question") == 1 and prompt.count("first answer") == 1
+    assert prompt.count("second question") == 1, prompt
+    again = crashable.server.api_message("second question", input_id="q-2", context_id=context_id)
+    assert again.json()["response"] == "second answer", again.text
     crashable.stop()
 
 
