@@ -41,6 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import psycopg
@@ -75,6 +76,17 @@ _UNIQUE_VIOLATION = "23505"
 MAX_ATTEMPTS = 30
 #: A connection lost before COMMIT: run again on a fresh connection this many times.
 MAX_CONNECTION_RETRIES = 2
+
+
+@dataclass
+class _Attempt:
+    """What one attempt had done when it failed: its transaction id, its value, a refusal
+    that keeps its writes, and whether COMMIT was sent (a lost COMMIT is settled by it)."""
+
+    xid: str | None = None
+    value: Any = None
+    refusal: DurabilityError | None = None
+    committing: bool = False
 
 
 class _Retry(Exception):
@@ -247,57 +259,53 @@ class PostgresStore(Store):
                     self.retries += 1
                 time.sleep(random.uniform(0, min(0.05, 0.0005 * 2**attempt)))
 
-    def _run_once(self, begin: str, fn: Callable[..., T]) -> T:
-        """A read: its own snapshot, nothing to commit."""
+    @contextmanager
+    def _attempt(self, state: _Attempt) -> Iterator[psycopg.Connection[Any]]:
+        """A connection for one attempt: rolled back when the attempt raises; a driver
+        error becomes the store's, settled by what ``state`` says the attempt had done."""
         try:
             with self._connection() as conn:
                 try:
-                    conn.execute(begin)
-                    value = fn(conn)
-                    conn.execute("COMMIT")
-                    return value
+                    yield conn
                 except BaseException:
                     _rollback(conn)
                     raise
         except (DurabilityError, PoolTimeout):
             raise
         except psycopg.Error as exc:
-            raise self._failed(exc, None, None, None, committing=False) from None
+            raise self._failed(
+                exc, state.xid, state.value, state.refusal, committing=state.committing
+            ) from None
+
+    def _run_once(self, begin: str, fn: Callable[..., T]) -> T:
+        """A read: its own snapshot, nothing to commit."""
+        with self._attempt(_Attempt()) as conn:
+            conn.execute(begin)
+            value = fn(conn)
+            conn.execute("COMMIT")
+            return value
 
     def _write_once(self, begin: str, fn: Callable[..., T], fence: tuple[str, Any] | None) -> T:
         """One attempt of a write, in pipeline mode: BEGIN, the transaction's id and the
         fence travel with the first statement; COMMIT (sent once the id is known) is one
         round trip with its flush."""
-        committing = False
-        xid: str | None = None
-        value: Any = None
-        refusal: DurabilityError | None = None
-        try:
-            with self._connection() as conn:
-                try:
-                    with conn.pipeline() as pipeline:
-                        opened = Opened(conn, begin, fence)
-                        try:
-                            value = fn(conn, pipeline, opened)
-                        except DurabilityError as exc:
-                            if exc.keeps_writes:
-                                xid = opened.xid()
-                                committing, refusal = True, exc
-                                conn.execute("COMMIT", prepare=False)
-                            else:
-                                conn.execute("ROLLBACK", prepare=False)
-                            raise
-                        xid = opened.xid()
-                        committing = True
-                        conn.execute("COMMIT", prepare=False)
-                    return cast(T, value)
-                except BaseException:
-                    _rollback(conn)
-                    raise
-        except (DurabilityError, PoolTimeout):
-            raise
-        except psycopg.Error as exc:
-            raise self._failed(exc, xid, value, refusal, committing=committing) from None
+        state = _Attempt()
+        with self._attempt(state) as conn, conn.pipeline() as pipeline:
+            opened = Opened(conn, begin, fence)
+            try:
+                state.value = fn(conn, pipeline, opened)
+            except DurabilityError as exc:
+                if exc.keeps_writes:
+                    state.xid = opened.xid()
+                    state.committing, state.refusal = True, exc
+                    conn.execute("COMMIT", prepare=False)
+                else:
+                    conn.execute("ROLLBACK", prepare=False)
+                raise
+            state.xid = opened.xid()
+            state.committing = True
+            conn.execute("COMMIT", prepare=False)
+        return cast(T, state.value)
 
     def _failed(
         self,

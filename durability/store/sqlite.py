@@ -197,13 +197,8 @@ class SqliteStore(Store):
     def defer_seconds(self, seconds: float) -> None:
         self._writer.defer_seconds = seconds
 
-    def defer(
-        self,
-        fn: Callable[[StoreTx], Any],
-        on_done: Callable[[Any, Any], None],
-        within: float | None = None,
-    ) -> None:
-        self._writer.defer(fn, on_done, within)
+    def defer(self, *args: Any, **kwargs: Any) -> None:  # Store.defer's parameters
+        self._writer.defer(*args, **kwargs)
 
     def flush(self) -> None:
         self._writer.flush()
