@@ -7,6 +7,7 @@ never by the application. Standard library only, so the peers' venv can import i
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sqlite3
 import statistics
@@ -196,3 +197,15 @@ def choices_arg(allowed: Sequence[str]) -> Callable[[str], list[str]]:
         return chosen
 
     return parse
+
+
+def report(
+    result: dict[str, Any], started: float, table: Callable[[dict[str, Any]], str], quiet: bool
+) -> int:
+    """A bench's ending: its run time into ``result``, the table (unless ``quiet``: only the
+    JSON document), then the JSON document as the last line; the exit status."""
+    result["seconds"] = time.monotonic() - started
+    if not quiet:
+        print(table(result))
+    print(json.dumps(result, sort_keys=True))
+    return 0

@@ -32,7 +32,6 @@ sets. Prints a table, then one JSON document (the last line of output).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -416,11 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(folder, ignore_errors=True)
     result["runs"] = sets
     result["summary"] = summarize(sets)
-    result["seconds"] = time.monotonic() - started
-    if not args.json:
-        print(table(result))
-    print(json.dumps(result, sort_keys=True))
-    return 0
+    return _common.report(result, started, table, args.json)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,6 @@ Prints a table, then one JSON document (the last line of output).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sqlite3
@@ -481,11 +480,7 @@ def main(argv: list[str] | None = None) -> int:
         if server is not None:
             server.destroy()
         shutil.rmtree(folder, ignore_errors=True)
-    result["seconds"] = time.monotonic() - started
-    if not args.json:
-        print(table(result))
-    print(json.dumps(result, sort_keys=True))
-    return 0
+    return _common.report(result, started, table, args.json)
 
 
 if __name__ == "__main__":

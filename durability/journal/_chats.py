@@ -26,6 +26,7 @@ from durability.journal._validation import require_text
 from durability.records import CHAT_ORIGINS, ChatSummary, CheckpointData, NewChat, Run
 from durability.status import RunStatus
 from durability.store.base import StoreTx
+from durability.store.checkpoint_entries import entry_length
 
 
 def _check(chat: object) -> NewChat:
@@ -87,19 +88,10 @@ def _pick(pick: Callable[[dict[str, Any], dict[str, int]], Any], body: str, sha:
     try:
         decoded = json.loads(body)
         state, histories = decoded["state"], decoded["histories"]
-        lengths = {str(k): _length(decoded, v) for k, v in histories.items()}
+        lengths = {str(k): entry_length(decoded, v) for k, v in histories.items()}
         return pick(state, lengths) if isinstance(state, dict) else None
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
-
-
-def _length(body: dict[str, Any], entry: dict[str, Any]) -> int:
-    """How many messages a history entry of a checkpoint body holds, in either format
-    (durability/checkpoints.py): format 1 says it (``length``); format 2 keeps ``keep``
-    messages of a base chain (or of another entry, ``of``) and adds the ``add`` hashes."""
-    if body.get("v") == 1:
-        return int(entry["length"])
-    return int(entry["keep"]) + (0 if "of" in entry else len(entry["add"]))
 
 
 def _record_chats(journal: JournalBase, chats: Sequence[NewChat]) -> Plan[list[Run]]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from durability.store._sql import FINISHED_RUNS
+from durability.store.checkpoint_entries import CHECKPOINT_FORMATS, history_entry
 
 
 def runs_with_status(conn: sqlite3.Connection, statuses: Iterable[str]) -> list[tuple[str, float]]:
@@ -24,34 +25,6 @@ def runs_with_status(conn: sqlite3.Connection, statuses: Iterable[str]) -> list[
         f"SELECT id, updated_at FROM runs WHERE status IN ({marks})", wanted
     ).fetchall()
     return [(str(r[0]), float(r[1])) for r in rows]
-
-
-CHECKPOINT_FORMATS = (1, 2)  # durability/checkpoints.py describes both
-
-
-Entry = tuple[str | None, int, list[str], bool]
-
-
-def history_entry(body: dict[str, Any], ref: Any) -> Entry | None:
-    """One history entry of a checkpoint body as (base node, keep, inline message hashes,
-    exact): format 1 names a chain's head and its length (exact: the chain has that many
-    messages), format 2 a base, how many of its chain's messages come first and the
-    messages after them. None for a format 2 ``of`` entry (the first ``keep`` messages of
-    another key's entry, which names its messages itself). Raises KeyError, TypeError or
-    ValueError when malformed."""
-    if body.get("v") == 1:
-        base, keep, add, exact = ref["head"], int(ref["length"]), [], True
-    elif "of" in ref:
-        if "of" in body["histories"][ref["of"]] or type(ref["keep"]) is not int:
-            raise ValueError("undecodable")
-        return None
-    else:
-        base, keep, add, exact = ref["base"], int(ref["keep"]), ref["add"], False
-    if not isinstance(add, list) or not all(isinstance(h, str) for h in add):
-        raise TypeError("add")
-    if base is not None and not isinstance(base, str):
-        raise TypeError("base")
-    return base, keep, add, exact
 
 
 @dataclass(frozen=True)

@@ -191,17 +191,29 @@ def test_memory_bench_smoke(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []  # its temporary folder is gone
 
 
+def _postgres_args() -> list[str]:
+    """The ``--dsn`` a PostgreSQL bench is given (none: it starts a private cluster). A
+    missing driver or server fails in CI and skips elsewhere."""
+    from tests.support.postgres import DSN_ENV, PG_BIN
+
+    missing = []
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        missing.append("psycopg")
+    if not (PG_BIN / "initdb").exists() and not os.environ.get(DSN_ENV):
+        missing.append("PostgreSQL binaries or A0_TEST_POSTGRES_DSN")
+    if missing:
+        if os.environ.get("CI"):  # in CI a missing prerequisite fails, never skips
+            pytest.fail(f"missing: {', '.join(missing)}")
+        pytest.skip(f"missing: {', '.join(missing)}")
+    return ["--dsn", os.environ[DSN_ENV]] if os.environ.get(DSN_ENV) else []
+
+
 def test_takeover_bench_smoke() -> None:
     """One round: two run_ui.py workers on a private PostgreSQL cluster, A killed mid-run,
     B's claim measured; the figure is reported next to the default lease."""
-    pytest.importorskip("psycopg")
-    from tests.support.postgres import DSN_ENV, PG_BIN
-
-    if not (PG_BIN / "initdb").exists() and not os.environ.get(DSN_ENV):
-        if os.environ.get("CI"):  # in CI a missing prerequisite fails, never skips
-            pytest.fail("no PostgreSQL binaries and no A0_TEST_POSTGRES_DSN")
-        pytest.skip("no PostgreSQL binaries and no A0_TEST_POSTGRES_DSN")
-    args = ["--smoke"] + (["--dsn", os.environ[DSN_ENV]] if os.environ.get(DSN_ENV) else [])
+    args = ["--smoke", *_postgres_args()]
     result = run_bench("takeover_bench.py", *args, timeout=300)
     assert result["rounds"] == 1 and result["lease_s"] == 30.0
     [sample] = result["samples_s"]
@@ -213,15 +225,8 @@ def test_takeover_bench_smoke() -> None:
 def test_recovery_bench_seeded_postgres_smoke(tmp_path: Path) -> None:
     """The seeded start-up on PostgreSQL (issue #24, goal 4): shared workers on an empty and
     a seeded namespace of a private cluster (or A0_TEST_POSTGRES_DSN), started once each."""
-    pytest.importorskip("psycopg")
-    from tests.support.postgres import DSN_ENV, PG_BIN
-
-    if not (PG_BIN / "initdb").exists() and not os.environ.get(DSN_ENV):
-        if os.environ.get("CI"):  # in CI a missing prerequisite fails, never skips
-            pytest.fail("no PostgreSQL binaries and no A0_TEST_POSTGRES_DSN")
-        pytest.skip("no PostgreSQL binaries and no A0_TEST_POSTGRES_DSN")
     args = ["--smoke", "--mode", "seeded", "--engine", "postgres", "--dir", str(tmp_path)]
-    args += ["--dsn", os.environ[DSN_ENV]] if os.environ.get(DSN_ENV) else []
+    args += _postgres_args()
     result = run_bench("recovery_bench.py", *args, timeout=300)
     seeded = result["seeded"]
     assert seeded["engine"] == "postgres" and "engine_rebuild" not in seeded

@@ -10,6 +10,7 @@ import pytest
 from durability import CorruptDatabase, Journal, SchemaTooNew
 from durability.store.sqlite import migrations
 from tests.durability.conftest import sha
+from tests.support.damaged_journal import damage_journal
 
 pytestmark = pytest.mark.unit
 
@@ -128,18 +129,6 @@ def test_an_existing_journal_keeps_its_page_size(path):
 
 
 # The check begun at process start (durability/store/sqlite_check.py, issue #24) -------------------
-def _damage(path) -> None:
-    with Journal.open_sqlite(path) as journal:
-        for i in range(300):
-            journal.append_event("chat", "log", {"i": i, "text": "x" * 200})
-    data = bytearray(path.read_bytes())
-    size = len(data)  # the events' leaves near the end: the file opens, its check fails
-    for page in range(size - 20 * 1024 + 100, size - 10 * 1024, 1024):
-        for offset in range(page, page + 600, 3):
-            data[offset] = 0xA5
-    path.write_bytes(bytes(data))
-
-
 def _counting_checks(monkeypatch) -> list[bool]:
     from durability.store.sqlite import SqliteStore
 
@@ -171,7 +160,7 @@ def test_a_check_begun_early_that_passed_stands_for_the_stores_own(path, monkeyp
 def test_a_damaged_journal_is_refused_as_before_when_its_check_was_begun_early(path, monkeypatch):
     from durability.store import sqlite_check
 
-    _damage(path)
+    damage_journal(path)
     calls = _counting_checks(monkeypatch)
     with pytest.raises(CorruptDatabase) as before:  # no early check: as always
         Journal.open_sqlite(path)

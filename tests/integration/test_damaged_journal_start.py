@@ -8,22 +8,14 @@ import pytest
 
 from durability import Journal
 from durability.paths import journal_path
+from tests.support.damaged_journal import damage_journal
 from tests.support.ui_server import UiServer
 
 pytestmark = pytest.mark.integration
 
 
 def _damaged_journal(usr) -> None:
-    path = journal_path(usr)
-    with Journal.open_sqlite(path) as journal:
-        for i in range(300):
-            journal.append_event("chat", "log", {"i": i, "text": "x" * 200})
-    data = bytearray(path.read_bytes())
-    size = len(data)  # the events' leaves near the end: the file opens, its check fails
-    for page in range(size - 20 * 1024 + 100, size - 10 * 1024, 1024):
-        for offset in range(page, page + 600, 3):
-            data[offset] = 0xA5
-    path.write_bytes(bytes(data))
+    damage_journal(journal_path(usr))
 
 
 def _fails_its_check(path) -> str:
