@@ -75,7 +75,10 @@ def test_memory_view_searches_filters_edits_and_deletes(page: Page, ui_server, m
     # delete: Cancel keeps it, Delete removes it
     dialog.get_by_test_id("memory-search").fill("")
     dialog.get_by_test_id("memory-area").select_option("solutions")
+    # the list before the change may also have one row (the search's hit): wait for this one
+    expect(dialog.get_by_test_id("memory-list")).not_to_have_attribute("aria-busy", "true")
     expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("Restart the router")
     rows.first.get_by_test_id("memory-delete").click()
     confirm = page.get_by_test_id("confirm-dialog")
     expect(confirm.get_by_test_id("confirm-text")).to_contain_text("wifi.txt")

@@ -9,7 +9,7 @@ import { confirmAction } from "./confirm.js";
 
 const $ = (id) => document.getElementById(id);
 const AREAS = ["main", "fragments", "solutions"];
-const state = { memories: [], editing: null, timer: null };
+const state = { memories: [], editing: null, timer: null, loads: 0 };
 
 const notice = noticeLine("memory-message");
 
@@ -85,10 +85,15 @@ async function refresh() {
     search: $("memory-search").value.trim(),
     limit: 200,
   };
+  // Only the newest request draws the list: an older answer (a search sent before the
+  // area changed) arriving late must not replace it.
+  const load = ++state.loads;
+  const list = $("memory-list");
+  list.setAttribute("aria-busy", "true");
   try {
     const result = await callApi("memory_dashboard", body);
+    if (load !== state.loads) return;
     state.memories = result.memories;
-    const list = $("memory-list");
     if (!result.memories.length) {
       list.replaceChildren(el("tr", {}, el("td", { colSpan: 5, className: "muted", text: body.search ? "Nothing matches." : "No memories yet." })));
     } else {
@@ -97,7 +102,10 @@ async function refresh() {
     $("memory-counts").textContent = `${result.total_db_count} memories in "${result.memory_subdir}" ` +
       `(${result.knowledge_count} from knowledge files, ${result.conversation_count} from conversations)`;
   } catch (error) {
+    if (load !== state.loads) return;
     notice(errorText(error));
+  } finally {
+    if (load === state.loads) list.removeAttribute("aria-busy");
   }
   refreshStatus();
 }
