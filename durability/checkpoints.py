@@ -30,12 +30,12 @@ from durability.history_write import FrozenMessage, HistoryHead, store_history
 from durability.masking import Masker
 from durability.records import Checkpoint, CheckpointData, CheckpointRef
 from durability.store.base import StoreTx
+from durability.store.checkpoint_entries import CHECKPOINT_FORMATS, history_entry
 from durability.store.rows import CheckpointRow
 
 __all__ = ["FrozenMessage", "HistoryCache", "HistoryCacheEntry", "load_checkpoint"]
 
 FORMAT_VERSION = 2
-READABLE_FORMATS = (1, 2)
 MAX_CHAIN = 10_000_000
 #: Stored JSON is UTF-8 text: decoded as text, json.loads' encoding detection is skipped.
 _decode = json.JSONDecoder().decode
@@ -91,7 +91,7 @@ def _decode_body(row: CheckpointRow) -> dict[str, Any]:
         body = json.loads(row.body)
     except ValueError:
         raise _corrupt(row, "undecodable") from None
-    if not isinstance(body, dict) or body.get("v") not in READABLE_FORMATS:
+    if not isinstance(body, dict) or body.get("v") not in CHECKPOINT_FORMATS:
         raise _corrupt(row, "unknown_format")
     if not isinstance(body.get("histories"), dict) or not isinstance(body.get("state"), dict):
         raise _corrupt(row, "undecodable")
@@ -137,21 +137,17 @@ def _resolve_hashes(tx: StoreTx, row: CheckpointRow, head: str | None) -> list[s
     return hashes
 
 
-def _entry(tx: StoreTx, row: CheckpointRow, version: int, ref: dict[str, Any]) -> HistoryHead:
+def _entry(tx: StoreTx, row: CheckpointRow, body: dict[str, Any], ref: Any) -> HistoryHead:
     """One history entry that names its messages itself (not ``of``), resolved."""
     try:
-        if version == 1:
-            base, keep, add = ref["head"], int(ref["length"]), []
-        else:
-            base, keep, add = ref["base"], int(ref["keep"]), ref["add"]
-            if not isinstance(add, list) or not all(isinstance(h, str) for h in add):
-                raise TypeError
-        if base is not None and not isinstance(base, str):
-            raise TypeError
+        entry = history_entry(body, ref)
     except (KeyError, TypeError, ValueError):
         raise _corrupt(row, "undecodable") from None
+    if entry is None:  # pragma: no cover - the caller passes only entries of their own
+        raise _corrupt(row, "undecodable")
+    base, keep, add, exact = entry
     chain = _resolve_hashes(tx, row, base)
-    if keep < 0 or len(chain) < keep or (version == 1 and len(chain) != keep):
+    if keep < 0 or len(chain) < keep or (exact and len(chain) != keep):
         raise _corrupt(row, "history_length_mismatch")
     return HistoryHead(base, keep, (*chain[:keep], *add))
 
@@ -185,7 +181,7 @@ def _heads(
             raise _corrupt(row, "undecodable")
         found: HistoryHead | None
         if own(key) is not None:
-            found = _entry(tx, row, version, ref)
+            found = _entry(tx, row, body, ref)
         elif own(ref["of"]) is not None and type(ref.get("keep")) is int:
             found = _prefix_of(one(ref["of"]), ref["keep"])
             if found is None:
