@@ -24,8 +24,8 @@ from durability.records import (
     OPEN_RUN_STATUSES,
     RESULT_STATES,
     Call,
-    Decision,
     DecisionOutcome,
+    DecisionRequest,
     Run,
 )
 from durability.status import CallState, DecisionKind, RunStatus
@@ -73,16 +73,10 @@ def _close(tx: StoreTx, call: Call, state: str, now: float, result: object = Non
     )
 
 
-def apply_decision(
-    tx: StoreTx,
-    run_id: str,
-    decision: str,
-    version: int,
-    actor: str,
-    note: str | None,
-    call_id: str | None,
-    now: float,
-) -> DecisionOutcome:
+def apply_decision(tx: StoreTx, request: DecisionRequest, now: float) -> DecisionOutcome:
+    """Apply one of the five decisions (checked, its note masked by the journal)."""
+    run_id, version, call_id = request.run_id, request.version, request.call_id
+    decision = request.decision
     run = load_run(tx, run_id)
     prior = tx.decisions.on_version(run_id, version)
     if prior is not None and prior.decision == decision and call_id in (None, prior.call_id):
@@ -123,20 +117,11 @@ def apply_decision(
             elif decision == DecisionKind.NEW_ATTEMPT:
                 _close(tx, target, CallState.SUPERSEDED, now)
             elif decision == DecisionKind.CONFIRMED_COMPLETED:
-                result = {"confirmed_completed": True, "actor": actor, "note": note}
+                result = {"confirmed_completed": True, "actor": request.actor, "note": request.note}
                 _close(tx, target, CallState.COMPLETED, now, result)
             else:
                 _close(tx, target, CallState.NOT_COMPLETED, now)
         updated = bump(tx, run, now, status=RunStatus.ACTIVE, reason=None, reason_detail=None)
-    record = Decision(
-        id=0,
-        run_id=run_id,
-        call_id=target.id if target else None,
-        decision=decision,
-        version=version,
-        actor=actor,
-        note=note,
-        created_at=now,
-    )
+    record = request.applied(target.id if target else None, now)
     decision_id = tx.decisions.insert(record)
     return DecisionOutcome(dataclasses.replace(record, id=decision_id), updated, applied=True)

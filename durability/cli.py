@@ -10,6 +10,7 @@ import os
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -27,7 +28,7 @@ from durability.backup import JournalNotFound, create_backup, restore_backup
 from durability.decision_fit import RETRY_MODEL_CALL
 from durability.errors import DurabilityError
 from durability.paths import journal_path
-from durability.records import DECISIONS, RUN_STATUSES
+from durability.records import DECISIONS, RUN_STATUSES, DecisionRequest
 from durability.retention import DEFAULT_RETENTION_DAYS, DEFAULT_RETENTION_RUNS, apply_retention
 from durability.verify import verify_database
 
@@ -227,12 +228,10 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 
 def _decide(args: argparse.Namespace, out: TextIO) -> int:
     actor = args.actor or f"cli:{login()}"
+    request = DecisionRequest(args.run, args.decision, version=args.expected_version, actor=actor)
+    request = replace(request, note=args.note, call_id=args.call, attempts=args.attempts)
     with _journal(args.db, mask_secrets=True) as journal:
-        decided = {"version": args.expected_version, "actor": actor, "note": args.note}
-        if args.decision == RETRY_MODEL_CALL:
-            outcome = journal.retry_model_call(args.run, args.attempts, **decided)
-        else:
-            outcome = journal.decide(args.run, args.decision, call_id=args.call, **decided)
+        outcome = journal.decide(request)
     if args.json:
         dump(out, outcome.to_dict())
     else:

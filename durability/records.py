@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass, field
 from typing import Any
 
 from durability.status import DECISIONS_NEEDING_NOTE as DECISIONS_NEEDING_NOTE
@@ -165,6 +165,29 @@ class Decision(_Record):
     actor: str
     note: str | None
     created_at: float
+
+
+@dataclass(frozen=True)
+class DecisionRequest:
+    """A person's decision on a held run, made on ``version`` of it: one of the five
+    (``DecisionKind``) or ``retry_model_call`` (granting ``attempts`` retries), on
+    ``call_id`` (default: the uncertain call), with a ``note`` of what was checked. The one
+    value the HTTP handler, the CLI and the glue hand to ``Journal.decide``, which checks it
+    and records what it applied as a ``Decision``."""
+
+    run_id: str
+    decision: DecisionKind | str  # checked by the journal, with the other fields
+    _: KW_ONLY
+    version: int
+    actor: str
+    note: str | None = None
+    call_id: str | None = None
+    attempts: int = 1  # retry_model_call only
+
+    def applied(self, call_id: str | None, now: float) -> Decision:
+        """The record of this decision applied to ``call_id`` (its id is the store's)."""
+        run, decision, version = self.run_id, self.decision, self.version
+        return Decision(0, run, call_id, decision, version, self.actor, self.note, now)
 
 
 @dataclass(frozen=True)

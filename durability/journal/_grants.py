@@ -32,8 +32,8 @@ from durability.records import (
     MAX_RETRY_ATTEMPTS,
     STANDING_SCOPES,
     Call,
-    Decision,
     DecisionOutcome,
+    DecisionRequest,
     StandingGrant,
     StandingGrantUse,
 )
@@ -75,55 +75,51 @@ def use_standing(tx: StoreTx, run_id: str, call: Call, scopes: Scopes, now: floa
     return True
 
 
+def retry_model_call(journal: JournalBase, request: DecisionRequest) -> Plan[DecisionOutcome]:
+    """Grant ``request.attempts`` retries and run the held model call again (see above):
+    ``Journal.decide`` of ``retry_model_call``."""
+    run_id, version = request.run_id, request.version
+    attempts = request.attempts
+    _attempts(attempts, 1)
+    require_int("version", version, minimum=1)
+    require_text("actor", request.actor)
+    note = request.note
+    masked = dataclasses.replace(request, note=journal.masker.mask_text(note) if note else None)
+    now = journal.clock()
+    kind = decision_fit.RETRY_MODEL_CALL
+
+    def op(tx: StoreTx) -> DecisionOutcome:
+        run = load_run(tx, run_id)
+        prior = tx.decisions.on_version(run_id, version)
+        if prior is not None and prior.decision == kind:
+            return DecisionOutcome(prior, run, applied=False)
+        if prior is not None or version != run.version:
+            raise stale(run, version)
+        if run.status != RunStatus.NEEDS_ATTENTION:
+            raise RunNotHeld("the run is not waiting for a decision", run_id=run_id)
+        calls = tx.calls.list(run_id)
+        why = decision_fit.refusal(run, calls, kind)
+        call = decision_fit.held_model_call(run, calls)
+        if why is not None or call is None:
+            raise DecisionNotApplicable(
+                why or "no model call is held", run_id=run_id, decision=kind
+            )
+        grant_id = tx.grants.insert(run_id, attempts, request.actor, now)
+        if not tx.grants.consume(run_id):  # pragma: no cover - the grant was just made
+            raise InvalidTransition("the retry grant could not be used", grant_id=grant_id)
+        _supersede(tx, call, now)
+        updated = bump(tx, run, now, status=RunStatus.ACTIVE, reason=None, reason_detail=None)
+        record = masked.applied(call.id, now)
+        record = dataclasses.replace(record, id=tx.decisions.insert(record))
+        return DecisionOutcome(record, updated, applied=True)
+
+    # a person's decision: not fenced (any shared worker serves it, the run's version
+    # guards it, durability/cluster.py); the claim holder or a sweeper resumes the run
+    return write(op)
+
+
 class GrantOps:
     """Retry model call, standing grants and the history of decided runs."""
-
-    @operation()
-    def retry_model_call(
-        journal: JournalBase,
-        run_id: str,
-        attempts: int,
-        *,
-        version: int,
-        actor: str,
-        note: str | None = None,
-    ) -> Plan[DecisionOutcome]:
-        """Grant ``attempts`` retries and run the held model call again (see above)."""
-        _attempts(attempts, 1)
-        require_int("version", version, minimum=1)
-        require_text("actor", actor)
-        masked_note = journal.masker.mask_text(note) if note else None
-        now = journal.clock()
-        kind = decision_fit.RETRY_MODEL_CALL
-
-        def op(tx: StoreTx) -> DecisionOutcome:
-            run = load_run(tx, run_id)
-            prior = tx.decisions.on_version(run_id, version)
-            if prior is not None and prior.decision == kind:
-                return DecisionOutcome(prior, run, applied=False)
-            if prior is not None or version != run.version:
-                raise stale(run, version)
-            if run.status != RunStatus.NEEDS_ATTENTION:
-                raise RunNotHeld("the run is not waiting for a decision", run_id=run_id)
-            calls = tx.calls.list(run_id)
-            why = decision_fit.refusal(run, calls, kind)
-            call = decision_fit.held_model_call(run, calls)
-            if why is not None or call is None:
-                raise DecisionNotApplicable(
-                    why or "no model call is held", run_id=run_id, decision=kind
-                )
-            grant_id = tx.grants.insert(run_id, attempts, actor, now)
-            if not tx.grants.consume(run_id):  # pragma: no cover - the grant was just made
-                raise InvalidTransition("the retry grant could not be used", grant_id=grant_id)
-            _supersede(tx, call, now)
-            updated = bump(tx, run, now, status=RunStatus.ACTIVE, reason=None, reason_detail=None)
-            record = Decision(0, run_id, call.id, kind, version, actor, masked_note, now)
-            record = dataclasses.replace(record, id=tx.decisions.insert(record))
-            return DecisionOutcome(record, updated, applied=True)
-
-        # a person's decision: not fenced (any shared worker serves it, the run's version
-        # guards it, durability/cluster.py); the claim holder or a sweeper resumes the run
-        return write(op)
 
     @operation()
     def grant_standing(

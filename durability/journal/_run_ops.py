@@ -9,6 +9,7 @@ from typing import Any
 from durability import _decisions
 from durability._runs import bump, load_run, require_active, transition
 from durability.canonical import storable_json
+from durability.decision_fit import RETRY_MODEL_CALL
 from durability.errors import (
     CallNotFound,
     InvalidArgument,
@@ -33,6 +34,7 @@ from durability.records import (
     TERMINAL_RUN_STATUSES,
     Decision,
     DecisionOutcome,
+    DecisionRequest,
     RetryGrant,
     Run,
     RunDetail,
@@ -175,38 +177,28 @@ class DecisionOps:
     """A person's decisions on a held run, and the retries they grant."""
 
     @operation()
-    def decide(
-        journal: JournalBase,
-        run_id: str,
-        decision: str,
-        *,
-        version: int,
-        actor: str,
-        note: str | None = None,
-        call_id: str | None = None,
-    ) -> Plan[DecisionOutcome]:
-        """Apply a person's decision made on ``version`` of a run (see docs/durability.md)."""
+    def decide(journal: JournalBase, request: DecisionRequest) -> Plan[DecisionOutcome]:
+        """Apply a person's decision made on a version of a run (see docs/durability.md);
+        ``retry_model_call`` grants retries and runs the held model call again (_grants.py)."""
+        decision, note = request.decision, request.note
+        if decision == RETRY_MODEL_CALL:
+            return _grants.retry_model_call(journal, request)
         if decision not in DECISIONS:
-            raise InvalidArgument(
-                f"decision must be one of {', '.join(DECISIONS)}", field="decision"
-            )
-        require_int("version", version, minimum=1)
-        require_text("actor", actor)
+            choices = ", ".join((*DECISIONS, RETRY_MODEL_CALL))
+            raise InvalidArgument(f"decision must be one of {choices}", field="decision")
+        require_int("version", request.version, minimum=1)
+        require_text("actor", request.actor)
         if note is not None and not isinstance(note, str):
             raise InvalidArgument("note must be a string", field="note")
         if decision in DECISIONS_NEEDING_NOTE and not (note or "").strip():
             raise NoteRequired(
                 f"{decision} needs a note saying what was checked", decision=decision
             )
-        masked_note = journal.masker.mask_text(note) if note else None
-        if masked_note is not None:
-            storable_json(masked_note)
+        masked = dataclasses.replace(request, note=journal.masker.mask_text(note) if note else None)
+        if masked.note is not None:
+            storable_json(masked.note)
         now = journal.clock()
-        return write(
-            lambda tx: _decisions.apply_decision(
-                tx, run_id, decision, version, actor, masked_note, call_id, now
-            )
-        )
+        return write(lambda tx: _decisions.apply_decision(tx, masked, now))
 
     @operation()
     def list_decisions(journal: JournalBase, run_id: str) -> Plan[list[Decision]]:

@@ -8,7 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from durability.decision_fit import RETRY_MODEL_CALL
-from durability.records import DECISIONS, DECISIONS_NEEDING_NOTE, MAX_RETRY_ATTEMPTS
+from durability.records import (
+    DECISIONS,
+    DECISIONS_NEEDING_NOTE,
+    MAX_RETRY_ATTEMPTS,
+    DecisionRequest,
+)
 from python.api._durable_runs import actor_of, detail_row, require_run_id
 from python.durable import decisions
 from python.server.api import ApiError, ApiHandler, bad_request, get_int, get_str
@@ -34,15 +39,16 @@ class DurableDecide(ApiHandler):
         call_id = get_str(input, "call_id") or None
         if decision in DECISIONS_NEEDING_NOTE and not (note or "").strip():
             raise ApiError("note_required", f"'{decision}' needs a note saying what was checked.")
-        outcome = await decisions.apply_decision(
-            self.runtime.chats,
+        actor = actor_of(request, self.runtime)
+        decided = DecisionRequest(
             run_id,
             decision,
             version=version,
-            actor=actor_of(request, self.runtime),
+            actor=actor,
             note=note,
             call_id=call_id,
             attempts=attempts,
         )
+        outcome = await decisions.apply_decision(self.runtime.chats, decided)
         detail = await journal.aio.read_run(run_id)
         return {"applied": outcome.applied, "run": detail_row(detail)}

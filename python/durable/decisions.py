@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from durability import decision_fit
 from durability.decision_fit import RETRY_MODEL_CALL
 from durability.errors import DecisionNotApplicable, RunNotHeld, StaleVersion
-from durability.records import DecisionOutcome, RetryGrant
+from durability.records import DecisionOutcome, DecisionRequest, RetryGrant
 from durability.status import DecisionKind, RunStatus
 from python.durable.session import session_of
 
@@ -23,31 +23,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from python.durable.chats import DurableChats
 
 
-async def apply_decision(
-    chats: DurableChats,
-    run_id: str,
-    decision: str,
-    *,
-    version: int,
-    actor: str,
-    note: str | None = None,
-    call_id: str | None = None,
-    attempts: int = 1,
-) -> DecisionOutcome:
+async def apply_decision(chats: DurableChats, request: DecisionRequest) -> DecisionOutcome:
     """Record a person's decision and act on it in the run's chat (when loaded here).
-    ``retry_model_call`` grants ``attempts`` retries and runs the held model call again."""
-    journal = chats.journal
-    if decision == RETRY_MODEL_CALL:
-        outcome = await journal.aio.retry_model_call(
-            run_id, attempts, version=version, actor=actor, note=note
-        )
-    else:
-        outcome = await journal.aio.decide(
-            run_id, decision, version=version, actor=actor, note=note, call_id=call_id
-        )
+    ``retry_model_call`` grants ``request.attempts`` retries and runs the held model call
+    again."""
+    outcome = await chats.journal.aio.decide(request)
     context = chats.get(outcome.run.context_id)
     if not outcome.applied or context is None:
         return outcome
+    run_id, decision, actor = request.run_id, request.decision, request.actor
     context.log.log(
         type="info",
         heading=f"Decision: {decision}",
@@ -76,9 +60,10 @@ async def grant_retries(
     if decision_fit.held_model_call(detail.run, detail.calls) is not None:
         try:  # a held model call: retry it now (the decision records the grant)
             version = detail.run.version
-            await apply_decision(
-                chats, run_id, RETRY_MODEL_CALL, version=version, actor=actor, attempts=attempts
+            retry = DecisionRequest(
+                run_id, RETRY_MODEL_CALL, version=version, actor=actor, attempts=attempts
             )
+            await apply_decision(chats, retry)
             return (await journal.aio.list_retry_grants(run_id))[-1]
         except (StaleVersion, RunNotHeld, DecisionNotApplicable):
             pass  # someone decided first: a plain grant stays for the next attempt

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from durability.errors import DurabilityError, StaleVersion
 from durability.integrity import Damage
+from durability.records import DecisionRequest
 from durability.status import DecisionKind, HoldReason
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,7 +47,10 @@ def stop_quietly(journal: Journal, run_id: str) -> None:
         try:
             run = journal.get_run(run_id)
             if run.is_open:
-                journal.decide(run_id, DecisionKind.STOP, version=run.version, actor="user:stop")
+                stop = DecisionRequest(
+                    run_id, DecisionKind.STOP, version=run.version, actor="user:stop"
+                )
+                journal.decide(stop)
             return
         except StaleVersion:
             continue

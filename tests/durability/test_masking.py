@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from durability import CheckpointData, Journal, Masker, collect_secrets
+from durability.records import DecisionRequest
 from tests.durability.conftest import sha
 
 pytestmark = pytest.mark.unit
@@ -143,11 +144,13 @@ def test_a_planted_secret_never_reaches_the_database_files(tmp_path):
     )
     held = journal.mark_needs_attention(run.id, "open_intent", {"hint": s})
     journal.decide(
-        run.id,
-        "confirmed_completed",
-        version=held.version,
-        actor="alice",
-        note=f"verified with {SECRET}",
+        DecisionRequest(
+            run.id,
+            "confirmed_completed",
+            version=held.version,
+            actor="alice",
+            note=f"verified with {SECRET}",
+        ),
     )
     assert journal.get_call(call2.id).result["note"] == "verified with §§secret(OPENAI_API_KEY)"
 

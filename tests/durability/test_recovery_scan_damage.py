@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from durability import CheckpointData, Journal, Masker, recovery
+from durability.records import DecisionRequest
 from tests.durability.conftest import sha
 
 pytestmark = pytest.mark.unit
@@ -97,7 +98,7 @@ def test_a_damaged_recovery_attempt_holds_until_a_decision(backend, journal):
     (plan,) = recovery.scan(journal)
     assert (plan.reason, plan.detail["event_type"]) == ("corrupt_record", "recovery_attempt")
     held = journal.get_run(run.id)
-    journal.decide(run.id, "resume", version=held.version, actor="alice")
+    journal.decide(DecisionRequest(run.id, "resume", version=held.version, actor="alice"))
     (after,) = recovery.scan(journal)  # a decision starts the count afresh
     assert after.action == "resume"
 
@@ -124,5 +125,7 @@ def test_any_exception_holds_only_its_run(journal, error):
     assert SECRET not in str(detail) and "§§secret(API_KEY_X)" in detail["message"]
     assert "Traceback" not in str(detail)
     # the held run is decidable: its open call is the one a decision acts on
-    outcome = journal.decide(broken.id, "stop", version=held.version, actor="alice")
+    outcome = journal.decide(
+        DecisionRequest(broken.id, "stop", version=held.version, actor="alice")
+    )
     assert outcome.run.status == "stopped"

@@ -8,6 +8,7 @@ from contextlib import closing
 import pytest
 
 from durability import CorruptRecord
+from durability.records import DecisionRequest
 from python.durable import decisions
 
 pytestmark = pytest.mark.unit
@@ -41,7 +42,7 @@ async def test_a_damaged_plan_holds_the_run_and_resume_goes_on(harness):
         harness.journal.read_document(ctx.id, "plan")
 
     await decisions.apply_decision(
-        harness.chats, run.id, "resume", version=run.version, actor="alice"
+        harness.chats, DecisionRequest(run.id, "resume", version=run.version, actor="alice")
     )
     assert await harness.settle(ctx.id) == "went on"
     assert harness.journal.get_call(call.id).state == "abandoned"

@@ -9,6 +9,7 @@ import pytest
 
 from agent import UserMessage
 from durability import RunHeld
+from durability.records import DecisionRequest
 from python.durable import admission, decisions
 from tests.durable.conftest import prompt_text, side_effects
 
@@ -123,7 +124,8 @@ async def _held_side_effect(harness, monkeypatch):
 
 async def _decide(harness, run, decision, note=None):
     return await decisions.apply_decision(
-        harness.chats, run.id, decision, version=run.version, actor="tester", note=note
+        harness.chats,
+        DecisionRequest(run.id, decision, version=run.version, actor="tester", note=note),
     )
 
 

@@ -10,6 +10,7 @@ from contextlib import closing
 
 import pytest
 
+from durability.records import DecisionRequest
 from python.durable import decisions
 from python.helpers import files
 from tests.durable.conftest import side_effects
@@ -99,7 +100,8 @@ async def test_after_a_decision_every_call_is_shown_once(harness, monkeypatch, d
     ctx_id, run = await _crash_at_second_side_effect(harness, monkeypatch)
     note = "checked: it happened" if decision == "confirmed_completed" else None
     await decisions.apply_decision(
-        harness.chats, run.id, decision, version=run.version, actor="tester", note=note
+        harness.chats,
+        DecisionRequest(run.id, decision, version=run.version, actor="tester", note=note),
     )
     assert await harness.settle(ctx_id) == "all done"
     items = _items(harness, ctx_id)
@@ -149,7 +151,7 @@ async def test_restored_marks_survive_the_next_checkpoint(harness, monkeypatch):
     """The flags are part of the checkpointed log: a second restart still shows them."""
     ctx_id, run = await _crash_at_second_side_effect(harness, monkeypatch)
     await decisions.apply_decision(
-        harness.chats, run.id, "resume", version=run.version, actor="tester"
+        harness.chats, DecisionRequest(run.id, "resume", version=run.version, actor="tester")
     )
     await harness.settle(ctx_id)
     before = [(i["heading"], i.get("restored"), i.get("call_id")) for i in _items(harness, ctx_id)]

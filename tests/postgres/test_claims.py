@@ -9,7 +9,9 @@ import pytest
 from psycopg import sql
 
 from durability import CheckpointData, FencingLost, digest
+from durability.decision_fit import RETRY_MODEL_CALL
 from durability.journal._plan import run_write
+from durability.records import DecisionRequest
 from durability.store.postgres_tx import PostgresTx
 from tests.postgres.conftest import sha, wait_for
 
@@ -77,7 +79,9 @@ def test_a_retry_model_call_through_another_worker_is_not_fenced(open_journal):
     w1.commit_result(call.id, {"error": "model_error", "status": 500}, failed=True)
     held = w1.mark_needs_attention(run.id, "model_failed", {"call_id": call.id})
     token = w1.cluster.get(run.id).token
-    outcome = w2.retry_model_call(run.id, 1, version=held.version, actor="alice")
+    outcome = w2.decide(
+        DecisionRequest(run.id, RETRY_MODEL_CALL, attempts=1, version=held.version, actor="alice")
+    )
     assert outcome.applied and outcome.run.status == "active"
     assert w1.get_call(call.id).state == "superseded"
     assert w2.cluster.get(run.id) is None and w1.cluster.owner(run.id).worker_id == "w1"

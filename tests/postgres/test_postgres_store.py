@@ -10,6 +10,7 @@ import pytest
 from psycopg import sql
 
 from durability import InvalidArgument, Journal, SchemaTooNew, StorageError
+from durability.records import DecisionRequest
 from durability.store.postgres import PostgresStore, migrations
 from tests.postgres.conftest import sha
 
@@ -125,7 +126,9 @@ def test_a_value_postgres_cannot_store_is_a_clear_refusal(postgres_server, pg_na
         run = journal.admit("chat", "in-1", sha("x")).run
         held = journal.mark_needs_attention(run.id, "test")
         with pytest.raises(InvalidArgument):  # NUL is not allowed in PostgreSQL text
-            journal.decide(run.id, "stop", version=held.version, actor="me", note="a\x00b")
+            journal.decide(
+                DecisionRequest(run.id, "stop", version=held.version, actor="me", note="a\x00b")
+            )
         assert journal.get_run(run.id).status == "needs_attention"
 
 

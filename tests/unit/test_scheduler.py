@@ -11,6 +11,7 @@ import pytest
 
 from durability import Journal, RunHeld, TaskConflict, TaskInvalid
 from durability.canonical import digest
+from durability.records import DecisionRequest
 from python.durable import scheduler as scheduler_mod
 from python.durable.admission import PLAIN, SubmitOptions
 from python.helpers.errors import TaskBusy
@@ -176,7 +177,7 @@ async def test_a_failed_run_never_sticks_and_a_held_one_skips_until_decided(
     assert await fired(scheduler) == [("skipped", minute(3), "run_held")]
     shown = await scheduler.get(task["uuid"])
     assert shown["last_skip"]["reason"] == "run_held" and shown["last_skip"]["slot"] == minute(3)
-    journal.decide(run_id, "stop", version=held.version, actor="alice")
+    journal.decide(DecisionRequest(run_id, "stop", version=held.version, actor="alice"))
     assert (await scheduler.get(task["uuid"]))["state"] == "idle"
     assert await fired(scheduler) == []  # the skipped slot stays skipped
     clock.now += 60

@@ -12,6 +12,7 @@ from durability import (
     RunNotActive,
     fingerprint,
 )
+from durability.records import DecisionRequest
 from tests.durability.conftest import sha
 
 pytestmark = pytest.mark.unit
@@ -217,7 +218,7 @@ def test_integers_past_64_bits_are_refused(journal, run):
         intent(journal, run, seq=2**63)
     assert info.value.to_dict()["field"] == "seq"
     with pytest.raises(InvalidArgument):
-        journal.decide(run.id, "stop", version=2**64, actor="t")
+        journal.decide(DecisionRequest(run.id, "stop", version=2**64, actor="t"))
     assert journal.list_calls(run.id) == []
 
 

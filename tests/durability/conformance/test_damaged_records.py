@@ -11,6 +11,7 @@ import pytest
 
 from durability import CorruptRecord, DocumentConflict, digest
 from durability.integrity import Undecodable, call_damages, event_damage
+from durability.records import DecisionRequest
 from tests.durability.conftest import sha
 
 pytestmark = pytest.mark.unit
@@ -181,7 +182,9 @@ def test_every_decision_works_on_a_run_held_for_a_damaged_result(
     backend, journal, run, decision, note, call_state, run_status
 ):
     call, held = held_on_damaged_result(backend, journal, run)
-    outcome = journal.decide(run.id, decision, version=held.version, actor="alice", note=note)
+    outcome = journal.decide(
+        DecisionRequest(run.id, decision, version=held.version, actor="alice", note=note)
+    )
     assert outcome.applied and outcome.run.status == run_status
     assert outcome.decision.call_id == call.id
     decided = journal.get_call(call.id)
@@ -201,7 +204,7 @@ def test_every_decision_works_on_a_run_held_for_a_damaged_result(
 def test_a_decision_may_name_the_damaged_call(backend, journal, run):
     call, held = held_on_damaged_result(backend, journal, run)
     outcome = journal.decide(
-        run.id, "new_attempt", version=held.version, actor="alice", call_id=call.id
+        DecisionRequest(run.id, "new_attempt", version=held.version, actor="alice", call_id=call.id)
     )
     assert outcome.decision.call_id == call.id
 

@@ -7,6 +7,7 @@ import pytest
 
 from durability import DecisionNotApplicable, InvalidArgument, ReplayDivergence, StaleVersion
 from durability.decision_fit import RETRY_MODEL_CALL, fitting
+from durability.records import DecisionRequest
 from tests.durability.conftest import sha
 
 pytestmark = pytest.mark.unit
@@ -42,7 +43,7 @@ def test_a_model_failure_fits_retry_and_stop_only_and_resume_is_refused(journal,
     run, _call = model_failed
     assert _allowed(journal, run.id) == {RETRY_MODEL_CALL, "stop"}
     with pytest.raises(DecisionNotApplicable) as info:
-        journal.decide(run.id, "resume", version=run.version, actor="alice")
+        journal.decide(DecisionRequest(run.id, "resume", version=run.version, actor="alice"))
     assert info.value.code == "decision_not_applicable"
     assert "fail again" in info.value.message
     assert journal.get_run(run.id).status == "needs_attention"
@@ -50,10 +51,16 @@ def test_a_model_failure_fits_retry_and_stop_only_and_resume_is_refused(journal,
 
 def test_retry_model_call_grants_supersedes_and_reactivates_once(journal, model_failed):
     run, _call = model_failed
-    outcome = journal.retry_model_call(run.id, 2, version=run.version, actor="alice", note="up")
+    outcome = journal.decide(
+        DecisionRequest(
+            run.id, RETRY_MODEL_CALL, attempts=2, version=run.version, actor="alice", note="up"
+        )
+    )
     assert outcome.applied and outcome.run.status == "active"
     assert outcome.decision.decision == RETRY_MODEL_CALL and outcome.decision.note == "up"
-    again = journal.retry_model_call(run.id, 2, version=run.version, actor="alice")
+    again = journal.decide(
+        DecisionRequest(run.id, RETRY_MODEL_CALL, attempts=2, version=run.version, actor="alice")
+    )
     assert not again.applied  # the same decision on the same version applies once
     assert [(c.attempt, c.state) for c in journal.list_calls(run.id)] == [(1, "superseded")]
     assert [g.remaining for g in journal.list_retry_grants(run.id)] == [1]
@@ -61,7 +68,11 @@ def test_retry_model_call_grants_supersedes_and_reactivates_once(journal, model_
     retried = _model_call(journal, run.id, messages="m2")
     assert (retried.seq, retried.attempt, retried.state) == (0, 2, "open")
     with pytest.raises(StaleVersion):
-        journal.retry_model_call(run.id, 1, version=run.version + 50, actor="bob")
+        journal.decide(
+            DecisionRequest(
+                run.id, RETRY_MODEL_CALL, attempts=1, version=run.version + 50, actor="bob"
+            )
+        )
 
 
 def test_retry_model_call_needs_a_held_model_call(journal):
@@ -73,7 +84,11 @@ def test_retry_model_call_needs_a_held_model_call(journal):
     assert RETRY_MODEL_CALL not in _allowed(journal, run.id)
     assert "new_attempt" in _allowed(journal, run.id)
     with pytest.raises(DecisionNotApplicable):
-        journal.retry_model_call(run.id, 1, version=run.version, actor="alice")
+        journal.decide(
+            DecisionRequest(
+                run.id, RETRY_MODEL_CALL, attempts=1, version=run.version, actor="alice"
+            )
+        )
 
 
 def test_a_divergence_at_a_model_call_is_retried_with_new_messages(journal):
@@ -85,7 +100,9 @@ def test_a_divergence_at_a_model_call_is_retried_with_new_messages(journal):
     run = journal.get_run(run.id)
     assert run.reason == "replay_divergence"
     assert _allowed(journal, run.id) == {RETRY_MODEL_CALL, "stop"}
-    journal.retry_model_call(run.id, 1, version=run.version, actor="alice")
+    journal.decide(
+        DecisionRequest(run.id, RETRY_MODEL_CALL, attempts=1, version=run.version, actor="alice")
+    )
     assert _model_call(journal, run.id, messages="after").attempt == 2
 
 
@@ -126,5 +143,5 @@ def test_standing_grants_pay_per_run_and_record_each_use(journal):
 def test_decided_runs_lists_the_most_recently_decided_first(journal, model_failed):
     run, _call = model_failed
     assert journal.decided_runs() == []
-    journal.decide(run.id, "stop", version=run.version, actor="alice")
+    journal.decide(DecisionRequest(run.id, "stop", version=run.version, actor="alice"))
     assert journal.decided_runs() == [run.id]

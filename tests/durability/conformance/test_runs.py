@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from durability import InvalidArgument, InvalidTransition, OpenIntents, RunNotFound
+from durability.records import DecisionRequest
 from tests.durability.conftest import sha
 
 pytestmark = pytest.mark.unit
@@ -93,7 +94,7 @@ def test_the_stop_decision_ends_a_run_with_open_intents_by_abandoning_them(journ
         run.id, agent_no=0, seq=1, kind="model", name="chat", args={}, policy="hold"
     )
     version = journal.get_run(run.id).version
-    outcome = journal.decide(run.id, "stop", version=version, actor="user:stop")
+    outcome = journal.decide(DecisionRequest(run.id, "stop", version=version, actor="user:stop"))
     assert outcome.run.status == "stopped"
     assert journal.get_call(call.id).state == "abandoned"
     assert journal.open_intents(run.id) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from durability import CheckpointData, StaleVersion
+from durability.records import DecisionRequest
 from tests.durability.conftest import sha
 
 pytestmark = pytest.mark.unit
@@ -28,7 +29,9 @@ def test_each_intent_result_and_checkpoint_bumps_the_version_once(journal):
 def test_a_bump_after_a_hold_and_resume_keeps_the_other_columns(journal):
     run = journal.admit("chat", "in-1", sha("x")).run
     held = journal.mark_needs_attention(run.id, "open_intent", {"why": "test"})
-    resumed = journal.decide(run.id, "resume", version=held.version, actor="me").run
+    resumed = journal.decide(
+        DecisionRequest(run.id, "resume", version=held.version, actor="me")
+    ).run
     journal.record_intent(run.id, agent_no=0, seq=0, kind="tool", name="t", args={}, policy="p")
     now = journal.get_run(run.id)
     assert now.version == resumed.version + 1
@@ -39,7 +42,7 @@ def test_a_bump_after_a_hold_and_resume_keeps_the_other_columns(journal):
     )
     assert [r.id for r in journal.list_runs("active")] == [run.id]
     with pytest.raises(StaleVersion):
-        journal.decide(run.id, "stop", version=resumed.version, actor="me")
+        journal.decide(DecisionRequest(run.id, "stop", version=resumed.version, actor="me"))
 
 
 def test_status_listings_follow_bumped_runs(journal):
