@@ -3,7 +3,8 @@
 On a run held for ``corrupt_record`` the decided call is the damaged one (even when its
 result was committed): ``resume`` sets the damaged result aside (abandoned, never read),
 ``new_attempt`` / ``confirmed_not_completed`` run it again, ``confirmed_completed`` puts the
-person's note in its place.
+person's note in its place. ``on_version`` and ``record`` are every decision's first and last
+step, ``retry_model_call``'s too (durability/journal/_grants.py).
 """
 
 from __future__ import annotations
@@ -75,14 +76,10 @@ def _close(tx: StoreTx, call: Call, state: str, now: float, result: object = Non
 
 def apply_decision(tx: StoreTx, request: DecisionRequest, now: float) -> DecisionOutcome:
     """Apply one of the five decisions (checked, its note masked by the journal)."""
-    run_id, version, call_id = request.run_id, request.version, request.call_id
-    decision = request.decision
-    run = load_run(tx, run_id)
-    prior = tx.decisions.on_version(run_id, version)
-    if prior is not None and prior.decision == decision and call_id in (None, prior.call_id):
-        return DecisionOutcome(prior, run, applied=False)  # the same decision again
-    if prior is not None or version != run.version:
-        raise stale(run, version)
+    run_id, decision = request.run_id, request.decision
+    run, prior = on_version(tx, request, request.call_id)
+    if prior is not None:
+        return prior
     target: Call | None
     if decision == DecisionKind.STOP:
         if run.status not in OPEN_RUN_STATUSES:
@@ -108,7 +105,7 @@ def apply_decision(tx: StoreTx, request: DecisionRequest, now: float) -> Decisio
             why = decision_fit.refusal(run, tx.calls.list(run_id), decision)
             if why is not None:
                 raise DecisionNotApplicable(why, run_id=run_id, decision=decision)
-        target = _target_call(tx, run, call_id)
+        target = _target_call(tx, run, request.call_id)
         if target is None and decision != DecisionKind.RESUME:
             raise NoOpenCall("the run has no uncertain call to decide on", run_id=run_id)
         if target is not None:
@@ -122,6 +119,32 @@ def apply_decision(tx: StoreTx, request: DecisionRequest, now: float) -> Decisio
             else:
                 _close(tx, target, CallState.NOT_COMPLETED, now)
         updated = bump(tx, run, now, status=RunStatus.ACTIVE, reason=None, reason_detail=None)
-    record = request.applied(target.id if target else None, now)
-    decision_id = tx.decisions.insert(record)
-    return DecisionOutcome(dataclasses.replace(record, id=decision_id), updated, applied=True)
+    return record(tx, request, target.id if target else None, updated, now)
+
+
+def on_version(
+    tx: StoreTx, request: DecisionRequest, call_id: str | None
+) -> tuple[Run, DecisionOutcome | None]:
+    """The run, and the outcome of the same decision already made on ``request.version``
+    (asked again: applied once); ``StaleVersion`` when another decision was made on that
+    version or the run has moved on since."""
+    run = load_run(tx, request.run_id)
+    prior = tx.decisions.on_version(run.id, request.version)
+    if (
+        prior is not None
+        and prior.decision == request.decision
+        and call_id in (None, prior.call_id)
+    ):
+        return run, DecisionOutcome(prior, run, applied=False)
+    if prior is not None or request.version != run.version:
+        raise stale(run, request.version)
+    return run, None
+
+
+def record(
+    tx: StoreTx, request: DecisionRequest, call_id: str | None, run: Run, now: float
+) -> DecisionOutcome:
+    """Record the decision, applied to ``call_id``; ``run`` is the run it left."""
+    applied = request.applied(call_id, now)
+    applied = dataclasses.replace(applied, id=tx.decisions.insert(applied))
+    return DecisionOutcome(applied, run, applied=True)

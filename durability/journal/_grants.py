@@ -16,8 +16,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from durability import decision_fit
-from durability._runs import bump, load_run, stale
+from durability import _decisions, decision_fit
+from durability._runs import bump, load_run
 from durability.errors import (
     CallNotFound,
     DecisionNotApplicable,
@@ -89,12 +89,9 @@ def retry_model_call(journal: JournalBase, request: DecisionRequest) -> Plan[Dec
     kind = decision_fit.RETRY_MODEL_CALL
 
     def op(tx: StoreTx) -> DecisionOutcome:
-        run = load_run(tx, run_id)
-        prior = tx.decisions.on_version(run_id, version)
-        if prior is not None and prior.decision == kind:
-            return DecisionOutcome(prior, run, applied=False)
-        if prior is not None or version != run.version:
-            raise stale(run, version)
+        run, prior = _decisions.on_version(tx, masked, None)  # whichever call it named
+        if prior is not None:
+            return prior
         if run.status != RunStatus.NEEDS_ATTENTION:
             raise RunNotHeld("the run is not waiting for a decision", run_id=run_id)
         calls = tx.calls.list(run_id)
@@ -109,9 +106,7 @@ def retry_model_call(journal: JournalBase, request: DecisionRequest) -> Plan[Dec
             raise InvalidTransition("the retry grant could not be used", grant_id=grant_id)
         _supersede(tx, call, now)
         updated = bump(tx, run, now, status=RunStatus.ACTIVE, reason=None, reason_detail=None)
-        record = masked.applied(call.id, now)
-        record = dataclasses.replace(record, id=tx.decisions.insert(record))
-        return DecisionOutcome(record, updated, applied=True)
+        return _decisions.record(tx, masked, call.id, updated, now)
 
     # a person's decision: not fenced (any shared worker serves it, the run's version
     # guards it, durability/cluster.py); the claim holder or a sweeper resumes the run

@@ -115,6 +115,25 @@ def test_decide_applies_once_and_refuses_stale_versions(setup: Setup) -> None:
     assert setup.cli("decide", setup.held, "stop").code == 2  # --expected-version is required
 
 
+def test_decide_retry_model_call_grants_the_attempts_asked_for(setup: Setup) -> None:
+    """retry_model_call goes through the one decide, like the five (#18)."""
+    with Journal.open_sqlite(setup.db) as journal:
+        run, _ = journaled_run(journal, "chat-3", "in-3", status=None)
+        call = journal.record_intent(
+            run, agent_no=0, seq=3, kind="model", name="model", args={"m": 1}, policy="hold"
+        )
+        journal.commit_result(call.id, {"error": "model_error", "status": 500}, failed=True)
+        held = journal.mark_needs_attention(run, "model_failed", {"call_id": call.id})
+    options = ["--expected-version", str(held.version), "--attempts", "3", "--json"]
+    done = setup.cli("decide", run, "retry_model_call", *options)
+    assert done.code == 0, done.err
+    assert done.json()["decision"]["decision"] == "retry_model_call"
+    assert done.json()["run"]["status"] == "active"
+    with Journal.open_sqlite(setup.db) as journal:
+        assert [(g.attempts, g.remaining) for g in journal.list_retry_grants(run)] == [(3, 2)]
+        assert journal.get_call(call.id).state == "superseded"
+
+
 def test_export_is_json_lines_run_first(setup: Setup) -> None:
     result = setup.cli("export", setup.done)
     assert result.code == 0
