@@ -44,7 +44,9 @@ SCOPES = STANDING_SCOPES
 Scopes = Sequence[tuple[str, str]]
 
 
-def _attempts(attempts: int, minimum: int) -> None:
+def require_attempts(attempts: int, minimum: int) -> None:
+    """Refuse (``invalid_argument``) a count of retries below ``minimum`` or above the most
+    one grant may allow (a retry grant, retry_model_call, a standing grant)."""
     require_int("attempts", attempts, minimum=minimum)
     if attempts > MAX_RETRY_ATTEMPTS:
         raise InvalidArgument(f"attempts must be at most {MAX_RETRY_ATTEMPTS}", field="attempts")
@@ -75,21 +77,13 @@ def use_standing(tx: StoreTx, run_id: str, call: Call, scopes: Scopes, now: floa
     return True
 
 
-def retry_model_call(journal: JournalBase, request: DecisionRequest) -> Plan[DecisionOutcome]:
+def retry_model_call(request: DecisionRequest, now: float) -> Plan[DecisionOutcome]:
     """Grant ``request.attempts`` retries and run the held model call again (see above):
-    ``Journal.decide`` of ``retry_model_call``."""
-    run_id, version = request.run_id, request.version
-    attempts = request.attempts
-    _attempts(attempts, 1)
-    require_int("version", version, minimum=1)
-    require_text("actor", request.actor)
-    note = request.note
-    masked = dataclasses.replace(request, note=journal.masker.mask_text(note) if note else None)
-    now = journal.clock()
-    kind = decision_fit.RETRY_MODEL_CALL
+    ``Journal.decide`` of ``retry_model_call``, the request checked and its note masked."""
+    run_id, attempts, kind = request.run_id, request.attempts, decision_fit.RETRY_MODEL_CALL
 
     def op(tx: StoreTx) -> DecisionOutcome:
-        run, prior = _decisions.on_version(tx, masked, None)  # whichever call it named
+        run, prior = _decisions.on_version(tx, request, None)  # whichever call it named
         if prior is not None:
             return prior
         if run.status != RunStatus.NEEDS_ATTENTION:
@@ -106,7 +100,7 @@ def retry_model_call(journal: JournalBase, request: DecisionRequest) -> Plan[Dec
             raise InvalidTransition("the retry grant could not be used", grant_id=grant_id)
         _supersede(tx, call, now)
         updated = bump(tx, run, now, status=RunStatus.ACTIVE, reason=None, reason_detail=None)
-        return _decisions.record(tx, masked, call.id, updated, now)
+        return _decisions.record(tx, request, call.id, updated, now)
 
     # a person's decision: not fenced (any shared worker serves it, the run's version
     # guards it, durability/cluster.py); the claim holder or a sweeper resumes the run
@@ -131,7 +125,7 @@ class GrantOps:
         if scope not in SCOPES:
             raise InvalidArgument(f"scope must be one of {', '.join(SCOPES)}", field="scope")
         require_text("target", target)
-        _attempts(attempts, 0)
+        require_attempts(attempts, 0)
         require_text("actor", actor)
         masked_note = journal.masker.mask_text(note) if note else None
         now = journal.clock()

@@ -28,7 +28,6 @@ from durability.journal._validation import (
 from durability.records import (
     DECISIONS,
     DECISIONS_NEEDING_NOTE,
-    MAX_RETRY_ATTEMPTS,
     OPEN_RUN_STATUSES,
     RUN_STATUSES,
     TERMINAL_RUN_STATUSES,
@@ -181,11 +180,12 @@ class DecisionOps:
         """Apply a person's decision made on a version of a run (see docs/durability.md);
         ``retry_model_call`` grants retries and runs the held model call again (_grants.py)."""
         decision, note = request.decision, request.note
-        if decision == RETRY_MODEL_CALL:
-            return _grants.retry_model_call(journal, request)
-        if decision not in DECISIONS:
+        retry = decision == RETRY_MODEL_CALL
+        if not retry and decision not in DECISIONS:
             choices = ", ".join((*DECISIONS, RETRY_MODEL_CALL))
             raise InvalidArgument(f"decision must be one of {choices}", field="decision")
+        if retry:
+            _grants.require_attempts(request.attempts, 1)
         require_int("version", request.version, minimum=1)
         require_text("actor", request.actor)
         if note is not None and not isinstance(note, str):
@@ -198,6 +198,8 @@ class DecisionOps:
         if masked.note is not None:
             storable_json(masked.note)
         now = journal.clock()
+        if retry:
+            return _grants.retry_model_call(masked, now)
         return write(lambda tx: _decisions.apply_decision(tx, masked, now))
 
     @operation()
@@ -209,11 +211,7 @@ class DecisionOps:
         journal: JournalBase, run_id: str, attempts: int, *, actor: str
     ) -> Plan[RetryGrant]:
         """Allow ``attempts`` more retries of failed calls in this run."""
-        require_int("attempts", attempts, minimum=1)
-        if attempts > MAX_RETRY_ATTEMPTS:
-            raise InvalidArgument(
-                f"attempts must be at most {MAX_RETRY_ATTEMPTS}", field="attempts"
-            )
+        _grants.require_attempts(attempts, 1)
         require_text("actor", actor)
         now = journal.clock()
 
