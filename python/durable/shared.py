@@ -368,9 +368,8 @@ class SharedWorker:
                 await journal.aio.mark_needs_attention(claim.run_id, reason, detail)
             logger.warning("run %s held after a failed takeover: %s", claim.run_id, detail["type"])
             return
-        context = self.chats.get(claim.context_id) or await takeover.load_chat(
-            self.chats, claim.context_id
-        )
+        # a chat loaded here while the run worked elsewhere is brought up to the journal
+        context = await takeover.load_chat(self.chats, claim.context_id, fresh=True)
         session = session_of(context)
         if plan.action != PlanAction.RESUME:
             self._held.add(claim.run_id)  # a decision may come before the next tick sees it

@@ -48,12 +48,16 @@ def _build(chats: DurableChats, read: rebuild.ChatRead) -> AgentContext | None:
     return context
 
 
-async def load_chat(chats: DurableChats, context_id: str) -> AgentContext:
+async def load_chat(chats: DurableChats, context_id: str, *, fresh: bool = False) -> AgentContext:
     """The chat ``context_id`` as the journal has it, rebuilt the way start-up rebuilds a
     chat (latest checkpoint, then the calls journaled after it); a chat already loaded is
-    returned as it is, and a run's chat is made even when the journal holds no state."""
+    returned as it is (``fresh``: rebuilt too when idle, since another worker may have
+    journaled calls after the checkpoint it was loaded from), and a run's chat is made even
+    when the journal holds no state."""
     read = await asyncio.to_thread(rebuild.read_chat, chats.journal, context_id)
-    context = chats.get(context_id) or _build(chats, read)
+    context = chats.get(context_id)
+    if context is None or (fresh and _idle(session_of(context))):
+        context = _build(chats, read) or context
     if context is None:  # removed after its newest run, yet a run of it was claimed
         context = chats.create(context_id)
         session_of(context).journaled = True
@@ -69,9 +73,13 @@ async def find_chat(chats: DurableChats, context_id: str) -> AgentContext | None
     return chats.get(context_id) or _build(chats, read)
 
 
+def _idle(session: DurableSession) -> bool:
+    return not (session.is_running() or session.run is not None or session.admitting)
+
+
 async def refresh_chat(chats: DurableChats, session: DurableSession) -> None:
     """Bring an idle chat up to its latest checkpoint when another worker wrote it."""
-    if session.is_running() or session.run is not None or session.admitting:
+    if not _idle(session):
         return
     latest = await chats.journal.aio.latest_context_checkpoint(
         session.context.id, histories=checkpoint.current_chains
@@ -81,7 +89,7 @@ async def refresh_chat(chats: DurableChats, session: DurableSession) -> None:
     if latest.run_id == session.last_run_id:  # this process wrote it: nothing new
         session.synced_checkpoint = latest.id
         return
-    if session.is_running() or session.run is not None or session.admitting:
+    if not _idle(session):
         return  # it started meanwhile
     state = latest.state.get("current") or {}
     checkpoint.restore_chain(session.context, state, latest.histories)

@@ -117,6 +117,55 @@ def test_a_run_held_after_a_takeover_shows_what_the_old_worker_did(workers, mode
     assert workers.side_effects() == ["pay-1"]
 
 
+def test_a_chat_loaded_mid_run_shows_the_old_workers_last_steps_after_a_takeover(
+    workers, model_server
+):
+    """B loads A's chat while A works (a poll here; the chat list's sync does the same on
+    its own time); A dies between the intent and the effect of its second side effect. The
+    chat B holds the run in is brought up to the journal: the second reply from the journal
+    and the open call marked uncertain, not the chat as B first loaded it."""
+    release = threading.Event()
+
+    def second_reply(body: dict) -> dict:
+        release.wait(60)
+        args = {"label": "pay-2"}
+        return {
+            "thoughts": [],
+            "headline": "Second payment",
+            "tool_name": "side_effect",
+            "tool_args": args,
+        }
+
+    model_server.tool("side_effect", {"label": "pay-1"}, headline="First payment")
+    model_server.respond_with(second_reply)
+    crash = {"A0_CRASH_AT": "after_intent@2", "A0_CRASH_MATCH": "side_effect"}
+    a = workers.start("worker-a", **crash)
+    b = workers.start("worker-b")
+    in_background(lambda: a.api_message("pay the bills", input_id="pay"))
+    model_server.wait_for_calls(2, timeout=60)  # pay-1 is done; A waits for its next reply
+    [(run_id, context_id, _status)] = workers.runs()
+
+    def loaded_on_b() -> bool:
+        with b.ui_client() as client:
+            polled = client.post("/api/poll", json={"context": context_id, "log_from": 0})
+        return any("First payment" in i["heading"] for i in polled.json()["logs"])
+
+    wait_until(loaded_on_b, timeout=30, what="B to show the chat's first step")
+    release.set()
+    assert a.process is not None
+    assert a.process.wait(120) == -signal.SIGKILL, a.output()[-3000:]
+    held = wait_status(b, run_id, "needs_attention")
+    assert held["reason"] == "uncertain_call", held
+    with b.ui_client() as client:
+        polled = client.post("/api/poll", json={"context": context_id, "log_from": 0})
+    items = polled.json()["logs"]
+    [second] = [i for i in items if "Second payment" in i["heading"]]
+    assert second["restored"] == "journal", second
+    [two] = [i for i in items if i["type"] == "tool" and i["kvps"].get("label") == "pay-2"]
+    assert two["restored"] == "uncertain", two
+    assert workers.side_effects() == ["pay-1"]
+
+
 def test_a_message_sent_through_another_worker_reaches_the_running_agent(workers, model_server):
     """The run works on A; a message for its chat through B is admitted into the journal
     and reaches A's agent as an intervention (its next model call sees it)."""
