@@ -106,15 +106,26 @@ def test_a_run_held_after_a_takeover_shows_what_the_old_worker_did(workers, mode
     [(run_id, context_id, _status)] = workers.runs()
     held = wait_status(b, run_id, "needs_attention")
     assert held["reason"] == "uncertain_call", held
-    with b.ui_client() as client:
-        polled = client.post("/api/poll", json={"context": context_id, "log_from": 0})
-    assert polled.status_code == 200, polled.text
-    items = polled.json()["logs"]
+    _assert_shows_the_old_workers_last_steps(b, context_id)
+    assert workers.side_effects() == ["pay-1"]
+
+
+def _assert_shows_the_old_workers_last_steps(b: UiServer, context_id: str) -> None:
+    """B's chat shows A's second reply from the journal and the open call as uncertain.
+    B rebuilds the chat of a run it took over just after holding the run: wait for it."""
+
+    def second_reply_shown() -> list[dict] | None:
+        with b.ui_client() as client:
+            polled = client.post("/api/poll", json={"context": context_id, "log_from": 0})
+        assert polled.status_code == 200, polled.text
+        items = polled.json()["logs"]
+        return items if any("Second payment" in i["heading"] for i in items) else None
+
+    items = wait_until(second_reply_shown, timeout=30, what="B's chat to show the second reply")
     [second] = [i for i in items if "Second payment" in i["heading"]]
     assert second["restored"] == "journal", second
     [two] = [i for i in items if i["type"] == "tool" and i["kvps"].get("label") == "pay-2"]
     assert two["restored"] == "uncertain", two
-    assert workers.side_effects() == ["pay-1"]
 
 
 def test_a_chat_loaded_mid_run_shows_the_old_workers_last_steps_after_a_takeover(
@@ -156,13 +167,7 @@ def test_a_chat_loaded_mid_run_shows_the_old_workers_last_steps_after_a_takeover
     assert a.process.wait(120) == -signal.SIGKILL, a.output()[-3000:]
     held = wait_status(b, run_id, "needs_attention")
     assert held["reason"] == "uncertain_call", held
-    with b.ui_client() as client:
-        polled = client.post("/api/poll", json={"context": context_id, "log_from": 0})
-    items = polled.json()["logs"]
-    [second] = [i for i in items if "Second payment" in i["heading"]]
-    assert second["restored"] == "journal", second
-    [two] = [i for i in items if i["type"] == "tool" and i["kvps"].get("label") == "pay-2"]
-    assert two["restored"] == "uncertain", two
+    _assert_shows_the_old_workers_last_steps(b, context_id)
     assert workers.side_effects() == ["pay-1"]
 
 
