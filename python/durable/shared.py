@@ -368,11 +368,12 @@ class SharedWorker:
                 await journal.aio.mark_needs_attention(claim.run_id, reason, detail)
             logger.warning("run %s held after a failed takeover: %s", claim.run_id, detail["type"])
             return
-        context = self.chats.get(claim.context_id) or await takeover.load_chat(
-            self.chats, claim.context_id
-        )
+        held = plan.action != PlanAction.RESUME  # shown as the journal has it, even if
+        # loaded here while the old worker was still writing the run
+        context = None if held else self.chats.get(claim.context_id)
+        context = context or await takeover.load_chat(self.chats, claim.context_id, fresh=held)
         session = session_of(context)
-        if plan.action != PlanAction.RESUME:
+        if held:
             self._held.add(claim.run_id)  # a decision may come before the next tick sees it
             takeover.warn_held(context, plan.run)
             logger.info("run %s taken over and held (%s)", claim.run_id, plan.run.reason)

@@ -48,12 +48,21 @@ def _build(chats: DurableChats, read: rebuild.ChatRead) -> AgentContext | None:
     return context
 
 
-async def load_chat(chats: DurableChats, context_id: str) -> AgentContext:
+def _busy(session: DurableSession) -> bool:
+    """The chat works (or is about to) here: its log is the live one."""
+    return session.is_running() or session.run is not None or session.admitting
+
+
+async def load_chat(chats: DurableChats, context_id: str, *, fresh: bool = False) -> AgentContext:
     """The chat ``context_id`` as the journal has it, rebuilt the way start-up rebuilds a
-    chat (latest checkpoint, then the calls journaled after it); a chat already loaded is
-    returned as it is, and a run's chat is made even when the journal holds no state."""
+    chat (latest checkpoint, then the calls journaled after it); a run's chat is made even
+    when the journal holds no state. A chat already loaded is returned as it is, unless
+    ``fresh`` (a run taken over and held): then an idle one is rebuilt from this read, as
+    it may have been loaded while the old worker was still writing the run."""
     read = await asyncio.to_thread(rebuild.read_chat, chats.journal, context_id)
-    context = chats.get(context_id) or _build(chats, read)
+    context = chats.get(context_id)
+    if context is None or (fresh and not _busy(session_of(context))):
+        context = _build(chats, read)
     if context is None:  # removed after its newest run, yet a run of it was claimed
         context = chats.create(context_id)
         session_of(context).journaled = True
@@ -71,7 +80,7 @@ async def find_chat(chats: DurableChats, context_id: str) -> AgentContext | None
 
 async def refresh_chat(chats: DurableChats, session: DurableSession) -> None:
     """Bring an idle chat up to its latest checkpoint when another worker wrote it."""
-    if session.is_running() or session.run is not None or session.admitting:
+    if _busy(session):
         return
     latest = await chats.journal.aio.latest_context_checkpoint(
         session.context.id, histories=checkpoint.current_chains
@@ -81,7 +90,7 @@ async def refresh_chat(chats: DurableChats, session: DurableSession) -> None:
     if latest.run_id == session.last_run_id:  # this process wrote it: nothing new
         session.synced_checkpoint = latest.id
         return
-    if session.is_running() or session.run is not None or session.admitting:
+    if _busy(session):
         return  # it started meanwhile
     state = latest.state.get("current") or {}
     checkpoint.restore_chain(session.context, state, latest.histories)

@@ -117,6 +117,50 @@ def test_a_run_held_after_a_takeover_shows_what_the_old_worker_did(workers, mode
     assert workers.side_effects() == ["pay-1"]
 
 
+def test_a_chat_loaded_before_the_takeover_is_shown_as_the_journal_has_it(workers, model_server):
+    """B loads the chat while A still works (a poll names it), then takes the run over and
+    holds it: B's chat is rebuilt from the journal, not left as B first loaded it (the
+    second reply and the open call show, the first step once)."""
+    release = threading.Event()
+
+    def second(body: dict) -> dict:
+        release.wait(60)
+        args = {"label": "pay-2"}
+        return {"headline": "Second payment", "tool_name": "side_effect", "tool_args": args}
+
+    model_server.tool("side_effect", {"label": "pay-1"}, headline="First payment")
+    model_server.respond_with(second)
+    crash = {"A0_CRASH_AT": "after_intent@2", "A0_CRASH_MATCH": "side_effect"}
+    a = workers.start("worker-a", **crash)
+    b = workers.start("worker-b")
+    in_background(lambda: a.api_message("pay the bills", input_id="pay"))
+    model_server.wait_for_calls(2, timeout=60)  # A waits for its second reply
+    [(run_id, context_id, _status)] = workers.runs()
+
+    def headings() -> list[str]:
+        with b.ui_client() as client:
+            polled = client.post("/api/poll", json={"context": context_id, "log_from": 0})
+        assert polled.status_code == 200, polled.text
+        return [i["heading"] for i in polled.json()["logs"]]
+
+    wait_until(lambda: any("First payment" in h for h in headings()), what="B shows the chat")
+    release.set()
+    assert a.process is not None
+    assert a.process.wait(120) == -signal.SIGKILL, a.output()[-3000:]
+    held = wait_status(b, run_id, "needs_attention")
+    assert held["reason"] == "uncertain_call", held
+    with b.ui_client() as client:
+        polled = client.post("/api/poll", json={"context": context_id, "log_from": 0})
+    assert polled.status_code == 200, polled.text
+    items = polled.json()["logs"]
+    assert len([i for i in items if "First payment" in i["heading"]]) == 1, items
+    [second_reply] = [i for i in items if "Second payment" in i["heading"]]
+    assert second_reply["restored"] == "journal", second_reply
+    [two] = [i for i in items if i["type"] == "tool" and i["kvps"].get("label") == "pay-2"]
+    assert two["restored"] == "uncertain", two
+    assert workers.side_effects() == ["pay-1"]
+
+
 def test_a_message_sent_through_another_worker_reaches_the_running_agent(workers, model_server):
     """The run works on A; a message for its chat through B is admitted into the journal
     and reaches A's agent as an intervention (its next model call sees it)."""
