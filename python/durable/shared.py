@@ -288,6 +288,9 @@ class SharedWorker:
         if run.status in TERMINAL_RUN_STATUSES:
             self._held.discard(run.id)
             if mine and session is not None and session.is_running():
+                if session.run is not None and session.run.ending:  # committed by its task
+                    logger.info("run %s ended by its task here, which is finishing", run.id)
+                    return  # (run_ended releases the claim)
                 session.stop()  # a Stop decided through another worker
             else:
                 await asyncio.to_thread(self._release, run.id)
