@@ -107,15 +107,24 @@ def test_a_run_held_after_a_takeover_shows_what_the_old_worker_did(workers, mode
     [(run_id, context_id, _status)] = workers.runs()
     held = wait_status(b, run_id, "needs_attention")
     assert held["reason"] == "uncertain_call", held
-    with b.ui_client() as client:
+    _shows_the_held_story(_log(b, context_id))
+    assert workers.side_effects() == ["pay-1"]
+
+
+def _log(server: UiServer, context_id: str) -> list[dict[str, Any]]:
+    with server.ui_client() as client:
         polled = client.post("/api/poll", json={"context": context_id, "log_from": 0})
     assert polled.status_code == 200, polled.text
-    items = polled.json()["logs"]
+    return polled.json()["logs"]
+
+
+def _shows_the_held_story(items: list[dict[str, Any]]) -> None:
+    """The second reply from the journal, the open call marked uncertain, the first step once."""
+    assert len([i for i in items if "First payment" in i["heading"]]) == 1, items
     [second] = [i for i in items if "Second payment" in i["heading"]]
     assert second["restored"] == "journal", second
     [two] = [i for i in items if i["type"] == "tool" and i["kvps"].get("label") == "pay-2"]
     assert two["restored"] == "uncertain", two
-    assert workers.side_effects() == ["pay-1"]
 
 
 def test_a_chat_loaded_before_the_takeover_is_shown_as_the_journal_has_it(workers, model_server):
@@ -138,27 +147,16 @@ def test_a_chat_loaded_before_the_takeover_is_shown_as_the_journal_has_it(worker
     model_server.wait_for_calls(2, timeout=60)  # A waits for its second reply
     [(run_id, context_id, _status)] = workers.runs()
 
-    def headings() -> list[str]:
-        with b.ui_client() as client:
-            polled = client.post("/api/poll", json={"context": context_id, "log_from": 0})
-        assert polled.status_code == 200, polled.text
-        return [i["heading"] for i in polled.json()["logs"]]
+    def shown() -> bool:
+        return any("First payment" in i["heading"] for i in _log(b, context_id))
 
-    wait_until(lambda: any("First payment" in h for h in headings()), what="B shows the chat")
+    wait_until(shown, what="B shows the chat")
     release.set()
     assert a.process is not None
     assert a.process.wait(120) == -signal.SIGKILL, a.output()[-3000:]
     held = wait_status(b, run_id, "needs_attention")
     assert held["reason"] == "uncertain_call", held
-    with b.ui_client() as client:
-        polled = client.post("/api/poll", json={"context": context_id, "log_from": 0})
-    assert polled.status_code == 200, polled.text
-    items = polled.json()["logs"]
-    assert len([i for i in items if "First payment" in i["heading"]]) == 1, items
-    [second_reply] = [i for i in items if "Second payment" in i["heading"]]
-    assert second_reply["restored"] == "journal", second_reply
-    [two] = [i for i in items if i["type"] == "tool" and i["kvps"].get("label") == "pay-2"]
-    assert two["restored"] == "uncertain", two
+    _shows_the_held_story(_log(b, context_id))
     assert workers.side_effects() == ["pay-1"]
 
 
