@@ -272,7 +272,8 @@ class SharedWorker:
         """Load the chats other workers created since this one started."""
         runs = await self.chats.journal.aio.list_runs(limit=200)
         for context_id in dict.fromkeys(r.context_id for r in runs):
-            if context_id in self._not_chats or self.chats.get(context_id) is not None:
+            known = self.chats.get(context_id) is not None or self.chats.is_deferred(context_id)
+            if context_id in self._not_chats or known:  # deferred: rebuilt once a request names it
                 continue
             if any(c.context_id == context_id for c in self.cluster.claims()):
                 continue  # admitted here a moment ago: its session is being built
