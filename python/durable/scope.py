@@ -72,6 +72,8 @@ class RunScope(EmbeddingSeam):
 
     def __init__(self, session: Host, state: DurableRun) -> None:
         super().__init__(session, state)
+        #: this task ends the run (``_finish``): a final status in the journal is its own
+        self.ending = False
 
     @property
     def run_id(self) -> str:
@@ -230,6 +232,7 @@ class RunScope(EmbeddingSeam):
         runs inside it, after the deferred writes ahead of it, so no read forces those to
         commit on their own first). A run that still has an open call is held instead."""
         run_id, journal = self.state.run_id, self.journal
+        self.ending = True
         payload = {"response": response, "failed": failed}
         status = FAILED if failed else COMPLETED
         for _ in range(2):  # again if the open call got its result between the two

@@ -272,7 +272,8 @@ class SharedWorker:
         """Load the chats other workers created since this one started."""
         runs = await self.chats.journal.aio.list_runs(limit=200)
         for context_id in dict.fromkeys(r.context_id for r in runs):
-            if context_id in self._not_chats or self.chats.get(context_id) is not None:
+            known = self.chats.get(context_id) is not None or self.chats.is_deferred(context_id)
+            if context_id in self._not_chats or known:  # deferred: rebuilt once a request names it
                 continue
             if any(c.context_id == context_id for c in self.cluster.claims()):
                 continue  # admitted here a moment ago: its session is being built
@@ -288,6 +289,9 @@ class SharedWorker:
         if run.status in TERMINAL_RUN_STATUSES:
             self._held.discard(run.id)
             if mine and session is not None and session.is_running():
+                if session.run is not None and session.run.ending:  # committed by its task
+                    logger.info("run %s ended by its task here, which is finishing", run.id)
+                    return  # (run_ended releases the claim)
                 session.stop()  # a Stop decided through another worker
             else:
                 await asyncio.to_thread(self._release, run.id)

@@ -63,6 +63,8 @@ def test_every_documented_setting_can_be_seen_and_changed(page: Page, running_ui
     }
 
     page.get_by_test_id("settings-open").click()
+    # the closed dialog still holds the fields as typed: the dialog shows once it is redrawn
+    expect(dialog).to_be_visible(timeout=TIMEOUT_MS)
     expect(dialog.get_by_test_id("retention_days")).to_have_value("7", timeout=TIMEOUT_MS)
     expect(dialog.get_by_test_id("chat_model_ctx_history")).to_have_value("0.5")
     expect(dialog.get_by_test_id("error-retention_days")).to_be_hidden()

@@ -69,9 +69,11 @@ def test_a_task_made_in_the_view_fires_runs_and_is_edited_without_losing_an_edit
     inputs = sorted(r["input_id"] for r in runs)
     assert inputs[0] == f"sched:{task['uuid']}:{soon.isoformat()}"  # the planned time
     assert inputs[1].startswith(f"sched:{task['uuid']}:run:")  # Run now
-    expect(rows.first.get_by_test_id("task-last-status")).to_have_text(
-        "completed", timeout=TIMEOUT_MS
-    )
+    [by_hand] = [r["run_id"] for r in runs if r["input_id"] == inputs[1]]
+    # the row said "completed" before (the planned firing): wait for the run made by hand
+    last = rows.first.get_by_test_id("task-last-status")
+    expect(last).to_have_attribute("title", f"run {by_hand}", timeout=TIMEOUT_MS)
+    expect(last).to_have_text("completed", timeout=TIMEOUT_MS)
 
     rows.first.get_by_test_id("task-chat").click()
     expect(dialog).to_be_hidden()

@@ -58,6 +58,9 @@ def test_edit_a_file_and_rename_it(page: Page, running_ui):
 
     (work / "taken.md").write_text("x")
     dialog.get_by_test_id("files-refresh").click()
+    # the list before Refresh also has done.md: wait for the new one, or its answer could
+    # redraw the list under the rename field
+    expect(dialog.get_by_test_id("files-entry").filter(has_text="taken.md")).to_have_count(1)
     renamed = dialog.get_by_test_id("files-entry").filter(has_text="done.md")
     renamed.get_by_test_id("files-rename").click()
     dialog.get_by_test_id("files-rename-input").fill("taken.md")

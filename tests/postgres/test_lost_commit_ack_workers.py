@@ -28,7 +28,7 @@ def _run_through_proxy(workers, model_server, postgres_server, marker: bytes):
         )
         proxy.arm(marker)
         answer = worker.api_message("pay the bills", input_id="pay")
-        assert answer.status_code == 200, answer.text
+        assert answer.status_code == 200, (answer.text, worker.output()[-6000:])
         run_id = answer.json()["run_id"]
         done = wait_status(worker, run_id, "completed")
         lost = proxy.lost

@@ -184,7 +184,7 @@ def test_a_worker_starting_on_idle_chats_serves_them_after_it_answers(workers, m
     """B starts on a journal where A answered three chats: none is rebuilt before B serves,
     each is listed by B's poll from its summary with its name (issue #24), the first request
     for one rebuilds it; each chat shows its answer once."""
-    for n in range(3):
+    for n in range(4):
         model_server.tool("response", {"text": f"answer number {n}"})
     a = workers.start("worker-a")
     chats = []
@@ -199,6 +199,19 @@ def test_a_worker_starting_on_idle_chats_serves_them_after_it_answers(workers, m
 
     b = workers.start("worker-b")
     assert "0 chats, 3 idle ones later" in b.output(), b.output()[-2000:]
+    # a chat made elsewhere after B started: B's loop loads it, so once B shows it loaded
+    # that loop has also passed over the idle chats (which it must leave alone)
+    c = workers.start("worker-c")
+    made = c.api_message("question number 3", input_id="q3")
+    assert made.json()["response"] == "answer number 3", made.text
+    new_chat = made.json()["context_id"]
+
+    def loaded_on_b() -> bool:
+        with b.ui_client() as client:
+            shown = client.post("/api/poll", json={"context": "", "log_from": 0}).json()
+        return any(r["id"] == new_chat and r["log_guid"] for r in shown["contexts"])
+
+    wait_until(loaded_on_b, timeout=60, what="B's loop to load the chat made on C")
     with b.ui_client() as client:
         polled = client.post("/api/poll", json={"context": "", "log_from": 0}).json()
     rows = {row["id"]: row for row in polled["contexts"]}

@@ -24,6 +24,7 @@ from tests.postgres._workers import (
     workers,
 )
 from tests.support.model_server import ScriptedFailure, model_server
+from tests.support.pg_proxy import pg_proxy
 from tests.support.ui_server import SLOW_START, UiServer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.integration, pytest.mark.slow]
@@ -169,6 +170,34 @@ def test_a_chat_loaded_mid_run_shows_the_old_workers_last_steps_after_a_takeover
     assert held["reason"] == "uncertain_call", held
     _assert_shows_the_old_workers_last_steps(b, context_id)
     assert workers.side_effects() == ["pay-1"]
+
+
+def test_a_run_whose_end_is_seen_before_its_task_finishes_still_answers(
+    workers, model_server, postgres_server
+):
+    """The worker's own look at its runs (each tick) finds the run completed in the journal
+    while the run's task still waits for the acknowledgement of that very commit: the task
+    is not stopped as if a Stop had come through another worker, and the request gets its
+    answer (it got ``chat_stopped`` now and then under load)."""
+    model_server.tool("response", {"text": "done here"})
+    answer: dict[str, Any] = {}
+    with pg_proxy(postgres_server.dsn) as proxy:
+        dsn = proxy.dsn(postgres_server.dsn)
+        worker = workers.start("worker-a", A0_DURABILITY_POSTGRES_DSN=dsn)
+        proxy.arm(b"run_result", hold=True)  # the run's end: committed, its answer held
+        sent = in_background(lambda: answer.update(r=worker.api_message("hi", input_id="h1")))
+        assert proxy.held.wait(60), worker.output()[-3000:]
+        wait_until(
+            lambda: "which is finishing" in worker.output() or not sent.is_alive(),
+            timeout=60,
+            what="the worker to look at its finished run",
+        )
+        proxy.release()
+        sent.join(60)
+        worker.stop()
+    response = answer["r"]
+    assert response.status_code == 200, (response.text, worker.output()[-3000:])
+    assert response.json()["response"] == "done here"
 
 
 def test_a_message_sent_through_another_worker_reaches_the_running_agent(workers, model_server):

@@ -11,7 +11,9 @@ acknowledgement is lost). ``arm(..., request=True)`` loses the COMMIT itself ins
 client's ``COMMIT`` (a simple query, or a Parse in pipeline mode) is not forwarded, both
 sockets are closed, and the server rolls the transaction back. ``arm(..., then_down=True)``
 also cuts every other connection and refuses new ones until ``restore()``: the database is
-gone, as far as clients know.
+gone, as far as clients know. ``arm(..., hold=True)`` only delays that acknowledgement:
+it is forwarded once ``release()`` is called (the commit is visible to everyone else
+meanwhile, while the client still waits for its answer).
 """
 
 from __future__ import annotations
@@ -108,6 +110,10 @@ class _Link:
                     if self._lose(message):
                         if out:
                             self.client.sendall(out)
+                            out = bytearray()
+                        if self.proxy._held_ack():
+                            out += message  # released: it goes on as if nothing happened
+                            continue
                         self.close()
                         self.proxy._lost_one(self)
                         return
@@ -144,6 +150,9 @@ class PgProxy:
         self._armed = False
         self._request = False
         self._then_down = False
+        self._hold = False
+        self.held = threading.Event()  # an acknowledgement is held (arm(..., hold=True))
+        self._released = threading.Event()
         self.down = False
         self.lost = 0  # acknowledgements lost so far
         self.lost_event = threading.Event()
@@ -196,15 +205,34 @@ class PgProxy:
             link.start()
 
     def arm(
-        self, marker: bytes | None = None, *, request: bool = False, then_down: bool = False
+        self,
+        marker: bytes | None = None,
+        *,
+        request: bool = False,
+        then_down: bool = False,
+        hold: bool = False,
     ) -> None:
-        """Lose the acknowledgement (with ``request``: the COMMIT itself) of the next
-        transaction whose client bytes hold ``marker`` (any transaction's when None);
-        once."""
+        """Lose the acknowledgement (with ``request``: the COMMIT itself; with ``hold``:
+        delay it until ``release()``) of the next transaction whose client bytes hold
+        ``marker`` (any transaction's when None); once."""
         with self._lock:
             self._marker, self._armed = marker, True
-            self._request, self._then_down = request, then_down
+            self._request, self._then_down, self._hold = request, then_down, hold
             self.lost_event.clear()
+            self.held.clear()
+            self._released.clear()
+
+    def _held_ack(self) -> bool:
+        """Armed with ``hold``: wait (this link's server side) until ``release()``; True."""
+        if not self._hold:
+            return False
+        self.held.set()
+        self._released.wait(120)
+        return True
+
+    def release(self) -> None:
+        """Forward the acknowledgement held by ``arm(..., hold=True)``."""
+        self._released.set()
 
     def _take(self, seen: bytes, *, request: bool) -> bool:
         with self._lock:
@@ -230,6 +258,7 @@ class PgProxy:
         self.down = False
 
     def close(self) -> None:
+        self._released.set()  # a held acknowledgement goes (to a closed socket)
         if self._listener is not None:
             with suppress(OSError):
                 self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread

@@ -20,6 +20,7 @@ const state = {
   running: false,
   paused: false,
   pollTimer: null,
+  pollTurn: 0, // only the newest poll draws (see poll)
 };
 
 const $ = (id) => document.getElementById(id);
@@ -49,6 +50,7 @@ function selectChat(ctxid) {
   state.logGuid = "";
   state.logVersion = 0;
   messages.replaceChildren();
+  state.pollTurn += 1; // a poll still out asked for the chat shown before
   schedulePoll(0);
 }
 
@@ -121,13 +123,18 @@ function applyControls() {
   status.className = `status ${label}`;
 }
 
+// Only the answer to the newest poll draws: a poll sent before a chat switch or an action
+// may answer after it, with the state from before; the poll sent after it draws instead,
+// and the loop goes on from there.
 async function poll() {
+  const turn = ++state.pollTurn;
   let delay = null;
   try {
     const from = state.logVersion;
     const snapshot = await callApi("poll", {
       context: state.context, log_from: from, notifications_from: notificationsFrom(),
     });
+    if (turn !== state.pollTurn) return;
     applyNotifications(snapshot);
     if (snapshot.deselect_chat) {
       selectChat(null);
@@ -147,9 +154,9 @@ async function poll() {
     applyControls();
     showConnection(null);
   } catch (error) {
-    showConnection(error);
+    if (turn === state.pollTurn) showConnection(error);
   } finally {
-    schedulePoll(delay ?? (state.running ? 100 : 250));
+    if (turn === state.pollTurn) schedulePoll(delay ?? (state.running ? 100 : 250));
   }
 }
 
@@ -172,6 +179,7 @@ async function act(fn) {
   } catch (error) {
     notifyError(error);
   }
+  state.pollTurn += 1; // a poll still out may show the state from before the action
   schedulePoll(0);
 }
 

@@ -13,6 +13,14 @@ export function el(tag, props = {}, ...children) {
   return node;
 }
 
+// Requests whose answers draw the same thing: only the newest one's answer may draw it (an
+// older answer arriving late must not replace a newer one). `const turn = order.next()`
+// before the request is sent, `order.newest(turn)` once its answer is in.
+export function requestOrder() {
+  let last = 0;
+  return { next: () => ++last, newest: (turn) => turn === last };
+}
+
 // A panel's message line: the function it returns shows a text there, or hides the line
 // when given none.
 export function noticeLine(id) {

@@ -2,7 +2,7 @@
 // file, rename, delete.
 
 import { callApi, callApiRaw, errorText } from "./api.js";
-import { noticeLine } from "./dom.js";
+import { noticeLine, requestOrder } from "./dom.js";
 import { confirmAction } from "./confirm.js";
 
 const $ = (id) => document.getElementById(id);
@@ -77,13 +77,23 @@ function show(listing) {
   $("files-list").replaceChildren(...rows);
 }
 
+// Only the newest listing request draws the list: an older answer (a Refresh sent before
+// a rename) arriving late must not replace the newer one. Errors reach the caller as before.
+const listings = requestOrder();
+async function listed(name, body) {
+  const turn = listings.next();
+  const result = await callApi(name, body);
+  if (listings.newest(turn)) show(result);
+  return result;
+}
+
 function payload(extra = {}) {
   return state.context ? { context: state.context, ...extra } : extra;
 }
 
 async function load(path = state.path) {
   try {
-    show(await callApi("get_work_dir_files", payload({ path })));
+    await listed("get_work_dir_files", payload({ path }));
   } catch (error) {
     notice(errorText(error));
   }
@@ -97,8 +107,7 @@ async function upload() {
   if (state.context) form.append("context", state.context);
   for (const file of input.files) form.append("files", file);
   try {
-    const result = await callApi("upload_work_dir_files", form);
-    show(result);
+    const result = await listed("upload_work_dir_files", form);
     notice(`Uploaded ${result.uploaded.map((u) => u.name).join(", ")}.`);
   } catch (error) {
     notice(errorText(error));
@@ -146,7 +155,7 @@ function startRename(entry, cell) {
 async function rename(entry, newName) {
   if (!newName || newName === entry.name) return load();
   try {
-    show(await callApi("rename_work_dir_file", payload({ path: entry.path, newName })));
+    await listed("rename_work_dir_file", payload({ path: entry.path, newName }));
     notice(`Renamed ${entry.name} to ${newName}.`);
   } catch (error) {
     notice(errorText(error));
@@ -173,7 +182,7 @@ async function saveEdit() {
   if (!entry) return;
   try {
     const content = $("file-edit-text").value;
-    show(await callApi("edit_work_dir_file", payload({ path: entry.path, content })));
+    await listed("edit_work_dir_file", payload({ path: entry.path, content }));
     state.editing = null;
     $("file-edit-dialog").close();
     notice(`Saved ${entry.name}.`);
@@ -198,7 +207,7 @@ async function remove(entry) {
   const what = entry.type === "dir" ? `the folder ${entry.name} and everything in it` : entry.name;
   if (!window.confirm(`Delete ${what}?`)) return;
   try {
-    show(await callApi("delete_work_dir_file", payload({ path: entry.path })));
+    await listed("delete_work_dir_file", payload({ path: entry.path }));
     notice(`Deleted ${entry.name}.`);
   } catch (error) {
     notice(errorText(error));

@@ -3,10 +3,11 @@
 // itself to the dialog and refreshes from /api/mcp_servers_status while the dialog is open.
 
 import { callApi } from "./api.js";
-import { el } from "./dom.js";
+import { el, requestOrder } from "./dom.js";
 
 const REFRESH_MS = 2000;
 let timer = null;
+const refreshes = requestOrder();
 
 function buildSection() {
   return el(
@@ -40,11 +41,14 @@ function renderStatus(status) {
 
 async function refresh() {
   const box = document.getElementById("mcp-servers-error");
+  const turn = refreshes.next(); // only the newest answer draws (an older one may be late)
   try {
-    renderStatus(await callApi("mcp_servers_status", {}));
+    const status = await callApi("mcp_servers_status", {});
+    if (!refreshes.newest(turn)) return;
+    renderStatus(status);
     if (box) box.hidden = true;
   } catch (error) {
-    if (box) {
+    if (box && refreshes.newest(turn)) {
       box.textContent = `${error.message} (${error.code || "error"})`;
       box.hidden = false;
     }

@@ -2,12 +2,13 @@
 // and conflicts (a refused write) shown side by side to keep, take or merge.
 
 import { callApi, errorText } from "./api.js";
-import { el, noticeLine } from "./dom.js";
+import { el, noticeLine, requestOrder } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
 const state = { context: null, revision: 0, plan: null, conflicts: [], merging: null };
 
 const notice = noticeLine("plan-message");
+const loads = requestOrder();
 
 
 // editor -----------------------------------------------------------------------------------
@@ -134,8 +135,10 @@ async function resolve(conflict, resolution, plan) {
 
 // load and save ----------------------------------------------------------------------------
 async function load(resetEditor = true) {
+  const turn = loads.next(); // only the newest load draws (an older one may answer late)
   try {
     const result = await callApi("durable_plan_get", { context_id: state.context });
+    if (!loads.newest(turn)) return;
     state.revision = result.revision;
     state.plan = result.plan;
     state.conflicts = result.conflicts;
@@ -145,7 +148,7 @@ async function load(resetEditor = true) {
     renderConflicts();
     showMerging();
   } catch (error) {
-    notice(errorText(error));
+    if (loads.newest(turn)) notice(errorText(error));
   }
 }
 

@@ -3,7 +3,7 @@
 // decisions that fit each hold, each explained; standing retry grants; decided runs.
 
 import { ApiCallError, callApi } from "./api.js";
-import { el } from "./dom.js";
+import { el, requestOrder } from "./dom.js";
 import { when, keyValues, callTimeline, callsList, decisionsList } from "./recovery_view.js";
 
 export const DECISIONS = [
@@ -205,15 +205,22 @@ async function decide(run, decision, note, attempts = 1) {
   await loadRuns(false);
 }
 
+// Only the newest load draws each list: a load sent before a decision (Refresh, opening the
+// panel) may answer after the one sent after it, with the run as it was before.
+const orders = { runs: requestOrder(), history: requestOrder(), grants: requestOrder() };
+
 export async function loadRuns(clearNotice = true) {
   if (clearNotice) notice("");
   const list = $("recovery-runs");
+  const turn = orders.runs.next();
   try {
     const { runs } = await callApi("durable_runs", { status: "needs_attention" });
     const details = await Promise.all(runs.map((r) => callApi("durable_run", { run_id: r.run_id }).then((d) => d.run)));
+    if (!orders.runs.newest(turn)) return;
     list.replaceChildren(...(details.length ? details.map(runCard)
       : [el("p", { className: "muted", text: "No run needs attention.", testid: "recovery-empty" })]));
   } catch (error) {
+    if (!orders.runs.newest(turn)) return;
     notice(errorText(error));
   }
   await Promise.all([loadHistory(), loadGrants()]);
@@ -222,11 +229,14 @@ export async function loadRuns(clearNotice = true) {
 // The history of decided runs: each with its chat, its status now and its latest decision.
 async function loadHistory() {
   const box = $("recovery-history");
+  const turn = orders.history.next();
   try {
     const { runs } = await callApi("durable_runs", { decided: true, limit: 20 });
+    if (!orders.history.newest(turn)) return;
     box.replaceChildren(...(runs.length ? runs.map(historyRow)
       : [el("p", { className: "muted", text: "No run was decided yet." })]));
   } catch (error) {
+    if (!orders.history.newest(turn)) return;
     box.replaceChildren(el("p", { className: "error-text", text: errorText(error) }));
   }
 }
@@ -243,14 +253,17 @@ function historyRow(run) {
 // authorised in advance for a chat, a profile or a scheduled task (0 withdraws).
 async function loadGrants() {
   const list = $("standing-list");
+  const turn = orders.grants.next();
   try {
     const { grants } = await callApi("durable_standing_grants", { limit: 50 });
+    if (!orders.grants.newest(turn)) return;
     const inForce = grants.filter((g) => g.in_force && g.attempts > 0);
     list.replaceChildren(...(inForce.length ? inForce.map((g) => el("li", { testid: "standing-grant" },
       `${g.scope} ${g.target}: ${g.attempts} per run, by ${g.actor} at ${when(g.created_at)}`,
       g.note ? el("span", { className: "muted", text: ` (${g.note})` }) : null))
       : [el("li", { className: "muted", text: "None: a failed or interrupted model call waits for a person." })]));
   } catch (error) {
+    if (!orders.grants.newest(turn)) return;
     list.replaceChildren(el("li", { className: "error-text", text: errorText(error) }));
   }
 }

@@ -3,7 +3,7 @@
 // revision loaded), delete, run now.
 
 import { ApiCallError, callApi, errorText } from "./api.js";
-import { el, noticeLine } from "./dom.js";
+import { el, noticeLine, requestOrder } from "./dom.js";
 import { confirmAction } from "./confirm.js";
 
 const $ = (id) => document.getElementById(id);
@@ -19,6 +19,7 @@ const SKIPS = { run_held: "skipped: the chat's run waited for a decision" };
 const state = { tasks: [], editing: null, timer: null, openChat: () => {} };
 
 const notice = noticeLine("tasks-message");
+const lists = requestOrder(); // a timed refresh sent before a save must not draw after it
 
 
 function local(iso) {
@@ -40,7 +41,10 @@ function when(task) {
 
 function lastRun(task) {
   const parts = [el("div", { text: local(task.last_run) })];
-  if (task.last_status) parts.push(el("div", { className: "sub", text: task.last_status, testid: "task-last-status" }));
+  if (task.last_status) {
+    const run = task.last_run_id ? `run ${task.last_run_id}` : "";
+    parts.push(el("div", { className: "sub", text: task.last_status, title: run, testid: "task-last-status" }));
+  }
   if (task.last_skip) {
     const why = SKIPS[task.last_skip.reason] || `skipped (${task.last_skip.reason})`;
     parts.push(el("div", { className: "sub", text: `${local(task.last_skip.slot)}: ${why}`, testid: "task-skip" }));
@@ -86,14 +90,16 @@ function row(task) {
 }
 
 async function refresh() {
+  const turn = lists.next();
   try {
     const body = await callApi("scheduler_tasks_list", {});
+    if (!lists.newest(turn)) return;
     state.tasks = body.tasks;
     const rows = body.tasks.map(row);
     $("tasks-list").replaceChildren(...(rows.length ? rows
       : [el("tr", {}, el("td", { colSpan: 6, className: "muted", text: "No tasks yet." }))]));
   } catch (error) {
-    notice(errorText(error));
+    if (lists.newest(turn)) notice(errorText(error));
   }
 }
 
