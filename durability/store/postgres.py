@@ -344,12 +344,12 @@ class PostgresStore(Store):
     def write_alone(self, fn: Callable[[StoreTx], T]) -> T:
         fence: tuple[str | None, str | None] | None = None
         op, verify = fn, None
-        if isinstance(fn, FencedOp):  # the fence is read with the first statement
+        if isinstance(fn, FencedOp):  # the fence is read in the first round trip
             op, verify, fence = fn.op, fn.verify, (fn.run_id, fn.call_id)
 
         def body(conn: psycopg.Connection[Any], pipeline: Any, opened: Opened) -> T:
-            # The operation runs as soon as the fence is queued (its first statement carries
-            # the fence to the server); it is verified before anything is committed: a
+            # The operation runs once the fence is queued with BEGIN, or carried by the
+            # hot-path function it opens with; it is verified before anything is committed: a
             # refused fence rolls the whole transaction back, and outranks the operation's
             # own refusal.
             try:
@@ -362,7 +362,8 @@ class PostgresStore(Store):
                 verify(opened.found())
             return value
 
-        return self.run("write", body, name=operation_name(op), fence=fence, carry=True)
+        carry = not isinstance(fn, FencedOp) or fn.hot_path  # its first statement may carry it
+        return self.run("write", body, name=operation_name(op), fence=fence, carry=carry)
 
     def read(self, fn: Callable[[StoreTx], T]) -> T:
         return self.run("read", lambda conn: fn(self._tx(conn)))
