@@ -12,7 +12,7 @@ run ``--steps`` times in a row by one shared worker on one connection, ``--sets`
 - ``server_cpu_us``: the CPU time of the server processes serving it (the journal's and the
   floor's backends and the WAL writer, from ``/proc/<pid>/schedstat``; None when the server
   runs on another machine);
-- ``wal_bytes`` (``pg_stat_wal``) and ``wall_us``.
+- ``wal_bytes`` (how far the WAL's insert position moved) and ``wall_us``.
 
 The CPU figures grow with the machine's load, evenly enough that units compare.
 
@@ -38,7 +38,7 @@ import _common
 _common.use_repo()
 
 import psycopg  # noqa: E402
-from postgres_bench import Floor, _drop, _step  # noqa: E402
+from postgres_bench import Floor, _drop, _step, postgres_dsn  # noqa: E402
 
 from durability import Journal  # noqa: E402
 
@@ -92,7 +92,9 @@ class Server:
             except (OSError, ValueError, IndexError):
                 cpu = None  # not this machine's process
                 break
-        wal = self.conn.execute("SELECT wal_bytes FROM pg_stat_wal").fetchone()
+        wal = self.conn.execute(  # the WAL's insert position, in bytes
+            "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint"
+        ).fetchone()
         return cpu, int(wal[0]) if wal else 0
 
 
@@ -182,18 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print only the JSON document")
     args = parser.parse_args(argv)
     started = time.monotonic()
-    server = None
-    dsn = args.dsn
-    if not dsn:
-        from tests.support.postgres import start_cluster
-
-        server = start_cluster(durable=True)
-        dsn = server.dsn
-    try:
+    with postgres_dsn(args.dsn) as (dsn, _):
         units = run_profile(dsn, max(1, args.steps), max(1, args.sets))
-    finally:
-        if server is not None:
-            server.destroy()
     result = {"bench": "postgres_step_profile", "units": units, **_common.environment()}
     return _common.report(result, started, table, args.json)
 
