@@ -29,6 +29,8 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -234,6 +236,22 @@ def run_bench(dsn: str, steps: int, seconds: float, backlog: int) -> dict[str, A
     return result
 
 
+@contextmanager
+def postgres_dsn(dsn: str | None) -> Iterator[tuple[str, bool]]:
+    """``dsn`` (False), or a private durable cluster started for the run (True) and
+    destroyed after it."""
+    if dsn:
+        yield dsn, False
+        return
+    from tests.support.postgres import start_cluster
+
+    server = start_cluster(durable=True)
+    try:
+        yield server.dsn, True
+    finally:
+        server.destroy()
+
+
 def _drop(dsn: str, namespaces: list[str]) -> None:
     import psycopg
     from psycopg import sql
@@ -278,19 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=1000, help="backlog for the claims case")
     parser.add_argument("--json", action="store_true", help="print only the JSON document")
     args = parser.parse_args(argv)
-    server = None
-    dsn = args.dsn
-    if not dsn:
-        from tests.support.postgres import start_cluster
-
-        server = start_cluster(durable=True)
-        dsn = server.dsn
-    try:
+    with postgres_dsn(args.dsn) as (dsn, private):
         result = run_bench(dsn, args.steps, args.seconds, args.runs)
-    finally:
-        if server is not None:
-            server.destroy()
-    result["server"] = "private cluster (fsync on)" if server is not None else "--dsn"
+    result["server"] = "private cluster (fsync on)" if private else "--dsn"
     if not args.json:
         print(table(result))
     print(json.dumps(result, sort_keys=True))

@@ -24,7 +24,7 @@ from durability.journal._plan import Plan, deferred, read, run_write
 from durability.journal._validation import mask_only, require_int, require_text
 from durability.records import CALL_KINDS, Call, CheckpointData
 from durability.status import RESULT_STATES, CallKind, CallState, HoldReason, RunStatus
-from durability.store.base import StoreTx
+from durability.store.base import StoreTx, hot_path
 
 
 class _Commit(Builder[bool]):
@@ -92,6 +92,7 @@ class CallOps:
             closed_at=None,
         )
 
+        @hot_path
         def op(tx: StoreTx) -> Call:
             if tx.calls.insert_if_free(fresh, args_json):  # the common case: a new position
                 return fresh
@@ -204,6 +205,7 @@ def _commit_result(
     now = journal.clock()
     cache_update: list[Any] = []
 
+    @hot_path
     def op(tx: StoreTx) -> Call:
         cache_update.clear()  # a backend may run op again (e.g. after a conflict)
         closed = tx.calls.close_open(call_id, state, masked, result_json, result_digest, now)

@@ -132,11 +132,22 @@ class FencedOp(Generic[T]):
         verify: Callable[[tuple[str, int | None] | None], object],
     ) -> None:
         self.op, self.run_id, self.call_id, self.verify = op, run_id, call_id, verify
+        #: ``op`` opens with a hot-path write (``hot_path``): the fence may ride with it
+        self.hot_path: bool = getattr(op, "opens_with_hot_path", False)
         self.__qualname__ = getattr(op, "__qualname__", type(op).__name__)
 
     def __call__(self, tx: StoreTx) -> T:
         self.verify(tx.claims.lock_fence(run_id=self.run_id, call_id=self.call_id))
         return self.op(tx)
+
+
+def hot_path(op: Callable[[StoreTx], T]) -> Callable[[StoreTx], T]:
+    """Mark a write whose first statement is a hot-path write of the calls table
+    (``insert_if_free``, ``close_open``), run at once: PostgreSQL then reads its fence with
+    that statement (postgres_tx.py, ``Opened``), not with a statement of its own before
+    ``op`` runs. Other engines ignore the mark."""
+    op.opens_with_hot_path = True  # type: ignore[attr-defined]
+    return op
 
 
 class Store(ABC):

@@ -15,12 +15,13 @@ whose rows share a page failed each other: 8 concurrent runs retried ~3 times pe
 Reads run in one REPEATABLE READ READ ONLY snapshot. PostgreSQL commits concurrent
 transactions together itself (WAL group commit), so there is no group-commit writer here.
 
-A write runs in pipeline mode: BEGIN, the query of its transaction id and, for a shared
-worker's write, the fence (the run's row locked and its token read, a prepared statement)
-are queued and reach the server with the operation's first statement, in one round trip;
-COMMIT, sent once the id is known, is one more. The fence is verified before COMMIT is
-sent: a refused fence rolls the whole transaction back (whatever the operation's
-statements did) and its refusal is what the caller gets, before the operation's own.
+A write runs in pipeline mode: BEGIN is queued, and the query of its transaction id and,
+for a shared worker's write, the fence (the run's row locked and its token read) reach the
+server in the operation's first round trip: asked by the hot path's server-side function
+when it opens the transaction (postgres_tx.py, ``Opened``), else a prepared statement
+queued before the first one. COMMIT, sent once the id is known, is one more round trip.
+The fence is verified before COMMIT is sent: a refused fence rolls the whole transaction
+back (whatever the operation's statements did) and its refusal is what the caller gets.
 
 A lost connection before COMMIT was sent is retried on a new connection (nothing can have
 been committed). A lost connection during COMMIT of a write is settled here, on fresh
@@ -56,7 +57,6 @@ from durability.errors import (
     StorageError,
 )
 from durability.store import _lost_commit as outcome
-from durability.store._tables.claims import fence_statement
 from durability.store.base import (
     FencedOp,
     Store,
@@ -64,7 +64,7 @@ from durability.store.base import (
     operation_name,
 )
 from durability.store.postgres_schema import check_namespace, migrate, migrations
-from durability.store.postgres_tx import Opened, PostgresTx, integrity_problems
+from durability.store.postgres_tx import Opened, PostgresTx, integrity_problems, rollback
 
 T = TypeVar("T")
 
@@ -213,14 +213,16 @@ class PostgresStore(Store):
         fn: Callable[..., T],
         *,
         name: str | None = None,
-        fence: tuple[str, Any] | None = None,
+        fence: tuple[str | None, str | None] | None = None,
+        carry: bool = False,
     ) -> T:
         """Run ``fn`` in one transaction: ``mode`` is ``write`` (READ COMMITTED, run again
         after a deadlock, a serialisation failure or a unique violation; a lost commit
         acknowledgement is settled) or ``read`` (REPEATABLE READ READ ONLY), ``fn(conn)``.
         A write runs in pipeline mode: ``fn(conn, pipeline, opened)``, where ``opened``
-        (``postgres_tx.Opened``) has the transaction's id and the row ``fence`` read (a
-        statement locking a run's row and reading its token, queued with BEGIN). ``name``
+        (``postgres_tx.Opened``) has the transaction's id and the row of ``fence`` (a run
+        id, or a call id whose run is meant: its row locked, its token read) read with the
+        first statement; with ``carry``, a hot-path function may ask for them. ``name``
         names the operation in log lines (default: ``fn``'s)."""
         begin = {
             "write": "BEGIN ISOLATION LEVEL READ COMMITTED",
@@ -233,7 +235,7 @@ class PostgresStore(Store):
             attempt += 1
             try:
                 if writes:
-                    return self._write_once(begin, fn, fence)
+                    return self._write_once(begin, fn, fence, carry)
                 return self._run_once(begin, fn)
             except PoolTimeout as exc:  # no connection to be had within the timeout
                 raise self.translate(exc) from None
@@ -268,7 +270,7 @@ class PostgresStore(Store):
                 try:
                     yield conn
                 except BaseException:
-                    _rollback(conn)
+                    rollback(conn)
                     raise
         except (DurabilityError, PoolTimeout):
             raise
@@ -285,13 +287,13 @@ class PostgresStore(Store):
             conn.execute("COMMIT")
             return value
 
-    def _write_once(self, begin: str, fn: Callable[..., T], fence: tuple[str, Any] | None) -> T:
+    def _write_once(self, begin: str, fn: Callable[..., T], fence: Any, carry: bool) -> T:
         """One attempt of a write, in pipeline mode: BEGIN, the transaction's id and the
         fence travel with the first statement; COMMIT (sent once the id is known) is one
         round trip with its flush."""
         state = _Attempt()
         with self._attempt(state) as conn, conn.pipeline() as pipeline:
-            opened = Opened(conn, begin, fence)
+            opened = Opened(conn, begin, fence, carry)
             try:
                 state.value = fn(conn, pipeline, opened)
             except DurabilityError as exc:
@@ -340,18 +342,18 @@ class PostgresStore(Store):
         return self.write_alone(fn)
 
     def write_alone(self, fn: Callable[[StoreTx], T]) -> T:
-        fence: tuple[str, Any] | None = None
+        fence: tuple[str | None, str | None] | None = None
         op, verify = fn, None
-        if isinstance(fn, FencedOp):  # the fence is read with BEGIN, in the same round trip
-            op, verify, fence = fn.op, fn.verify, fence_statement(fn.run_id, fn.call_id)
+        if isinstance(fn, FencedOp):  # the fence is read in the first round trip
+            op, verify, fence = fn.op, fn.verify, (fn.run_id, fn.call_id)
 
         def body(conn: psycopg.Connection[Any], pipeline: Any, opened: Opened) -> T:
-            # The operation runs as soon as the fence is queued (its first statement carries
-            # the fence to the server); it is verified before anything is committed: a
+            # The operation runs once the fence is queued with BEGIN, or carried by the
+            # hot-path function it opens with; it is verified before anything is committed: a
             # refused fence rolls the whole transaction back, and outranks the operation's
             # own refusal.
             try:
-                value = op(self._tx(conn, locking=True, pipeline=pipeline))
+                value = op(self._tx(conn, locking=True, pipeline=pipeline, opened=opened))
             except DurabilityError:
                 if verify is not None:
                     verify(opened.found())
@@ -360,13 +362,16 @@ class PostgresStore(Store):
                 verify(opened.found())
             return value
 
-        return self.run("write", body, name=operation_name(op), fence=fence)
+        carry = not isinstance(fn, FencedOp) or fn.hot_path  # its first statement may carry it
+        return self.run("write", body, name=operation_name(op), fence=fence, carry=carry)
 
     def read(self, fn: Callable[[StoreTx], T]) -> T:
         return self.run("read", lambda conn: fn(self._tx(conn)))
 
-    def _tx(self, conn: Any, *, locking: bool = False, pipeline: Any = None) -> PostgresTx:
-        tx = PostgresTx(conn, locking=locking, pipeline=pipeline)
+    def _tx(
+        self, conn: Any, *, locking: bool = False, pipeline: Any = None, opened: Any = None
+    ) -> PostgresTx:
+        tx = PostgresTx(conn, locking=locking, pipeline=pipeline, opened=opened)
         if self.pgvector_schema:  # memories also written to, and ranked by, pgvector
             from durability.store.postgres_vectors import memories_table
 
@@ -387,13 +392,3 @@ class PostgresStore(Store):
             self._writer.close()  # answers every queued write first
         self._closed = True
         self._pool.close()
-
-
-def _rollback(conn: psycopg.Connection[Any]) -> None:
-    """End a transaction an error left open (a lost connection has none to end)."""
-    status = conn.pgconn.transaction_status
-    if status in (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR):
-        try:
-            conn.execute("ROLLBACK")
-        except psycopg.Error:
-            pass

@@ -14,21 +14,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
+import psycopg
 from psycopg.rows import kwargs_row
 
 from durability.canonical import digest_bytes, digest_text
 from durability.records import Call
 from durability.store._lost_commit import XID_QUERY
 from durability.store._shapes import Shape
-from durability.store._sql import ACTIVE_RUN, OPEN_CALL, Sql
+from durability.store._sql import Sql
 from durability.store._tables.calls import (
     CALLS,
-    CLOSED_COLUMNS,
     CallTable,
     Closing,
     closed_shape,
 )
-from durability.store._tables.claims import ClaimTable
+from durability.store._tables.claims import ClaimTable, fence_statement
 from durability.store._tables.resources import ResourceTable
 from durability.store.base import StoreTx
 
@@ -58,7 +58,9 @@ class PostgresSql(Sql):
     order = "no"
     chain_sql = _CHAIN
 
-    def __init__(self, conn: Any, *, locking: bool = False, pipeline: Any = None) -> None:
+    def __init__(
+        self, conn: Any, *, locking: bool = False, pipeline: Any = None, opened: Any = None
+    ) -> None:
         super().__init__(conn)
         #: In a write transaction every row read to decide a write is locked as it is read
         #: (``FOR NO KEY UPDATE``): READ COMMITTED then behaves like SQLite's single writer
@@ -67,16 +69,33 @@ class PostgresSql(Sql):
         #: A write transaction runs in pipeline mode (``Opened``): a statement's result, its
         #: row count included, is there once its round trip (a sync) has been made.
         self.pipeline = pipeline
+        #: The write transaction's opening (``Opened``): its fence and id travel with the
+        #: first statement, a hot-path function's or their own.
+        self.opened: Opened | None = opened
 
     def run(self, sql: str, args: Any = ()) -> Any:
+        if self.opened is not None:
+            self.opened.send()
         cursor = self.conn.execute(self.q(sql), args)
         if self.pipeline is not None:
             self.pipeline.sync()  # everything queued so far (BEGIN, the fence) goes along
         return cursor
 
     def scalar(self, sql: str, args: Any = ()) -> Any:
+        if self.opened is not None:
+            self.opened.send()
         rows = self.conn.execute(self.q(sql), args).fetchall()  # a fetch is its round trip
         return rows[0][0] if rows else None
+
+    def opening(self, sql: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Run a hot-path function (``sql``: its fence's two arguments first, then
+        ``args``), which answers the transaction's id and the fence's row first when it
+        opens the transaction (``Opened.carry``); the rest of its one row."""
+        fence = self.opened.carry() if self.opened is not None else (None, None)
+        row = self.conn.execute(sql, (*fence, *args)).fetchone()
+        if self.opened is not None:
+            self.opened.carried(row)
+        return tuple(row[3:])
 
     def q(self, sql: str) -> str:
         converted = _IN_MARKS.get(sql)
@@ -85,6 +104,8 @@ class PostgresSql(Sql):
         return converted
 
     def cursor(self, shape: Shape[R]) -> Any:
+        if self.opened is not None:
+            self.opened.send()
         return self.conn.cursor(row_factory=kwargs_row(shape.build))
 
     def insert_id(self, sql: str, args: Sequence[Any]) -> int:
@@ -106,40 +127,34 @@ _TYPES = {
     "created_at": "double precision",
     "closed_at": "double precision",
 }
-#: ``%s::type`` for each column: a SELECT list (unlike VALUES) has no target types.
+#: ``%s::type`` for each column of a call (the functions' arguments are typed).
 _TYPED_VALUES = ", ".join(f"%s::{_TYPES.get(name, 'text')}" for name in CALLS.names)
-# attempt 1 of a position, when the run is active and the position is free: one statement
-# (bound by position: the run's version bump, then CALLS' values)
-_INSERT_IF_FREE = (
-    "WITH bumped AS (UPDATE runs SET version = version + 1, updated_at = %s"
-    f" WHERE id = %s AND status = {ACTIVE_RUN} AND NOT EXISTS (SELECT 1 FROM calls"
-    " WHERE run_id = %s AND agent_no = %s AND seq = %s) RETURNING id)"
-    f" INSERT INTO calls ({CALLS.select}) SELECT {_TYPED_VALUES} FROM bumped RETURNING id"
-)
+# The hot path's writes are server-side functions (PostgreSQL migration 0013): each also
+# locks the fence's run row, reads its token and asks for the transaction's id, so the
+# statement that opens a write transaction answers all three (``Opened``). Bound by
+# position: the fence (run id, call id), then the write's values.
+# attempt 1 of a position, when the run is active and the position is free (CALLS' values)
+_INSERT_IF_FREE = f"SELECT * FROM a0_intent_if_free(%s::text, %s::text, {_TYPED_VALUES})"
 _CLOSED = closed_shape("context_id")
-# (bound by position: state, result, digest, now, the call's id, now again)
+# (state, result, digest, now, the call's id)
 _CLOSE_OPEN = (
-    "WITH closed AS (UPDATE calls SET state = %s, result = %s,"
-    " result_blob = NULL, result_digest = %s, closed_at = %s"
-    f" WHERE id = %s AND state = {OPEN_CALL} AND EXISTS (SELECT 1 FROM runs"
-    f" WHERE runs.id = calls.run_id AND runs.status = {ACTIVE_RUN})"
-    f" RETURNING {CALLS.select}), bumped AS (UPDATE runs SET version = version + 1,"
-    " updated_at = %s FROM closed WHERE runs.id = closed.run_id RETURNING"
-    f" runs.context_id) SELECT {', '.join(f'closed.{n}' for n in CLOSED_COLUMNS)},"
-    " bumped.context_id FROM closed, bumped"
+    "SELECT * FROM a0_close_open(%s::text, %s::text, %s::text, %s::text, %s::text,"
+    " %s::double precision, %s::text)"
 )
 
 
 class PostgresCalls(CallTable):
+    sql: PostgresSql
+
     def _insert_first(self, row: tuple[Any, ...], call: Call) -> bool:
-        where = (call.created_at, call.run_id, call.run_id, call.agent_no, call.seq)
-        return self.sql.scalar(_INSERT_IF_FREE, (*where, *row)) is not None
+        return bool(self.sql.opening(_INSERT_IF_FREE, row)[0])
 
     def _close_small(self, closing: Closing) -> tuple[Call, str] | None:
         c = closing
-        values = (c.state, c.json, c.digest, c.now, c.call_id, c.now)
-        found: tuple[Call, str] | None = self.sql.one(_CLOSED, _CLOSE_OPEN, values)
-        return found
+        found = self.sql.opening(_CLOSE_OPEN, (c.state, c.json, c.digest, c.now, c.call_id))
+        if found[0] is None:
+            return None
+        return _CLOSED.build(**dict(zip(_CLOSED.names, found, strict=True)))
 
 
 class PostgresTx(StoreTx):
@@ -149,8 +164,10 @@ class PostgresTx(StoreTx):
     Claims = ClaimTable
     Resources = ResourceTable
 
-    def __init__(self, conn: Any, *, locking: bool = False, pipeline: Any = None) -> None:
-        super().__init__(PostgresSql(conn, locking=locking, pipeline=pipeline))
+    def __init__(
+        self, conn: Any, *, locking: bool = False, pipeline: Any = None, opened: Any = None
+    ) -> None:
+        super().__init__(PostgresSql(conn, locking=locking, pipeline=pipeline, opened=opened))
 
 
 #: The transaction's id and its fence's row in one statement (the fence a sub-select).
@@ -161,31 +178,65 @@ _WITH_XID: dict[str, str] = {}
 
 
 class Opened:
-    """A write transaction opened in pipeline mode: BEGIN and one statement asking for the
-    transaction's id and, with ``fence`` (a statement and its arguments), locking the
-    run's row and reading its token are queued, not waited for; they reach the server with
-    the transaction's first statement, and their answers come back in its round trip."""
+    """A write transaction opened in pipeline mode: BEGIN is queued, not waited for, and
+    so is, with the transaction's first statement, the question of its id and, with
+    ``fence`` (a run id or a call id whose run is meant), the lock of the run's row and
+    the read of its token: asked by a hot-path function that opens the transaction
+    (``carry``), else by a statement of their own queued before the first one (``send``).
+    Either way their answers come back in the first statement's round trip."""
 
-    def __init__(self, conn: Any, begin: str, fence: tuple[str, Any] | None) -> None:
+    def __init__(
+        self, conn: Any, begin: str, fence: tuple[str | None, str | None] | None, carry: bool
+    ) -> None:
         conn.execute(begin, prepare=False)
-        if fence is None:
-            self._cursor: Any = conn.execute(XID_QUERY)
-        else:
-            query = _WITH_XID.get(fence[0])
-            if query is None:
-                query = _WITH_XID[fence[0]] = _XID_AND_FENCE.format(fence[0])
-            self._cursor = conn.execute(query, fence[1])
+        self.conn, self.fence = conn, fence
+        self._pending = True  # neither sent nor carried yet
+        self._carrying = False  # a hot-path function carries them
+        self._cursor: Any = None
         self._xid: str | None = None
         self._found: tuple[str, int | None] | None = None
+        if not carry:  # no hot-path function of the transaction's statements carries them
+            self.send()
+
+    def send(self) -> None:
+        """Queue the question of the id and the fence, unless it is on its way already."""
+        if not self._pending:
+            return
+        self._pending = False
+        if self.fence is None:
+            self._cursor = self.conn.execute(XID_QUERY)
+            return
+        statement, args = fence_statement(*self.fence)
+        query = _WITH_XID.get(statement)
+        if query is None:
+            query = _WITH_XID[statement] = _XID_AND_FENCE.format(statement)
+        self._cursor = self.conn.execute(query, args)
+
+    def carry(self) -> tuple[str | None, str | None]:
+        """The fence's arguments for a hot-path function opening the transaction ((None,
+        None) once the question went, or for an unfenced write); ``carried`` takes its row."""
+        if not self._pending:
+            return None, None
+        self._pending, self._carrying = False, True
+        return self.fence or (None, None)
+
+    def carried(self, row: tuple[Any, ...]) -> None:
+        """A hot-path function's row: the transaction's id, the fence's run id and token."""
+        if self._carrying:
+            self._carrying = False
+            self._take(row)
+
+    def _take(self, row: tuple[Any, ...] | None) -> None:
+        if row is not None:
+            self._xid = str(row[0])
+            if self.fence is not None and row[1] is not None:
+                self._found = (str(row[1]), row[2])
 
     def _read(self) -> None:
+        self.send()
         if self._cursor is not None:
-            row = self._cursor.fetchone()
-            self._cursor = None
-            if row is not None:
-                self._xid = str(row[0])
-                if len(row) > 1 and row[1] is not None:
-                    self._found = (str(row[1]), row[2])
+            cursor, self._cursor = self._cursor, None
+            self._take(cursor.fetchone())
 
     def xid(self) -> str | None:
         """The transaction's id, asked for before COMMIT is sent (a lost commit is settled
@@ -216,3 +267,13 @@ def integrity_problems(conn: Any, newest: int, full: bool) -> list[str]:
         if digest_bytes(bytes(data)) != blob_hash:
             problems.append(f"blob {blob_hash}: digest mismatch")
     return problems
+
+
+def rollback(conn: psycopg.Connection[Any]) -> None:
+    """End a transaction an error left open (a lost connection has none to end)."""
+    status = conn.pgconn.transaction_status
+    if status in (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR):
+        try:
+            conn.execute("ROLLBACK")
+        except psycopg.Error:
+            pass

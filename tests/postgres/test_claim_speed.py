@@ -9,7 +9,7 @@ import threading
 import psycopg
 import pytest
 
-from durability import FencingLost
+from durability import CheckpointData, FencingLost
 from durability.errors import CallNotFound, IntentMissing, RunNotFound
 from durability.store._tables import claims as claims_table
 from tests.postgres.conftest import sha, wait_for
@@ -46,12 +46,11 @@ def statements_of(monkeypatch, action) -> list[str]:
     return sent
 
 
-def test_a_fenced_intent_is_two_round_trips_and_its_fence_rides_with_the_intent(
-    open_journal, monkeypatch
-):
-    """Pipeline mode: BEGIN, the transaction's id, the fence (a prepared statement, not a
-    literal) and the intent go out before the client first waits; COMMIT is the second
-    round trip (before: three, BEGIN with the fence in one simple query)."""
+def test_a_fenced_intent_is_one_statement_and_two_round_trips(open_journal, monkeypatch):
+    """Pipeline mode: BEGIN and the intent's server-side function (which locks the fence's
+    run row, reads its token and the transaction's id, then writes; the run id an argument,
+    not a literal) go out before the client first waits; COMMIT is the second round trip
+    (before #24 round 4: a statement of its own for the id and the fence, three in all)."""
     w1 = open_journal("w1")
     run = w1.admit("chat", "in-1", sha("x")).run
     sent = statements_of(
@@ -60,12 +59,56 @@ def test_a_fenced_intent_is_two_round_trips_and_its_fence_rides_with_the_intent(
             run.id, agent_no=0, seq=0, kind="tool", name="t", args={}, policy="hold"
         ),
     )
-    assert sent.count("<wait>") == 2, sent
-    first = sent.index("<wait>")
-    assert sent[0].startswith("BEGIN") and "pg_current_xact_id" in sent[1], sent
-    assert claims_table.fence_statement(run.id, None)[0] in sent[1], sent
-    assert run.id not in sent[1] and sent[2].startswith("WITH bumped") and first == 3, sent
-    assert sent[first + 1 :] == ["COMMIT", "<wait>"], sent
+    assert len(sent) == 5 and sent.count("<wait>") == 2, sent
+    assert sent[0].startswith("BEGIN") and "a0_intent_if_free(" in sent[1], sent
+    assert run.id not in sent[1] and sent[2:] == ["<wait>", "COMMIT", "<wait>"], sent
+    call = w1.list_calls(run.id)[0]
+    assert call.state == "open" and call.seq == 0  # and it committed
+
+
+def test_a_fenced_result_with_its_checkpoint_is_three_statements_and_round_trips(
+    open_journal, monkeypatch
+):
+    """The result's function answers the transaction's id and the fence with the closed
+    call; the checkpoint is the second statement, COMMIT the third (before: four
+    statements, the id and the fence one of their own)."""
+    w1 = open_journal("w1")
+    run = w1.admit("chat", "in-1", sha("x")).run
+    history = {"0": [{"role": "user", "content": "hi"}]}
+    for seq in range(2):  # the chat's first checkpoint stores its messages; the next, not
+        call = w1.record_intent(
+            run.id, agent_no=0, seq=seq, kind="tool", name="t", args={}, policy="hold"
+        )
+        data = CheckpointData(state={"i": seq}, histories=history)
+        if seq == 0:
+            w1.commit_result(call.id, "r", checkpoint=data)
+    sent = statements_of(monkeypatch, lambda: w1.commit_result(call.id, "r", checkpoint=data))
+    statements = [s for s in sent if s != "<wait>"]
+    assert len(statements) == 4 and sent.count("<wait>") == 3, sent
+    assert statements[0].startswith("BEGIN") and "a0_close_open(" in statements[1], sent
+    assert call.id not in statements[1] and "pg_current_xact_id" not in " ".join(sent), sent
+    assert sent[2] == "<wait>" and sent[-2:] == ["COMMIT", "<wait>"], sent
+    assert w1.get_call(call.id).state == "completed"
+    assert w1.latest_checkpoint(run.id).state == {"i": 1}
+
+
+def test_a_superseded_worker_s_intent_is_refused_and_nothing_of_it_committed(open_journal):
+    w1, w2 = open_journal("w1"), open_journal("w2")
+    run = w1.admit("chat", "in-1", sha("x")).run
+    w1.record_intent(run.id, agent_no=0, seq=0, kind="tool", name="t", args={}, policy="hold")
+    version = w2.get_run(run.id).version
+    with psycopg.connect(w2.store.dsn.conninfo, autocommit=True) as conn:  # lease runs out
+        conn.execute(
+            f"UPDATE {w2.store.namespace}.claims SET expires_at = 0 WHERE run_id = %s",
+            (run.id,),
+        )
+    assert w2.cluster.claim(run.id) is not None
+    version = w2.get_run(run.id).version
+    with pytest.raises(FencingLost) as info:
+        w1.record_intent(run.id, agent_no=0, seq=1, kind="tool", name="t", args={}, policy="hold")
+    assert info.value.reason == "superseded"
+    assert [c.seq for c in w2.list_calls(run.id)] == [0]  # the function's insert rolled back
+    assert w2.get_run(run.id).version == version
 
 
 def test_the_folded_fence_still_refuses_a_superseded_worker(open_journal):
