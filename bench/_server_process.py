@@ -39,7 +39,7 @@ PHASES = (
     ("journal open", r"journal open(:| \()"),  # SQLite, or a shared worker's
     ("startup complete", r"Application startup complete"),
     ("listening", r"Uvicorn running on"),
-    ("idle chats rebuilt", r"idle chats rebuilt:"),  # in the background, after serving
+    ("idle chats listed", r"idle chats listed:"),  # their summaries, read in a thread
 )
 
 
