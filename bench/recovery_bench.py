@@ -55,8 +55,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common
@@ -164,7 +162,7 @@ def seeded_start(
     start = server.start()
     try:
         health = server.wait_healthy(deadline=start + 120)
-        polled, listed = first_poll(server.url)
+        polled, listed = server.first_poll()
         # the process quiet: on a loaded machine that takes a while
         rss = server.idle_rss_kib(deadline=time.monotonic() + 180)
         phases = server.phases()
@@ -187,18 +185,6 @@ def seeded_start(
         "idle_rss_mib": rss / 1024,
         "phases_s": phases,
     }
-
-
-def first_poll(url: str) -> tuple[float, int]:
-    """The UI's first ``/api/poll`` once the server answers: when it answered (monotonic)
-    and how many chats it listed."""
-    with httpx.Client(base_url=url, timeout=60) as client:
-        token = client.get("/api/csrf_token")
-        token.raise_for_status()
-        client.headers["X-CSRF-Token"] = token.json()["token"]
-        response = client.post("/api/poll", json={"context": "", "log_from": 0})
-        response.raise_for_status()
-        return time.monotonic(), len(response.json()["contexts"])
 
 
 def _between(phases: dict[str, float], first: str, then: str) -> float | None:
