@@ -100,13 +100,13 @@ def restore_contexts(chats: Chats, *, idle_later: bool = False) -> list[AgentCon
     open run, the others are left to ``DurableChats.load``. A chat deleted after its
     newest run is not rebuilt."""
     journal = chats.journal
-    newest_run: dict[str, float | None]
-    if idle_later:  # the open runs, oldest first; the idle chats read meanwhile
-        newest_run = {r.context_id: None for r in reversed(journal.list_nonterminal_runs())}
+    if idle_later:  # the open runs, oldest first (each its chat's newest: admission refuses
+        # a run while one is open); the idle chats are read meanwhile, in a thread
+        newest_run = {r.context_id: r.created_at for r in reversed(journal.list_nonterminal_runs())}
         busy = frozenset(newest_run)
         chats.defer(IdleSummaries(lambda: idle_chats(journal, busy)))
     else:
-        newest_run = dict(journaled_chats(journal)[0])
+        newest_run = journaled_chats(journal)[0]
     restored = []
     for context_id, newest in newest_run.items():
         read = read_chat(journal, context_id, newest)
