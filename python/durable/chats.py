@@ -367,6 +367,8 @@ class DurableChats:
             done = asyncio.gather(*closers, return_exceptions=True)
             await asyncio.wait_for(done, timeout=timeout)
         await self.flush()
+        if self._pending is not None:  # the idle chats' read ends before its journal does
+            await self._pending.wait()
         self.journal.close()
 
 
