@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import _common
+import httpx  # here, not while a timed server starts
 
 REPO = _common.REPO
 VENV_PYTHON = REPO / ".venv" / "bin" / "python"
@@ -39,7 +40,7 @@ PHASES = (
     ("journal open", r"journal open(:| \()"),  # SQLite, or a shared worker's
     ("startup complete", r"Application startup complete"),
     ("listening", r"Uvicorn running on"),
-    ("idle chats rebuilt", r"idle chats rebuilt:"),  # in the background, after serving
+    ("idle chats listed", r"idle chats listed:"),  # their summaries, read in a thread
 )
 
 
@@ -140,9 +141,19 @@ class ServerProcess:
                 raise RuntimeError(f"run_ui.py not healthy in time:\n{self.tail()}")
             time.sleep(POLL_S)  # polling interval of the measurement
 
+    def first_poll(self) -> tuple[float, int]:
+        """The UI's first ``/api/poll`` once the server answers: when it answered (monotonic)
+        and how many chats it listed (the idle ones are read after health, issue #24)."""
+        with httpx.Client(base_url=self.url, timeout=60) as client:
+            token = client.get("/api/csrf_token")
+            token.raise_for_status()
+            client.headers["X-CSRF-Token"] = token.json()["token"]
+            response = client.post("/api/poll", json={"context": "", "log_from": 0})
+            response.raise_for_status()
+            return time.monotonic(), len(response.json()["contexts"])
+
     def send_message(self, text: str, input_id: str) -> threading.Thread:
         """POST /api/api_message in a thread (the server may die before it answers)."""
-        import httpx
 
         def send() -> None:
             with contextlib.suppress(httpx.HTTPError):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent import AgentConfig, AgentContext, AgentContextType, UserMessage, new_context_id
@@ -21,7 +21,7 @@ from durability.errors import DurabilityError
 from durability.status import RunStatus
 from python.durable import admission, new_chats, rebuild
 from python.durable.admission import KeyedLocks, Submission, SubmitOptions
-from python.durable.idle import IdleChat
+from python.durable.idle import IdleChat, IdleMap, IdleSummaries
 from python.durable.new_chats import ChatSpec
 from python.durable.ownership import LocalOwnership, Ownership
 from python.durable.policy import ReplayPolicy
@@ -78,8 +78,10 @@ class DurableChats:
         self._resume_slots: asyncio.Semaphore | None = None
         self._input_locks = KeyedLocks()
         #: Journaled chats not rebuilt yet (oldest first), each as the chat list shows it
-        #: (None: removed, not listed): ``load`` rebuilds each once.
+        #: (None: removed, not listed): ``load`` rebuilds each once. Read after start-up
+        #: (``_pending``): every use of it waits for that read first (``_idle``).
         self._later: dict[str, IdleChat | None] = {}
+        self._pending: IdleSummaries | None = None
         self._load_locks = KeyedLocks()
         #: Held while chats are made by a request (python/durable/new_chats.py): one id,
         #: one chat.
@@ -109,9 +111,10 @@ class DurableChats:
 
     def next_chat_names(self, count: int) -> list[str]:
         """``count`` default names after those of the chats loaded here ("Chat N")."""
-        highest = len(self._sessions) + len(self._later)
+        later = self._idle()
+        highest = len(self._sessions) + len(later)
         names = [s.context.name for s in self._sessions.values()]
-        names += [idle.name for idle in self._later.values() if idle is not None]
+        names += [idle.name for idle in later.values() if idle is not None]
         for name in names:
             number = (name or "").removeprefix(DEFAULT_NAME_PREFIX)
             if number.isdigit():
@@ -143,32 +146,51 @@ class DurableChats:
         return [s.context for s in self._sessions.values()]
 
     # chats rebuilt after start-up (python/durable/rebuild.py) ------------------------------
-    def defer(self, idle: Mapping[str, IdleChat | None]) -> None:
+    def defer(self, idle: IdleMap | IdleSummaries) -> None:
         """Leave these journaled chats for ``load`` (start-up rebuilds only what recovery
-        needs); the chat list shows each as its ``IdleChat`` until then."""
-        self._later.update(idle)
+        needs); the chat list shows each as its ``IdleChat`` until then. ``IdleSummaries``:
+        they are being read, in a thread (start-up)."""
+        if isinstance(idle, IdleSummaries):
+            self._pending = idle
+        else:
+            self._later.update(idle)
 
-    @property
-    def deferred_count(self) -> int:
-        """How many journaled chats are not rebuilt yet."""
-        return len(self._later)
+    def _idle(self) -> dict[str, IdleChat | None]:
+        """The chats left for later, once their read is in (waiting for it: ``settled``
+        waits without blocking the event loop)."""
+        pending = self._pending
+        if pending is not None:
+            found = pending.result()
+            self._pending = None
+            # a chat made or loaded here meanwhile is not idle (a shared worker's sweep)
+            self._later.update({c: i for c, i in found.items() if c not in self._sessions})
+        return self._later
+
+    async def settled(self) -> None:
+        """Wait until the chats left for later are known (start-up reads them after the
+        server answers)."""
+        pending = self._pending
+        if pending is not None:
+            await pending.wait()
+        self._idle()
 
     def is_deferred(self, context_id: str) -> bool:
-        return context_id in self._later
+        return context_id in self._idle()
 
     def idle(self) -> list[tuple[str, IdleChat]]:
         """The chats not rebuilt yet that the chat list shows, with what it shows (a chat a
         shared worker's sweep loaded meanwhile is listed as loaded)."""
-        later = list(self._later.items())
+        later = list(self._idle().items())
         return [(c, idle) for c, idle in later if idle is not None and c not in self._sessions]
 
     def idle_chat(self, context_id: str) -> IdleChat | None:
-        return self._later.get(context_id)
+        return self._idle().get(context_id)
 
     async def load(self, context_id: str) -> AgentContext | None:
         """The chat ``context_id`` if loaded here; a journaled chat left for later is rebuilt
         now, once: whoever comes meanwhile waits for that one rebuild. None when there is
         no such chat."""
+        await self.settled()
         if context_id not in self._later:
             return self.get(context_id)
         async with self._load_locks.hold(context_id):
@@ -196,6 +218,7 @@ class DurableChats:
         InputConflict, RunHeld, ... propagate and leave nothing behind. ``options``: how
         the message came (``SubmitOptions``)."""
         input_id = admission.ensure_input_id(message)
+        await self.settled()  # a new chat's name counts the idle ones
         async with self._input_locks.hold(input_id):
             context = None
             if context_id and options.create is not None:
@@ -264,6 +287,7 @@ class DurableChats:
     async def forget_purged(self, only: str | None = None) -> list[str]:
         """Drop the loaded chats (or ``only`` that one) whose every run retention removed
         (`python -m durability retention` while the server runs); returns their ids."""
+        await self.settled()
         wanted = [only] if only is not None else list(self._sessions)
         idle = [c for c in wanted if self._idle_journaled(c)]
         listed = [c for c, _ in self.idle()] if only is None else []
@@ -343,6 +367,8 @@ class DurableChats:
             done = asyncio.gather(*closers, return_exceptions=True)
             await asyncio.wait_for(done, timeout=timeout)
         await self.flush()
+        if self._pending is not None:  # the idle chats' read ends before its journal does
+            await self._pending.wait()
         self.journal.close()
 
 

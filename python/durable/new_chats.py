@@ -45,6 +45,7 @@ class ChatSpec:
 async def open_chats(chats: Chats, specs: Sequence[ChatSpec]) -> list[AgentContext]:
     """Journal the chats of one request in one transaction, then make them here; in the
     order of ``specs``. Ids are picked under one lock, so two requests never take one id."""
+    await chats.settled()  # the ids and default names of the idle chats are taken
     async with chats.opening:
         ids: list[str] = []
         for spec in specs:

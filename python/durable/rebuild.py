@@ -9,10 +9,11 @@ after it (python/durable/restored_log.py). Reading is separate from building:
   ``restore_contexts(chats, idle_later=True)`` (start-up, both engines) rebuilds only the chats
   with an open run, which recovery needs, and keeps each idle one as an ``IdleChat``: its
   name, when it was made and its log length, read from its newest checkpoint row in one
-  pass over the journal (``Journal.chat_summaries``), what the chat list shows of it. It
-  is rebuilt by ``DurableChats.load`` (python/durable/chats.py) when a request names it,
-  never before (issue #24: a rebuilt chat holds ~67 KiB; 1,000 idle chats doubled a
-  server's memory).
+  pass over the journal (``Journal.chat_summaries``), what the chat list shows of it. That
+  pass runs in a thread of its own (``IdleSummaries``), so the server answers without
+  waiting for it; what needs the idle chats waits for it (python/durable/chats.py). An
+  idle chat is rebuilt by ``DurableChats.load`` when a request names it, never before
+  (issue #24: a rebuilt chat holds ~67 KiB; 1,000 idle chats doubled a server's memory).
 - ``load_chat(chats, context_id)`` is that later rebuild of one chat: the journal read in a
   thread, the build on the loop. ``DurableChats.load`` runs it once per chat.
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,7 @@ from durability import recovery
 from durability.errors import CorruptCheckpoint
 from durability.status import HoldReason, RunStatus
 from python.durable import checkpoint, restored_log
-from python.durable.idle import IdleChat
+from python.durable.idle import IdleChat, IdleSummaries
 from python.durable.notices import warn
 from python.durable.session import session_of
 
@@ -65,17 +66,18 @@ def _pick(state: dict[str, Any], lengths: dict[str, int]) -> tuple[str | None, i
     return (name if isinstance(name, str) and name else None), lengths.get(checkpoint.LOG_KEY, 0)
 
 
-def idle_chats(journal: Journal, context_ids: Iterable[str]) -> dict[str, IdleChat | None]:
-    """What the chat list shows of these chats without rebuilding them; None for a chat
-    removed after its newest run (gone: never listed, a request for it gets 404)."""
-    wanted = set(context_ids)
-    found: dict[str, IdleChat | None] = dict.fromkeys(wanted)
+def idle_chats(journal: Journal, busy: Collection[str]) -> dict[str, IdleChat | None]:
+    """What the chat list shows of every journaled chat but the ``busy`` ones, without
+    rebuilding them (oldest first); None for a chat removed after its newest run (gone:
+    never listed, a request for it gets 404)."""
+    found: dict[str, IdleChat | None] = {}
     for summary in journal.chat_summaries(_pick, ("context_removed",)):
         context_id = summary.context_id
-        if context_id not in wanted:
+        if context_id in busy:
             continue
         if summary.last_events.get("context_removed", -1.0) >= summary.newest_run_at:
-            continue  # removed: gone
+            found[context_id] = None  # removed: gone
+            continue
         name, length = summary.picked or (None, 0)
         found[context_id] = IdleChat(name, summary.created_at, length)
     return found
@@ -97,12 +99,15 @@ def restore_contexts(chats: Chats, *, idle_later: bool = False) -> list[AgentCon
     """Rebuild the journaled chats (oldest first); with ``idle_later`` only those with an
     open run, the others are left to ``DurableChats.load``. A chat deleted after its
     newest run is not rebuilt."""
-    newest_run, open_chats = journaled_chats(chats.journal)
-    if idle_later:
-        chats.defer(idle_chats(chats.journal, [c for c in newest_run if c not in open_chats]))
-        newest_run = {cid: at for cid, at in newest_run.items() if cid in open_chats}
-    restored = []
     journal = chats.journal
+    if idle_later:  # the open runs, oldest first (each its chat's newest: admission refuses
+        # a run while one is open); the idle chats are read meanwhile, in a thread
+        newest_run = {r.context_id: r.created_at for r in reversed(journal.list_nonterminal_runs())}
+        busy = frozenset(newest_run)
+        chats.defer(IdleSummaries(lambda: idle_chats(journal, busy)))
+    else:
+        newest_run = journaled_chats(journal)[0]
+    restored = []
     for context_id, newest in newest_run.items():
         read = read_chat(journal, context_id, newest)
 
@@ -176,7 +181,9 @@ def build_chat(chats: Chats, read: ChatRead, hold: Hold) -> AgentContext | None:
     try:
         if read.error is not None:
             raise read.error
-        context = chats.get(context_id) or chats.create(context_id)
+        # its stored name: no default one to count out (the idle chats may still be read)
+        name = _pick(read.latest.state, {})[0] if read.latest is not None else None
+        context = chats.get(context_id) or chats.create(context_id, name=name)
         if read.created is not None:  # rebuilt late or early, the list keeps its order
             context.created_at = datetime.fromtimestamp(read.created, UTC)
         if read.damaged:

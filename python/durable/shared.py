@@ -270,6 +270,7 @@ class SharedWorker:
 
     async def sync_chats(self) -> None:
         """Load the chats other workers created since this one started."""
+        await self.chats.settled()  # the idle chats known first (read in a thread at start-up)
         runs = await self.chats.journal.aio.list_runs(limit=200)
         for context_id in dict.fromkeys(r.context_id for r in runs):
             known = self.chats.get(context_id) is not None or self.chats.is_deferred(context_id)

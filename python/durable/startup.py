@@ -163,8 +163,8 @@ async def open_chats(
     and the plans. The idle chats are left to ``DurableChats.load``."""
     await asyncio.to_thread(retain, usr, settings)
     chats = await asyncio.to_thread(_open, usr, masker, config)
-    # only the chats recovery needs before serving; the idle ones on first access or in
-    # the background once the server answers (DurableChats.load, rebuild_later)
+    # only the chats recovery needs before serving; the idle ones are listed once read (in
+    # a thread, the server answers meanwhile) and rebuilt when named (DurableChats.load)
     contexts = await asyncio.to_thread(restore_contexts, chats, idle_later=True)
     receipts = chats.receipts
     evidence = attach_evidence(chats, usr)
@@ -184,12 +184,9 @@ async def open_chats(
     start_recheck(chats, settings)
     held = [p for p in plans if p.action in (PlanAction.HOLD, PlanAction.SKIP)]
     resumed = len(plans) - len(held)
+    # the idle chats are counted once read ("idle chats listed: N", python/durable/idle.py)
     logger.info(
-        "journal open: %d chats, %d idle ones later, %d runs recovered, %d held",
-        len(contexts),
-        chats.deferred_count,
-        resumed,
-        len(held),
+        "journal open: %d chats, %d runs recovered, %d held", len(contexts), resumed, len(held)
     )
     return chats, plans
 
@@ -228,11 +225,10 @@ async def open_shared_chats(
     start_recheck(chats, await asyncio.to_thread(settings_mod.load, usr))
     contexts = await asyncio.to_thread(restore_contexts, chats, idle_later=True)
     logger.info(
-        "shared journal open (namespace %s, worker %s): %d chats, %d idle ones later",
+        "shared journal open (namespace %s, worker %s): %d chats",
         shared.namespace,
         shared.worker_id,
         len(contexts),
-        chats.deferred_count,
     )
     return chats
 

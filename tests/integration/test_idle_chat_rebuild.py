@@ -86,10 +86,12 @@ def test_idle_chats_are_listed_with_their_names_and_rebuilt_only_when_named(
     crashable.stop()
 
     crashable.start()
-    opened = crashable.server.output()  # type: ignore[union-attr]
-    # the removed chat is one of them (found removed in the journal: never listed)
-    assert "journal open: 0 chats, 7 idle ones later" in opened
+    server = crashable.server
+    assert server is not None and "journal open: 0 chats, 0 runs recovered" in server.output()
     rows = _rows(crashable)
+    # read after the journal opened, in a thread; the removed chat is one of them (found
+    # removed in the journal: never listed)
+    wait_until(lambda: "idle chats listed: 7 (" in server.output(), what="the idle chats' line")
     assert set(rows) == set(chats), "every idle chat is listed, the removed one is not"
     assert all(_not_rebuilt(row) for row in rows.values()), rows
     assert {cid: row["name"] for cid, row in rows.items()} == {c: names[c] for c in chats}

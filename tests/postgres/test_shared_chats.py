@@ -198,7 +198,7 @@ def test_a_worker_starting_on_idle_chats_serves_them_after_it_answers(workers, m
     a.stop()
 
     b = workers.start("worker-b")
-    assert "0 chats, 3 idle ones later" in b.output(), b.output()[-2000:]
+    assert "worker-b): 0 chats" in b.output(), b.output()[-2000:]
     # a chat made elsewhere after B started: B's loop loads it, so once B shows it loaded
     # that loop has also passed over the idle chats (which it must leave alone)
     c = workers.start("worker-c")
@@ -217,6 +217,7 @@ def test_a_worker_starting_on_idle_chats_serves_them_after_it_answers(workers, m
     rows = {row["id"]: row for row in polled["contexts"]}
     assert {c: rows[c]["name"] for c in chats} == {c: names[c] for c in chats}, rows
     assert all(rows[c]["log_guid"] == "" for c in chats), "rebuilt before a request named it"
+    wait_until(lambda: "idle chats listed: 3 (" in b.output(), what="the idle chats' line")
     first = post(b, "api_log_get", {"context_id": chats[1], "length": 1000})
     assert first.status_code == 200, first.text
     assert _answers(first.json(), "answer number 1") == 1, first.text
