@@ -123,6 +123,32 @@ def test_a_sweep_that_loses_its_candidates_looks_again(open_journal, monkeypatch
         assert events == [{"worker_id": "w2", "token": claim.token, "previous": None}]
 
 
+def test_a_sweep_is_two_round_trips_its_lookup_and_claims_one_statement(
+    open_journal, monkeypatch
+):
+    """#24 round 4: a sweep's lookup, its claims and the runs' fences are one statement
+    sent with BEGIN; the claims' events go with COMMIT. Two round trips, one of them the
+    commit's flush (before: four, the lookup, the claims and the events each waited for)."""
+    plain, w2 = open_journal(), open_journal("w2", liveness=True)
+    runs = [plain.admit(f"c{i}", f"in-{i}", sha(str(i))).run.id for i in range(3)]
+    won: list = []
+    sent = statements_of(monkeypatch, lambda: won.extend(w2.cluster.sweep(limit=2)))
+    assert [c.run_id for c in won] == runs[:2], won  # the oldest first
+    assert sent.count("<wait>") == 2, sent
+    first = sent.index("<wait>")
+    lookup = [s for s in sent[:first] if "SKIP LOCKED" in s]
+    assert len(lookup) == 1 and "INSERT INTO claims" in lookup[0], sent
+    assert "UPDATE runs SET fence" in lookup[0], sent
+    rest = sent[first + 1 :]
+    assert len(rest) == 3 and "INSERT INTO events" in rest[0], sent
+    assert rest[1:] == ["COMMIT", "<wait>"], sent
+    for claim in won:  # the events committed with the claims
+        events = [e.payload for e in w2.list_events(run_id=claim.run_id) if e.type == "claim"]
+        assert events == [{"worker_id": "w2", "token": claim.token, "previous": None}]
+        assert w2.cluster.owner(claim.run_id).token == claim.token
+    assert w2.cluster.owner(runs[2]) is None  # the third untouched
+
+
 #: The advisory lock a paused candidate lookup waits for.
 PAUSE = 240_003
 ACTIVE = "WHERE status = 'active'"
