@@ -12,6 +12,7 @@ import pytest
 from durability import FencingLost
 from durability.errors import CallNotFound, IntentMissing, RunNotFound
 from durability.store._tables import claims as claims_table
+from durability.store.postgres_tx import PostgresTx
 from tests.postgres.conftest import sha, wait_for
 
 pytestmark = pytest.mark.postgres
@@ -123,9 +124,7 @@ def test_a_sweep_that_loses_its_candidates_looks_again(open_journal, monkeypatch
         assert events == [{"worker_id": "w2", "token": claim.token, "previous": None}]
 
 
-def test_a_sweep_is_two_round_trips_its_lookup_and_claims_one_statement(
-    open_journal, monkeypatch
-):
+def test_a_sweep_is_two_round_trips_its_lookup_and_claims_one_statement(open_journal, monkeypatch):
     """#24 round 4: a sweep's lookup, its claims and the runs' fences are one statement
     sent with BEGIN; the claims' events go with COMMIT. Two round trips, one of them the
     commit's flush (before: four, the lookup, the claims and the events each waited for)."""
@@ -147,6 +146,65 @@ def test_a_sweep_is_two_round_trips_its_lookup_and_claims_one_statement(
         assert events == [{"worker_id": "w2", "token": claim.token, "previous": None}]
         assert w2.cluster.owner(claim.run_id).token == claim.token
     assert w2.cluster.owner(runs[2]) is None  # the third untouched
+
+
+def runs_a_lookup_reads(conn, namespace: str, limit: int) -> tuple[list[str], int]:
+    """A sweep's statement run on ``conn`` in a transaction rolled back afterwards, then
+    again under ``EXPLAIN ANALYZE`` (rolled back too): the runs it won, and the rows of
+    ``runs`` its lookup read (the scans below a ``LockRows``: the candidates it locks, not
+    the fence it writes, whose plan the planner picks by the table's size)."""
+    sent: list[tuple[str, object]] = []
+    conn.execute(f"SET search_path TO {namespace}")
+    original = conn.execute
+
+    def execute(query, params=None, **kwargs):
+        if "SKIP LOCKED" in str(query):
+            sent.append((str(query), params))
+        return original(query, params, **kwargs)
+
+    with conn.transaction(force_rollback=True):
+        conn.execute = execute
+        try:
+            won = PostgresTx(conn, locking=True).claims.sweep("w9", 30.0, limit, None, [])
+        finally:
+            del conn.execute
+    assert len(sent) == 1, sent
+    with conn.transaction(force_rollback=True):
+        plan = original(f"EXPLAIN (ANALYZE, FORMAT JSON) {sent[0][0]}", sent[0][1]).fetchone()[0]
+
+    def rows(node: dict, locked: bool) -> int:
+        locked = locked or node.get("Node Type") == "LockRows"
+        own = 0
+        if locked and node.get("Relation Name") == "runs":
+            own = node.get("Actual Rows", 0) * node.get("Actual Loops", 0)
+            own += node.get("Rows Removed by Filter", 0) + node.get(
+                "Rows Removed by Index Recheck", 0
+            )
+        return own + sum(rows(child, locked) for child in node.get("Plans", []))
+
+    return [c.run_id for c in won], rows(plan[0]["Plan"], False)
+
+
+def test_a_sweep_of_never_claimed_runs_reads_a_few_not_every_active_run(
+    open_journal, postgres_server, pg_namespace
+):
+    """#24 round 4: runs nobody ever claimed are a queue (the partial index of
+    migration 0013): a sweep of two reads a handful of rows of ``runs``, not each of the
+    200 active runs (the old lookup read them all, and sorted the free ones, in every
+    sweep). Runs of a dead or released claim are still found when the queue is empty."""
+    plain, w1 = open_journal(), open_journal("w1")
+    runs = [plain.admit(f"c{i}", f"in-{i}", sha(str(i))).run.id for i in range(200)]
+    with postgres_server.connect() as conn:
+        won, read = runs_a_lookup_reads(conn, pg_namespace, 2)
+    assert won == runs[:2], won  # admission order
+    assert read <= 10, f"the sweep's lookup read {read} rows of runs for 2 claims"
+    # the queue empty: a claimed run whose claim is free is still found
+    claimed = w1.admit("held", "in-held", sha("h")).run.id
+    assert w1.cluster.release(claimed)
+    with postgres_server.connect() as conn:
+        conn.execute(f"UPDATE {pg_namespace}.runs SET fence = 0 WHERE fence IS NULL")
+        won, _ = runs_a_lookup_reads(conn, pg_namespace, 2)
+    assert won == [claimed], won
 
 
 #: The advisory lock a paused candidate lookup waits for.
