@@ -27,6 +27,7 @@ def test_bench_runs_and_reports(postgres_server):
             "0.3",
             "--runs",
             "20",
+            "--orphaned",
         ],
         capture_output=True,
         text=True,
@@ -42,7 +43,9 @@ def test_bench_runs_and_reports(postgres_server):
     assert all(c["steps_per_s"] > 0 for c in result["concurrency"])
     assert [c["runs"] for c in result["concurrency_group_commit"]] == [8, 32]
     assert all(c["steps_per_s"] > 0 for c in result["concurrency_group_commit"])
-    assert [c["workers"] for c in result["claims"]] == [1, 2, 4]
+    assert [(c["workers"], c["backlog"]) for c in result["claims"]] == [
+        (n, kind) for kind in ("unclaimed", "orphaned") for n in (1, 2, 4)
+    ]
     for case in result["claims"]:
         assert case["claimed"] == case["runs"] == 20 and case["claimed_twice"] == 0
     with postgres_server.connect() as conn:
