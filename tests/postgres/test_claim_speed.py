@@ -4,6 +4,7 @@ its candidates to a concurrent sweeper looks again instead of coming back empty.
 
 from __future__ import annotations
 
+import re
 import threading
 
 import psycopg
@@ -148,63 +149,40 @@ def test_a_sweep_is_two_round_trips_its_lookup_and_claims_one_statement(open_jou
     assert w2.cluster.owner(runs[2]) is None  # the third untouched
 
 
-def runs_a_lookup_reads(conn, namespace: str, limit: int) -> tuple[list[str], int]:
-    """A sweep's statement run on ``conn`` in a transaction rolled back afterwards, then
-    again under ``EXPLAIN ANALYZE`` (rolled back too): the runs it won, and the rows of
-    ``runs`` its lookup read (the scans below a ``LockRows``: the candidates it locks, not
-    the fence it writes, whose plan the planner picks by the table's size)."""
-    sent: list[tuple[str, object]] = []
-    conn.execute(f"SET search_path TO {namespace}")
-    original = conn.execute
-
-    def execute(query, params=None, **kwargs):
-        if "SKIP LOCKED" in str(query):
-            sent.append((str(query), params))
-        return original(query, params, **kwargs)
-
-    with conn.transaction(force_rollback=True):
-        conn.execute = execute
-        try:
-            won = PostgresTx(conn, locking=True).claims.sweep("w9", 30.0, limit, None, [])
-        finally:
-            del conn.execute
-    assert len(sent) == 1, sent
-    with conn.transaction(force_rollback=True):
-        plan = original(f"EXPLAIN (ANALYZE, FORMAT JSON) {sent[0][0]}", sent[0][1]).fetchone()[0]
-
-    def rows(node: dict, locked: bool) -> int:
-        locked = locked or node.get("Node Type") == "LockRows"
-        own = 0
-        if locked and node.get("Relation Name") == "runs":
-            own = node.get("Actual Rows", 0) * node.get("Actual Loops", 0)
-            own += node.get("Rows Removed by Filter", 0) + node.get(
-                "Rows Removed by Index Recheck", 0
-            )
-        return own + sum(rows(child, locked) for child in node.get("Plans", []))
-
-    return [c.run_id for c in won], rows(plan[0]["Plan"], False)
-
-
-def test_a_sweep_of_never_claimed_runs_reads_a_few_not_every_active_run(
+def test_a_sweeps_generic_plan_looks_its_own_claims_up_in_a_hashed_set(
     open_journal, postgres_server, pg_namespace
 ):
-    """#24 round 4: runs nobody ever claimed are a queue (the partial index of
-    migration 0013): a sweep of two reads a handful of rows of ``runs``, not each of the
-    200 active runs (the old lookup read them all, and sorted the free ones, in every
-    sweep). Runs of a dead or released claim are still found when the queue is empty."""
-    plain, w1 = open_journal(), open_journal("w1")
-    runs = [plain.admit(f"c{i}", f"in-{i}", sha(str(i))).run.id for i in range(200)]
+    """#24 round 4: the sweeper's own claims (its book, up to every run it holds) are
+    named by token; under the generic plan PostgreSQL uses for a statement prepared after
+    five runs, ``token = ANY($n)`` compared every claim not held with the whole book, one
+    by one (a parameter's array is not hashed; a constant's is): a sweep of a dead
+    worker's backlog cost twice main's server CPU once the merged statement's plan went
+    generic. The book is now a hashed subquery. The generic plan is read with
+    auto_explain, its LOG lines sent to this client."""
+    plain = open_journal()
+    plain.admit("chat", "in-1", sha("x"))
+    w1 = open_journal("w1", liveness=True)
+    w1.admit("chat-2", "in-2", sha("y"))
+    mine = [c.token for c in w1.cluster.claims()]
+    plans: list[str] = []
     with postgres_server.connect() as conn:
-        won, read = runs_a_lookup_reads(conn, pg_namespace, 2)
-    assert won == runs[:2], won  # admission order
-    assert read <= 10, f"the sweep's lookup read {read} rows of runs for 2 claims"
-    # the queue empty: a claimed run whose claim is free is still found
-    claimed = w1.admit("held", "in-held", sha("h")).run.id
-    assert w1.cluster.release(claimed)
-    with postgres_server.connect() as conn:
-        conn.execute(f"UPDATE {pg_namespace}.runs SET fence = 0 WHERE fence IS NULL")
-        won, _ = runs_a_lookup_reads(conn, pg_namespace, 2)
-    assert won == [claimed], won
+        conn.add_notice_handler(lambda notice: plans.append(notice.message_primary or ""))
+        conn.execute(f"SET search_path TO {pg_namespace}")
+        conn.execute("LOAD 'auto_explain'")
+        for setting in (
+            "auto_explain.log_min_duration = 0",
+            "plan_cache_mode = force_generic_plan",
+            "client_min_messages = log",
+        ):
+            conn.execute(f"SET {setting}")
+        conn.prepare_threshold = 0  # prepared at once: the generic plan from the start
+        with conn.transaction(force_rollback=True):
+            won = PostgresTx(conn, locking=True).claims.sweep("w1", 30.0, 2, None, mine)
+    assert [c.context_id for c in won] == ["chat"], won  # its own run left to its renewal
+    swept = [p for p in plans if "SKIP LOCKED" in p]
+    assert swept, plans
+    for plan in swept:
+        assert not re.search(r"token = ANY \(\(?\$\d+", plan), plan  # in the plan, not the text
 
 
 #: The advisory lock a paused candidate lookup waits for.

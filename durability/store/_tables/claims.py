@@ -63,39 +63,34 @@ def fence_statement(run_id: str | None, call_id: str | None) -> tuple[str, tuple
 
 #: A sweep in one statement: its candidates, their claims and the runs' fences.
 #:
-#: ``fresh``: active runs nobody ever claimed (no fence), in admission order, through the
-#: partial index ``runs_unclaimed`` (PostgreSQL migration 0013): a queue, read a few
-#: entries at a time whatever the number of active runs. Their rows are locked and those
-#: another worker is locking skipped; a run claimed after the statement's snapshot has a
-#: fence on its newest version, which PostgreSQL rechecks on a locked row, so it is
-#: passed over.
-#:
-#: ``rest``: only when ``fresh`` did not fill the sweep (a ``LIMIT`` of 0 runs nothing):
-#: active runs whose claim is free (released, expired, its holder's liveness lock gone),
-#: oldest change first. The claims held (``{held}``: ``held("c")``, the time read once),
-#: and the sweeper's own, named by token in ``%b``, are read once into a hashed set, not
-#: looked up run by run. ``runs.fence`` is the token of the run's claim row (written in one
-#: transaction with it): the statement reads the claims in its snapshot, but a run another
-#: worker claimed and committed since carries a new fence on its row, so it is passed over
-#: at the lock, not handed over to be refused by the upsert. That check is outside the
-#: ordered subquery so that it runs only for the runs taken in order. ``%s``: the runs
-#: already tried in this sweep; the limit.
+#: ``cand``: active runs whose claim is free (never claimed, released, expired, its
+#: holder's liveness lock gone), oldest change first, their rows locked and those another
+#: worker is locking skipped. The claims held (``{held}``: ``held("c")``, the time read
+#: once), and the sweeper's own, named by token in ``%(mine)b``, are read once into a
+#: hashed set, not looked up run by run; the tokens too are a hashed subquery, not
+#: ``= ANY(%(mine)b)``, which under the generic plan of a prepared statement compares
+#: each claim with the whole book (a parameter's array is never hashed). ``runs.fence`` is the token of the run's claim row
+#: (written in one transaction with it; NULL while there is none): the statement reads the
+#: claims in its snapshot, but a run another worker claimed and committed since carries a
+#: new fence on its row, and PostgreSQL rechecks a locked row on its newest version, so
+#: such a run is passed over (its row stays locked until the sweep commits), not handed
+#: over to be refused by the upsert. That check is outside the ordered subquery so that it
+#: runs only for the runs taken in order, not for every free run. ``%(tried)s``: the runs
+#: already tried in this sweep.
 #:
 #: ``up``: each candidate's claim with a new token where nobody holds a live one (the
 #: conditional upsert sees the newest committed claim, whatever the snapshot, and decides
-#: in the end); ``fenced``: the runs' fences. One row per candidate comes back: its new
-#: token (NULL when the upsert refused it) and the claim it replaced.
+#: in the end); ``fenced``: the runs' fences (``fence`` is in no index, so a claim's update
+#: of its run stays a HOT update). One row per candidate comes back: its new token (NULL
+#: when the upsert refused it) and the claim it replaced.
 SWEEP = (
-    "WITH fresh AS (SELECT id, context_id FROM runs"
-    f" WHERE status = {ACTIVE_RUN} AND fence IS NULL AND NOT (id = ANY(%(tried)s))"
-    " ORDER BY no LIMIT %(limit)s FOR NO KEY UPDATE SKIP LOCKED),"
-    " rest AS (SELECT id, context_id FROM (SELECT id, context_id, fence FROM runs r"
-    f" WHERE status = {ACTIVE_RUN} AND fence IS NOT NULL AND NOT (id = ANY(%(tried)s))"
+    "WITH cand AS (SELECT id, context_id FROM (SELECT id, context_id, fence FROM runs r"
+    f" WHERE status = {ACTIVE_RUN} AND NOT (id = ANY(%(tried)s))"
     " AND r.id NOT IN (SELECT c.run_id FROM claims c WHERE c.worker_id IS NOT NULL"
-    " AND ({held} OR c.token = ANY(%(mine)b::bigint[]))) ORDER BY updated_at OFFSET 0) f"
+    " AND ({held} OR c.token IN (SELECT unnest(%(mine)b::bigint[]))))"
+    " ORDER BY updated_at OFFSET 0) f"
     " WHERE f.fence IS NOT DISTINCT FROM (SELECT c.token FROM claims c WHERE c.run_id = f.id)"
-    " LIMIT %(limit)s - (SELECT count(*) FROM fresh) FOR NO KEY UPDATE OF f SKIP LOCKED),"
-    " cand AS (SELECT id, context_id FROM fresh UNION ALL SELECT id, context_id FROM rest),"
+    " LIMIT %(limit)s FOR NO KEY UPDATE OF f SKIP LOCKED),"
     " prev AS (SELECT run_id, worker_id, token FROM claims WHERE run_id IN"
     " (SELECT id FROM cand)),"
     " up AS (INSERT INTO claims (run_id, worker_id, token, claimed_at, expires_at, alive_key)"
@@ -224,9 +219,9 @@ class ClaimTable(Table):
         tried: list[str] = []
         for _ in range(SWEEP_ROUNDS):
             args = {
+                "limit": limit - len(won),
                 "tried": tried,
                 "mine": list(mine or ()),
-                "limit": limit - len(won),
                 "worker": worker_id,
                 "lease": lease,
                 "alive": alive_key,
