@@ -69,14 +69,14 @@ def fence_statement(run_id: str | None, call_id: str | None) -> tuple[str, tuple
 #: once), and the sweeper's own, named by token in ``%(mine)b``, are read once into a
 #: hashed set, not looked up run by run; the tokens too are a hashed subquery, not
 #: ``= ANY(%(mine)b)``, which under the generic plan of a prepared statement compares
-#: each claim with the whole book (a parameter's array is never hashed). ``runs.fence`` is the token of the run's claim row
-#: (written in one transaction with it; NULL while there is none): the statement reads the
-#: claims in its snapshot, but a run another worker claimed and committed since carries a
-#: new fence on its row, and PostgreSQL rechecks a locked row on its newest version, so
-#: such a run is passed over (its row stays locked until the sweep commits), not handed
-#: over to be refused by the upsert. That check is outside the ordered subquery so that it
-#: runs only for the runs taken in order, not for every free run. ``%(tried)s``: the runs
-#: already tried in this sweep.
+#: each claim with the whole book (a parameter's array is never hashed). ``runs.fence``
+#: is the token of the run's claim row (written in one transaction with it; NULL while
+#: there is none): the statement reads the claims in its snapshot, but a run another
+#: worker claimed and committed since carries a new fence on its row, and PostgreSQL
+#: rechecks a locked row on its newest version, so such a run is passed over (its row
+#: stays locked until the sweep commits), not handed over to be refused by the upsert.
+#: That check is outside the ordered subquery so that it runs only for the runs taken in
+#: order, not for every free run. ``%(tried)s``: the runs already tried in this sweep.
 #:
 #: ``up``: each candidate's claim with a new token where nobody holds a live one (the
 #: conditional upsert sees the newest committed claim, whatever the snapshot, and decides
