@@ -82,9 +82,10 @@ def fence_statement(run_id: str | None, call_id: str | None) -> tuple[str, tuple
 #: conditional upsert sees the newest committed claim, whatever the snapshot, and decides
 #: in the end); ``fenced``: the runs' fences (``fence`` is in no index, so a claim's update
 #: of its run stays a HOT update). One row per candidate comes back: its new token (NULL
-#: when the upsert refused it) and the claim it replaced.
+#: when the upsert refused it) and the claim it replaced, oldest change first.
 SWEEP = (
-    "WITH cand AS (SELECT id, context_id FROM (SELECT id, context_id, fence FROM runs r"
+    "WITH cand AS (SELECT id, context_id, updated_at FROM (SELECT id, context_id, fence,"
+    " updated_at FROM runs r"
     f" WHERE status = {ACTIVE_RUN} AND NOT (id = ANY(%(tried)s))"
     " AND r.id NOT IN (SELECT c.run_id FROM claims c WHERE c.worker_id IS NOT NULL"
     " AND ({held} OR c.token IN (SELECT unnest(%(mine)b::bigint[]))))"
@@ -104,7 +105,7 @@ SWEEP = (
     " fenced AS (UPDATE runs SET fence = up.token FROM up WHERE runs.id = up.run_id)"
     " SELECT cand.id, cand.context_id, up.token, up.expires_at, up.claimed_at,"
     " prev.worker_id, prev.token FROM cand LEFT JOIN up ON up.run_id = cand.id"
-    " LEFT JOIN prev ON prev.run_id = cand.id"
+    " LEFT JOIN prev ON prev.run_id = cand.id ORDER BY cand.updated_at, cand.id"
 )
 _EVENTS = (
     "INSERT INTO events (context_id, run_id, type, payload, created_at, digest)"
