@@ -9,13 +9,16 @@
   commit of fenced writes on (durability/store/postgres_batch.py; off by default).
 - **claims/s**: 1, 2 and 4 worker processes (each holding its liveness lock, as a server
   does) sweeping (``limit`` 2) a backlog of unclaimed runs until a sweep finds none; also
-  checks that no run was claimed twice, and reports each worker's share.
+  checks that no run was claimed twice, and reports each worker's share. With
+  ``--orphaned``, the same again with a backlog of runs claimed by a worker that is gone
+  (its liveness lock free, as after a SIGKILL): a takeover, not a first claim.
 
 The server is ``--dsn`` (or ``A0_BENCH_POSTGRES_DSN``), else a private cluster with
 PostgreSQL's default durability (fsync on) started for the run. Each run works in a schema
 of its own, dropped at the end.
 
-    .venv/bin/python bench/postgres_bench.py [--steps N] [--seconds S] [--runs N] [--json]
+    .venv/bin/python bench/postgres_bench.py [--steps N] [--seconds S] [--runs N]
+        [--orphaned] [--json]
 """
 
 from __future__ import annotations
@@ -168,12 +171,18 @@ def _sweeper(dsn: str, namespace: str, worker: str, start: Any, out: Any, finish
         journal.close()
 
 
-def claims_per_second(dsn: str, namespace: str, workers: int, backlog: int) -> dict[str, Any]:
-    ns = f"{namespace}_claims_{workers}"
-    admin = Journal.open_postgres(dsn, namespace=ns, pool_size=2)
+def claims_per_second(
+    dsn: str, namespace: str, workers: int, backlog: int, orphaned: bool = False
+) -> dict[str, Any]:
+    ns = f"{namespace}_claims_{workers}{'_orphaned' if orphaned else ''}"
+    # unclaimed: no worker id; orphaned: claimed by a worker whose liveness lock is then
+    # given up without releasing its claims (closed, as its death would end its session)
+    admin = Journal.open_postgres(
+        dsn, namespace=ns, pool_size=2, worker_id="gone" if orphaned else None, liveness=orphaned
+    )
     try:
         for i in range(backlog):
-            admin.admit(f"b{i}", f"in-b{i}", "0" * 64)  # unclaimed: no worker id
+            admin.admit(f"b{i}", f"in-b{i}", "0" * 64)
     finally:
         admin.close()
     ctx = multiprocessing.get_context("spawn")
@@ -196,6 +205,7 @@ def claims_per_second(dsn: str, namespace: str, workers: int, backlog: int) -> d
     claimed = [run_id for r in results for run_id in r[1]]
     return {
         "workers": workers,
+        "backlog": "orphaned" if orphaned else "unclaimed",
         "runs": backlog,
         "claimed": len(claimed),
         "claimed_twice": len(claimed) - len(set(claimed)),
@@ -205,7 +215,9 @@ def claims_per_second(dsn: str, namespace: str, workers: int, backlog: int) -> d
     }
 
 
-def run_bench(dsn: str, steps: int, seconds: float, backlog: int) -> dict[str, Any]:
+def run_bench(
+    dsn: str, steps: int, seconds: float, backlog: int, orphaned: bool = False
+) -> dict[str, Any]:
     namespace = "bench_" + uuid.uuid4().hex[:10]
     started = time.monotonic()
     result: dict[str, Any] = {"bench": "postgres_journal", "steps": steps, "seconds": seconds}
@@ -229,9 +241,17 @@ def run_bench(dsn: str, steps: int, seconds: float, backlog: int) -> dict[str, A
                 ]
                 worker.store.group_commit = False  # type: ignore[attr-defined]
         result["claims"] = [claims_per_second(dsn, namespace, n, backlog) for n in (1, 2, 4)]
+        if orphaned:
+            result["claims"] += [
+                claims_per_second(dsn, namespace, n, backlog, orphaned=True) for n in (1, 2, 4)
+            ]
     finally:
         floor.close()
-        _drop(dsn, [namespace] + [f"{namespace}_claims_{n}" for n in (1, 2, 4)])
+        _drop(
+            dsn,
+            [namespace]
+            + [f"{namespace}_claims_{n}{kind}" for n in (1, 2, 4) for kind in ("", "_orphaned")],
+        )
     result["elapsed_s"] = time.monotonic() - started
     return result
 
@@ -280,7 +300,8 @@ def table(result: dict[str, Any]) -> str:
         )
     for case in result["claims"]:
         lines.append(
-            f"{case['workers']} workers: {case['claims_per_s']:.0f} claims/s"
+            f"{case['workers']} workers, {case['backlog']} runs:"
+            f" {case['claims_per_s']:.0f} claims/s"
             f" ({case['claimed']} of {case['runs']} runs, claimed twice: {case['claimed_twice']},"
             f" largest share {case['largest_share']:.0%})"
         )
@@ -294,10 +315,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=500, help="steps per floor case")
     parser.add_argument("--seconds", type=float, default=5.0, help="per concurrency level")
     parser.add_argument("--runs", type=int, default=1000, help="backlog for the claims case")
+    parser.add_argument(
+        "--orphaned", action="store_true", help="also sweep a backlog of a dead worker's runs"
+    )
     parser.add_argument("--json", action="store_true", help="print only the JSON document")
     args = parser.parse_args(argv)
     with postgres_dsn(args.dsn) as (dsn, private):
-        result = run_bench(dsn, args.steps, args.seconds, args.runs)
+        result = run_bench(dsn, args.steps, args.seconds, args.runs, args.orphaned)
     result["server"] = "private cluster (fsync on)" if private else "--dsn"
     if not args.json:
         print(table(result))

@@ -4,6 +4,7 @@ its candidates to a concurrent sweeper looks again instead of coming back empty.
 
 from __future__ import annotations
 
+import re
 import threading
 
 import psycopg
@@ -12,6 +13,7 @@ import pytest
 from durability import CheckpointData, FencingLost
 from durability.errors import CallNotFound, IntentMissing, RunNotFound
 from durability.store._tables import claims as claims_table
+from durability.store.postgres_tx import PostgresTx
 from tests.postgres.conftest import sha, wait_for
 
 pytestmark = pytest.mark.postgres
@@ -164,6 +166,66 @@ def test_a_sweep_that_loses_its_candidates_looks_again(open_journal, monkeypatch
     for claim in won:
         events = [e.payload for e in w2.list_events(run_id=claim.run_id) if e.type == "claim"]
         assert events == [{"worker_id": "w2", "token": claim.token, "previous": None}]
+
+
+def test_a_sweep_is_two_round_trips_its_lookup_and_claims_one_statement(open_journal, monkeypatch):
+    """#24 round 4: a sweep's lookup, its claims and the runs' fences are one statement
+    sent with BEGIN; the claims' events go with COMMIT. Two round trips, one of them the
+    commit's flush (before: four, the lookup, the claims and the events each waited for)."""
+    plain, w2 = open_journal(), open_journal("w2", liveness=True)
+    runs = [plain.admit(f"c{i}", f"in-{i}", sha(str(i))).run.id for i in range(3)]
+    won: list = []
+    sent = statements_of(monkeypatch, lambda: won.extend(w2.cluster.sweep(limit=2)))
+    assert [c.run_id for c in won] == runs[:2], won  # the oldest first
+    assert sent.count("<wait>") == 2, sent
+    first = sent.index("<wait>")
+    lookup = [s for s in sent[:first] if "SKIP LOCKED" in s]
+    assert len(lookup) == 1 and "INSERT INTO claims" in lookup[0], sent
+    assert "UPDATE runs SET fence" in lookup[0], sent
+    rest = sent[first + 1 :]
+    assert len(rest) == 3 and "INSERT INTO events" in rest[0], sent
+    assert rest[1:] == ["COMMIT", "<wait>"], sent
+    for claim in won:  # the events committed with the claims
+        events = [e.payload for e in w2.list_events(run_id=claim.run_id) if e.type == "claim"]
+        assert events == [{"worker_id": "w2", "token": claim.token, "previous": None}]
+        assert w2.cluster.owner(claim.run_id).token == claim.token
+    assert w2.cluster.owner(runs[2]) is None  # the third untouched
+
+
+def test_a_sweeps_generic_plan_looks_its_own_claims_up_in_a_hashed_set(
+    open_journal, postgres_server, pg_namespace
+):
+    """#24 round 4: the sweeper's own claims (its book, up to every run it holds) are
+    named by token; under the generic plan PostgreSQL uses for a statement prepared after
+    five runs, ``token = ANY($n)`` compared every claim not held with the whole book, one
+    by one (a parameter's array is not hashed; a constant's is): a sweep of a dead
+    worker's backlog cost twice main's server CPU once the merged statement's plan went
+    generic. The book is now a hashed subquery. The generic plan is read with
+    auto_explain, its LOG lines sent to this client."""
+    plain = open_journal()
+    plain.admit("chat", "in-1", sha("x"))
+    w1 = open_journal("w1", liveness=True)
+    w1.admit("chat-2", "in-2", sha("y"))
+    mine = [c.token for c in w1.cluster.claims()]
+    plans: list[str] = []
+    with postgres_server.connect() as conn:
+        conn.add_notice_handler(lambda notice: plans.append(notice.message_primary or ""))
+        conn.execute(f"SET search_path TO {pg_namespace}")
+        conn.execute("LOAD 'auto_explain'")
+        for setting in (
+            "auto_explain.log_min_duration = 0",
+            "plan_cache_mode = force_generic_plan",
+            "client_min_messages = log",
+        ):
+            conn.execute(f"SET {setting}")
+        conn.prepare_threshold = 0  # prepared at once: the generic plan from the start
+        with conn.transaction(force_rollback=True):
+            won = PostgresTx(conn, locking=True).claims.sweep("w1", 30.0, 2, None, mine)
+    assert [c.context_id for c in won] == ["chat"], won  # its own run left to its renewal
+    swept = [p for p in plans if "SKIP LOCKED" in p]
+    assert swept, plans
+    for plan in swept:
+        assert not re.search(r"token = ANY \(\(?\$\d+", plan), plan  # in the plan, not the text
 
 
 #: The advisory lock a paused candidate lookup waits for.

@@ -38,7 +38,15 @@ def no_bench_schema_left(postgres_server) -> bool:
 
 def test_bench_runs_and_reports(postgres_server):
     result = run_bench(
-        postgres_server, "postgres_bench.py", "--steps", "20", "--seconds", "0.3", "--runs", "20"
+        postgres_server,
+        "postgres_bench.py",
+        "--steps",
+        "20",
+        "--seconds",
+        "0.3",
+        "--runs",
+        "20",
+        "--orphaned",
     )
     for key in ("fenced_step", "unfenced_step"):
         assert result[key]["ratio_to_floor"] > 0 and result[key]["floor"]["median_us"] > 0
@@ -46,7 +54,9 @@ def test_bench_runs_and_reports(postgres_server):
     assert all(c["steps_per_s"] > 0 for c in result["concurrency"])
     assert [c["runs"] for c in result["concurrency_group_commit"]] == [8, 32]
     assert all(c["steps_per_s"] > 0 for c in result["concurrency_group_commit"])
-    assert [c["workers"] for c in result["claims"]] == [1, 2, 4]
+    assert [(c["workers"], c["backlog"]) for c in result["claims"]] == [
+        (n, kind) for kind in ("unclaimed", "orphaned") for n in (1, 2, 4)
+    ]
     for case in result["claims"]:
         assert case["claimed"] == case["runs"] == 20 and case["claimed_twice"] == 0
     assert no_bench_schema_left(postgres_server)

@@ -61,25 +61,63 @@ def fence_statement(run_id: str | None, call_id: str | None) -> tuple[str, tuple
     return template.format("%s"), (run_id if run_id is not None else call_id,)
 
 
-#: A sweep's candidates: active runs whose claim is free, oldest change first, their rows
-#: locked. The claims held (``{held}``: ``held("c")``, the time read once), and the
-#: sweeper's own, named by token in ``%b``, are read once into a hashed set, not looked up
-#: run by run. ``runs.fence`` is the token of the run's claim row (written in one
-#: transaction with it; NULL while there is none): the statement reads the claims in its
-#: snapshot, but a run another worker claimed and committed since carries a new fence on
-#: its row, and PostgreSQL rechecks a locked row on its newest version, so such a run is
-#: passed over (its row stays locked until the sweep commits), not handed over to be
-#: refused by the upsert. That check is outside the ordered subquery so that it runs only
-#: for the runs taken in order, not for every free run. ``%s`` first: the runs already
-#: tried in this sweep.
-CANDIDATES = (
-    "SELECT id, context_id FROM (SELECT id, context_id, fence FROM runs r"
-    f" WHERE status = {ACTIVE_RUN} AND NOT (id = ANY(%s))"
+#: A sweep in one statement: its candidates, their claims and the runs' fences.
+#:
+#: ``cand``: active runs whose claim is free (never claimed, released, expired, its
+#: holder's liveness lock gone), oldest change first, their rows locked and those another
+#: worker is locking skipped. The claims held (``{held}``: ``held("c")``, the time read
+#: once), and the sweeper's own, named by token in ``%(mine)b``, are read once into a
+#: hashed set, not looked up run by run; the tokens too are a hashed subquery, not
+#: ``= ANY(%(mine)b)``, which under the generic plan of a prepared statement compares
+#: each claim with the whole book (a parameter's array is never hashed). ``runs.fence``
+#: is the token of the run's claim row (written in one transaction with it; NULL while
+#: there is none): the statement reads the claims in its snapshot, but a run another
+#: worker claimed and committed since carries a new fence on its row, and PostgreSQL
+#: rechecks a locked row on its newest version, so such a run is passed over (its row
+#: stays locked until the sweep commits), not handed over to be refused by the upsert.
+#: That check is outside the ordered subquery so that it runs only for the runs taken in
+#: order, not for every free run. ``%(tried)s``: the runs already tried in this sweep.
+#:
+#: ``up``: each candidate's claim with a new token where nobody holds a live one (the
+#: conditional upsert sees the newest committed claim, whatever the snapshot, and decides
+#: in the end); ``fenced``: the runs' fences (``fence`` is in no index, so a claim's update
+#: of its run stays a HOT update). One row per candidate comes back: its new token (NULL
+#: when the upsert refused it) and the claim it replaced, oldest change first.
+SWEEP = (
+    "WITH cand AS (SELECT id, context_id, updated_at FROM (SELECT id, context_id, fence,"
+    " updated_at FROM runs r"
+    f" WHERE status = {ACTIVE_RUN} AND NOT (id = ANY(%(tried)s))"
     " AND r.id NOT IN (SELECT c.run_id FROM claims c WHERE c.worker_id IS NOT NULL"
-    " AND ({held} OR c.token = ANY(%b::bigint[]))) ORDER BY updated_at OFFSET 0) f"
+    " AND ({held} OR c.token IN (SELECT unnest(%(mine)b::bigint[]))))"
+    " ORDER BY updated_at OFFSET 0) f"
     " WHERE f.fence IS NOT DISTINCT FROM (SELECT c.token FROM claims c WHERE c.run_id = f.id)"
-    " LIMIT %s FOR NO KEY UPDATE OF f SKIP LOCKED"
+    " LIMIT %(limit)s FOR NO KEY UPDATE OF f SKIP LOCKED),"
+    " prev AS (SELECT run_id, worker_id, token FROM claims WHERE run_id IN"
+    " (SELECT id FROM cand)),"
+    " up AS (INSERT INTO claims (run_id, worker_id, token, claimed_at, expires_at, alive_key)"
+    " SELECT cand.id, %(worker)s, nextval('fencing_tokens'), t.now, t.now + %(lease)s,"
+    " %(alive)s"
+    f" FROM cand, (SELECT {NOW} AS now) t"
+    " ON CONFLICT (run_id) DO UPDATE SET worker_id = excluded.worker_id,"
+    " token = excluded.token, claimed_at = excluded.claimed_at,"
+    " expires_at = excluded.expires_at, alive_key = excluded.alive_key"
+    " WHERE NOT {held_excluded} RETURNING run_id, token, expires_at, claimed_at),"
+    " fenced AS (UPDATE runs SET fence = up.token FROM up WHERE runs.id = up.run_id)"
+    " SELECT cand.id, cand.context_id, up.token, up.expires_at, up.claimed_at,"
+    " prev.worker_id, prev.token FROM cand LEFT JOIN up ON up.run_id = cand.id"
+    " LEFT JOIN prev ON prev.run_id = cand.id ORDER BY cand.updated_at, cand.id"
 )
+_EVENTS = (
+    "INSERT INTO events (context_id, run_id, type, payload, created_at, digest)"
+    " SELECT c, r, 'claim', p, t, d FROM unnest(%s::text[], %s::text[], %s::text[],"
+    " %s::double precision[], %s::text[]) AS e(c, r, p, t, d)"
+)
+
+
+def _payload(worker_id: str, token: int, prev_worker: Any, prev_token: Any) -> str:
+    """A ``claim`` event's payload: the new claim and the one it replaced (None: none)."""
+    previous = None if prev_token is None else {"worker_id": prev_worker, "token": prev_token}
+    return canonical_json({"worker_id": worker_id, "token": token, "previous": previous})
 
 
 class ClaimTable(Table):
@@ -112,14 +150,13 @@ class ClaimTable(Table):
             return None
         token, expires_at, now = int(row[0]), float(row[1]), float(row[2])
         run("UPDATE runs SET fence = %s WHERE id = %s", (token, run_id))
-        previous = None if prev is None else {"worker_id": prev[0], "token": prev[1]}
-        payload = canonical_json({"worker_id": worker_id, "token": token, "previous": previous})
+        prev_worker, prev_token = (None, None) if prev is None else (prev[0], prev[1])
+        payload = _payload(worker_id, token, prev_worker, prev_token)
         run(
             "INSERT INTO events (context_id, run_id, type, payload, created_at, digest)"
             " VALUES (%s, %s, 'claim', %s, %s, %s)",
             (context_id, run_id, payload, now, digest_text(payload)),
         )
-        prev_worker, prev_token = (None, None) if prev is None else (prev[0], prev[1])
         return ClaimRow(run_id, context_id, worker_id, token, expires_at, prev_worker, prev_token)
 
     def claim_new_run(
@@ -169,81 +206,51 @@ class ClaimTable(Table):
         lock was lost: a worker taken for dead must not take its own runs back under a new
         token (its peers take them, and its late writes are refused).
 
-        A run another worker claimed and committed after the lookup's snapshot is skipped
-        when its row is locked (``CANDIDATES``), so concurrent sweepers do not hand each
-        other runs that are no longer free. Should a claim still be refused by the upsert
-        (it always sees the newest claim), the candidates are looked up again, the runs
+        One statement looks the candidates up and claims them (``SWEEP``); the claims'
+        events are queued to travel with COMMIT, so a sweep is two round trips (the
+        statement, with BEGIN; COMMIT, with the events). A run another worker claimed and
+        committed after the statement's snapshot is passed over, so concurrent sweepers do
+        not hand each other runs that are no longer free. Should a claim still be refused
+        by the upsert (it always sees the newest claim), the statement runs again, the runs
         tried left out, up to ``SWEEP_ROUNDS`` times."""
-        won: list[ClaimRow] = []
+        sweep = SWEEP.format(
+            held=held("c", f"(SELECT {NOW})"), held_excluded=held("claims", "excluded.claimed_at")
+        )
+        won: list[tuple[ClaimRow, float]] = []
         tried: list[str] = []
-        candidates = CANDIDATES.format(held=held("c", f"(SELECT {NOW})"))
         for _ in range(SWEEP_ROUNDS):
-            rows = self.sql.run(candidates, (tried, list(mine or ()), limit - len(won)))
-            rows = rows.fetchall()
-            if not rows:
-                break
+            args = {
+                "limit": limit - len(won),
+                "tried": tried,
+                "mine": list(mine or ()),
+                "worker": worker_id,
+                "lease": lease,
+                "alive": alive_key,
+            }
+            rows = self.sql.run(sweep, args).fetchall()
             tried += [str(r[0]) for r in rows]
-            won += self._write_many(
-                [(str(r[0]), str(r[1])) for r in rows], worker_id, lease, alive_key
-            )
-            if len(won) >= limit:
-                break
-        return won
-
-    def _write_many(
-        self, runs: list[tuple[str, str]], worker_id: str, lease: float, alive_key: int | None
-    ) -> list[ClaimRow]:
-        """``_write`` for several runs (rows already locked) in two statements: the claims,
-        each with a new token where nobody holds a live one, and the runs' fences; then
-        their events."""
-        ids = [r[0] for r in runs]
-        contexts = dict(runs)
-        rows = self.sql.run(
-            "WITH prev AS (SELECT run_id, worker_id, token FROM claims WHERE run_id = ANY(%s)),"
-            f" up AS (INSERT INTO claims (run_id, worker_id, token, claimed_at, expires_at,"
-            " alive_key) SELECT t.run_id, %s, nextval('fencing_tokens'), t.now, t.now + %s, %s"
-            f" FROM (SELECT u.run_id, {NOW} AS now FROM unnest(%s::text[]) AS u(run_id)) t"
-            " ON CONFLICT (run_id) DO UPDATE SET worker_id = excluded.worker_id,"
-            " token = excluded.token, claimed_at = excluded.claimed_at,"
-            " expires_at = excluded.expires_at, alive_key = excluded.alive_key"
-            f" WHERE NOT {held('claims', 'excluded.claimed_at')}"
-            " RETURNING run_id, token, expires_at, claimed_at),"
-            " fenced AS (UPDATE runs SET fence = up.token FROM up WHERE runs.id = up.run_id)"
-            " SELECT up.run_id, up.token, up.expires_at, up.claimed_at, prev.worker_id,"
-            " prev.token FROM up LEFT JOIN prev ON prev.run_id = up.run_id",
-            (ids, worker_id, lease, alive_key, ids),
-        ).fetchall()
-        order = {run_id: n for n, run_id in enumerate(ids)}
-        won: list[ClaimRow] = []
-        events: list[tuple[Any, ...]] = []
-        for run_id, token, expires_at, now, prev_worker, prev_token in sorted(
-            rows, key=lambda row: order[row[0]]
-        ):
-            previous = (
-                None if prev_token is None else {"worker_id": prev_worker, "token": prev_token}
-            )
-            payload = canonical_json({"worker_id": worker_id, "token": token, "previous": previous})
-            events.append((contexts[run_id], run_id, payload, now, digest_text(payload)))
-            won.append(
-                ClaimRow(
-                    run_id,
-                    contexts[run_id],
-                    worker_id,
-                    int(token),
-                    float(expires_at),
-                    prev_worker,
-                    prev_token,
-                )
-            )
-        if events:
-            columns = list(zip(*events, strict=True))
-            self.sql.run(
-                "INSERT INTO events (context_id, run_id, type, payload, created_at, digest)"
-                " SELECT c, r, 'claim', p, t, d FROM unnest(%s::text[], %s::text[], %s::text[],"
-                " %s::double precision[], %s::text[]) AS e(c, r, p, t, d)",
-                [list(c) for c in columns],
-            )
-        return won
+            for run_id, context_id, token, expires_at, now, prev_worker, prev_token in rows:
+                if token is not None:
+                    claim = ClaimRow(
+                        str(run_id),
+                        str(context_id),
+                        worker_id,
+                        int(token),
+                        float(expires_at),
+                        prev_worker,
+                        prev_token,
+                    )
+                    won.append((claim, float(now)))
+            if len(won) >= limit or all(r[2] is not None for r in rows):
+                break  # enough, or each run found was won (none found: none is free)
+        if won:  # queued, not sent: it goes with COMMIT (its outcome is the commit's)
+            events = [
+                (c.context_id, c.run_id, p, now, digest_text(p))
+                for c, now in won
+                for p in [_payload(worker_id, c.token, c.previous_worker, c.previous_token)]
+            ]
+            self.sql.conn.execute(self.sql.q(_EVENTS), [list(e) for e in zip(*events, strict=True)])
+        return [claim for claim, _ in won]
 
     def renew(self, worker_id: str, lease: float, held: dict[str, int]) -> dict[str, float]:
         """Extend this worker's claims that still carry the held tokens: run id ->
