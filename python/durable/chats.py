@@ -313,7 +313,7 @@ class DurableChats:
         session = self._sessions.get(context_id)
         if session is None or not session.journaled:
             return False
-        return not (session.is_running() or session.run is not None or session.admitting)
+        return not session.busy
 
     # what the sessions share ----------------------------------------------------------------
     def in_background(self, work: Coroutine[Any, Any, Any]) -> None:

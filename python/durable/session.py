@@ -91,6 +91,11 @@ class DurableSession:
         """True while a message to this chat is being admitted."""
         return self._admitting > 0
 
+    @property
+    def busy(self) -> bool:
+        """The chat works here, or is about to (its log is the live one, not the journal's)."""
+        return self.is_running() or self.run is not None or self.admitting
+
     def scope(self) -> RunScope:
         """The run scope of the calling task; the loop never runs outside one."""
         scope = current_scope()

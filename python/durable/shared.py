@@ -309,7 +309,7 @@ class SharedWorker:
         if context is None:
             context = await takeover.load_chat(self.chats, claim.context_id)
         session = session_of(context)
-        if session.is_running() or session.run is not None or session.admitting:
+        if session.busy:
             return
         logger.info("run %s is active again (a decision): resuming it here", run.id)
         await takeover.refresh_chat(self.chats, session)

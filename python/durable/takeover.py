@@ -56,7 +56,7 @@ async def load_chat(chats: DurableChats, context_id: str, *, fresh: bool = False
     when the journal holds no state."""
     read = await asyncio.to_thread(rebuild.read_chat, chats.journal, context_id)
     context = chats.get(context_id)
-    if context is None or (fresh and _idle(session_of(context))):
+    if context is None or (fresh and not session_of(context).busy):
         context = _build(chats, read) or context
     if context is None:  # removed after its newest run, yet a run of it was claimed
         context = chats.create(context_id)
@@ -73,13 +73,9 @@ async def find_chat(chats: DurableChats, context_id: str) -> AgentContext | None
     return chats.get(context_id) or _build(chats, read)
 
 
-def _idle(session: DurableSession) -> bool:
-    return not (session.is_running() or session.run is not None or session.admitting)
-
-
 async def refresh_chat(chats: DurableChats, session: DurableSession) -> None:
     """Bring an idle chat up to its latest checkpoint when another worker wrote it."""
-    if not _idle(session):
+    if session.busy:
         return
     latest = await chats.journal.aio.latest_context_checkpoint(
         session.context.id, histories=checkpoint.current_chains
@@ -89,7 +85,7 @@ async def refresh_chat(chats: DurableChats, session: DurableSession) -> None:
     if latest.run_id == session.last_run_id:  # this process wrote it: nothing new
         session.synced_checkpoint = latest.id
         return
-    if not _idle(session):
+    if session.busy:
         return  # it started meanwhile
     state = latest.state.get("current") or {}
     checkpoint.restore_chain(session.context, state, latest.histories)

@@ -10,6 +10,7 @@ import { initMemory } from "./memory.js";
 import { initTasks } from "./tasks.js";
 import { applyNotifications, initNotifications, notificationsFrom, notifyError } from "./notifications.js";
 import { confirmAction } from "./confirm.js";
+import { requestOrder } from "./dom.js";
 import * as attachments from "./attachments.js";
 import { initChatTransfer } from "./chat_transfer.js";
 
@@ -20,10 +21,10 @@ const state = {
   running: false,
   paused: false,
   pollTimer: null,
-  pollTurn: 0, // only the newest poll draws (see poll)
 };
 
 const $ = (id) => document.getElementById(id);
+const polls = requestOrder(); // only the newest poll draws (see poll)
 const messages = $("messages");
 
 // The banner says only whether the server answers the poll; a failed action is a
@@ -50,7 +51,7 @@ function selectChat(ctxid) {
   state.logGuid = "";
   state.logVersion = 0;
   messages.replaceChildren();
-  state.pollTurn += 1; // a poll still out asked for the chat shown before
+  polls.next(); // a poll still out asked for the chat shown before
   schedulePoll(0);
 }
 
@@ -127,14 +128,14 @@ function applyControls() {
 // may answer after it, with the state from before; the poll sent after it draws instead,
 // and the loop goes on from there.
 async function poll() {
-  const turn = ++state.pollTurn;
+  const turn = polls.next();
   let delay = null;
   try {
     const from = state.logVersion;
     const snapshot = await callApi("poll", {
       context: state.context, log_from: from, notifications_from: notificationsFrom(),
     });
-    if (turn !== state.pollTurn) return;
+    if (!polls.newest(turn)) return;
     applyNotifications(snapshot);
     if (snapshot.deselect_chat) {
       selectChat(null);
@@ -154,9 +155,9 @@ async function poll() {
     applyControls();
     showConnection(null);
   } catch (error) {
-    if (turn === state.pollTurn) showConnection(error);
+    if (polls.newest(turn)) showConnection(error);
   } finally {
-    if (turn === state.pollTurn) schedulePoll(delay ?? (state.running ? 100 : 250));
+    if (polls.newest(turn)) schedulePoll(delay ?? (state.running ? 100 : 250));
   }
 }
 
@@ -179,7 +180,7 @@ async function act(fn) {
   } catch (error) {
     notifyError(error);
   }
-  state.pollTurn += 1; // a poll still out may show the state from before the action
+  polls.next(); // a poll still out may show the state from before the action
   schedulePoll(0);
 }
 

@@ -4,12 +4,13 @@
 // knowledge import and re-embedding.
 
 import { callApi, errorText } from "./api.js";
-import { el, noticeLine } from "./dom.js";
+import { el, noticeLine, requestOrder } from "./dom.js";
 import { confirmAction } from "./confirm.js";
 
 const $ = (id) => document.getElementById(id);
 const AREAS = ["main", "fragments", "solutions"];
-const state = { memories: [], editing: null, timer: null, loads: 0 };
+const state = { memories: [], editing: null, timer: null };
+const loads = requestOrder();
 
 const notice = noticeLine("memory-message");
 
@@ -87,12 +88,12 @@ async function refresh() {
   };
   // Only the newest request draws the list: an older answer (a search sent before the
   // area changed) arriving late must not replace it.
-  const load = ++state.loads;
+  const turn = loads.next();
   const list = $("memory-list");
   list.setAttribute("aria-busy", "true");
   try {
     const result = await callApi("memory_dashboard", body);
-    if (load !== state.loads) return;
+    if (!loads.newest(turn)) return;
     state.memories = result.memories;
     if (!result.memories.length) {
       list.replaceChildren(el("tr", {}, el("td", { colSpan: 5, className: "muted", text: body.search ? "Nothing matches." : "No memories yet." })));
@@ -102,10 +103,10 @@ async function refresh() {
     $("memory-counts").textContent = `${result.total_db_count} memories in "${result.memory_subdir}" ` +
       `(${result.knowledge_count} from knowledge files, ${result.conversation_count} from conversations)`;
   } catch (error) {
-    if (load !== state.loads) return;
+    if (!loads.newest(turn)) return;
     notice(errorText(error));
   } finally {
-    if (load === state.loads) list.removeAttribute("aria-busy");
+    if (loads.newest(turn)) list.removeAttribute("aria-busy");
   }
   refreshStatus();
 }
